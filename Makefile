@@ -1,0 +1,27 @@
+# Two commands do everything on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test setup clean
+
+run: $(STAMP)
+	$(BIN)/bench run
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+setup: $(STAMP)
+
+# torch goes in first, pinned: 2.13.0 is the CPU build on this machine's disk, and installing it
+# before sentence-transformers keeps pip from resolving a multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+clean:
+	rm -rf $(VENV) .bench-cache

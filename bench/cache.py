@@ -1,0 +1,127 @@
+"""Embedding cache: a vector is keyed by model (name, loader, source, revision), role and sha256(text).
+
+One SQLite file per model. Each batch is committed as soon as it is embedded, so an
+interrupted run loses at most one batch, and a chunking sweep embeds only texts it has not
+seen. An entry whose stored checksum or width does not match is treated as missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bench.embedders import Embedder
+
+_LOOKUP_BATCH = 500
+
+
+@dataclass
+class EmbedStats:
+    cached: int = 0
+    embedded: int = 0
+
+
+def text_key(role: str, text: str) -> bytes:
+    return hashlib.sha256(role.encode() + b"\0" + text.encode()).digest()
+
+
+def _checksum(blob: bytes) -> bytes:
+    return hashlib.blake2b(blob, digest_size=8).digest()
+
+
+class EmbeddingCache:
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    def _connect(self, model_key: str) -> sqlite3.Connection:
+        self.root.mkdir(parents=True, exist_ok=True)
+        name = hashlib.sha256(model_key.encode()).hexdigest()[:20]
+        db = sqlite3.connect(self.root / f"{name}.sqlite")
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE IF NOT EXISTS meta (model_key TEXT NOT NULL)")
+        db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, dims INTEGER, vec BLOB, checksum BLOB)")
+        stored = db.execute("SELECT model_key FROM meta").fetchone()
+        if stored is None:
+            db.execute("INSERT INTO meta VALUES (?)", (model_key,))
+            db.commit()
+        elif stored[0] != model_key:  # a hash collision of file names: never trust foreign vectors
+            db.execute("DELETE FROM vectors")
+            db.execute("UPDATE meta SET model_key = ?", (model_key,))
+            db.commit()
+        return db
+
+    def embed(
+        self,
+        embedder: Embedder,
+        texts: list[str],
+        role: str,
+        batch_size: int = 64,
+        progress: Callable[[int], None] | None = None,
+    ) -> tuple[np.ndarray, EmbedStats]:
+        """Vectors for ``texts`` (rows in order), embedding only those not cached yet."""
+        dims = embedder.dims
+        out = np.zeros((len(texts), dims), dtype=np.float32)
+        keys = [text_key(role, t) for t in texts]
+        stats = EmbedStats()
+        with self._connect(embedder.spec.cache_key) as db:
+            found = self._lookup(db, keys, dims)
+            missing: dict[bytes, list[int]] = {}
+            for i, key in enumerate(keys):
+                if key in found:
+                    out[i] = found[key]
+                else:
+                    missing.setdefault(key, []).append(i)
+            stats.cached = len(texts) - sum(len(rows) for rows in missing.values())
+            if progress and stats.cached:
+                progress(stats.cached)
+            todo = list(missing)
+            for lo in range(0, len(todo), batch_size):
+                batch = todo[lo: lo + batch_size]
+                vectors = embedder.embed([texts[missing[k][0]] for k in batch], role)
+                rows = []
+                for key, vec in zip(batch, vectors):
+                    out[missing[key]] = vec
+                    blob = np.ascontiguousarray(vec, dtype=np.float32).tobytes()
+                    rows.append((key, dims, blob, _checksum(blob)))
+                db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
+                db.commit()
+                done = sum(len(missing[k]) for k in batch)
+                stats.embedded += done
+                if progress:
+                    progress(done)
+        db.close()
+        return out, stats
+
+    @staticmethod
+    def _lookup(db: sqlite3.Connection, keys: list[bytes], dims: int) -> dict[bytes, np.ndarray]:
+        found: dict[bytes, np.ndarray] = {}
+        unique = list(dict.fromkeys(keys))
+        for lo in range(0, len(unique), _LOOKUP_BATCH):
+            part = unique[lo: lo + _LOOKUP_BATCH]
+            marks = ",".join("?" * len(part))
+            for key, width, blob, checksum in db.execute(
+                f"SELECT key, dims, vec, checksum FROM vectors WHERE key IN ({marks})", part
+            ):
+                if width == dims and len(blob) == 4 * dims and _checksum(blob) == checksum:
+                    found[key] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+
+class NoCache(EmbeddingCache):
+    """Embeds everything every time (``--no-cache``)."""
+
+    def __init__(self) -> None:
+        super().__init__(Path())
+
+    def embed(self, embedder, texts, role, batch_size=64, progress=None):
+        out = np.zeros((len(texts), embedder.dims), dtype=np.float32)
+        for lo in range(0, len(texts), batch_size):
+            out[lo: lo + batch_size] = embedder.embed(texts[lo: lo + batch_size], role)
+            if progress:
+                progress(min(batch_size, len(texts) - lo))
+        return out, EmbedStats(embedded=len(texts))

@@ -1,0 +1,31 @@
+"""What every chunker returns: spans of one document, never bare strings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A span of one document; ``text == document.text[start:end]`` (character offsets, end exclusive)."""
+
+    id: str
+    doc_id: str
+    start: int
+    end: int
+    text: str
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+
+def chunk_id(doc_id: str, ordinal: int) -> str:
+    """Chunk ids are stable for a given document and chunker: ``<doc_id>#<ordinal, 4 digits>``."""
+    return f"{doc_id}#{ordinal:04d}"
+
+
+class Chunker(Protocol):
+    """Splits one document into ordered, non-empty spans."""
+
+    def chunk(self, doc_id: str, text: str) -> list[Chunk]: ...

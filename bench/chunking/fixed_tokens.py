@@ -1,0 +1,54 @@
+"""Fixed windows of cl100k tokens: the baseline every smarter chunker has to beat."""
+
+from __future__ import annotations
+
+from bench.chunking.base import Chunk, chunk_id
+from bench.errors import BenchError
+from bench.tokens import token_char_offsets
+
+
+def validate_size_overlap(kind: str, size: object, overlap: object) -> None:
+    """Reject sizes that would loop forever or make empty chunks, before any document is read."""
+    for name, value in (("size", size), ("overlap", overlap)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise BenchError(f"{kind} chunker: {name} must be a whole number of tokens, got {value!r}")
+    assert isinstance(size, int) and isinstance(overlap, int)
+    if size < 1:
+        raise BenchError(f"{kind} chunker: size must be at least 1 token, got size={size}")
+    if not 0 <= overlap < size:
+        raise BenchError(
+            f"{kind} chunker: overlap must be >= 0 and smaller than size, got size={size}, "
+            f"overlap={overlap}; lower overlap or raise size"
+        )
+
+
+class FixedTokenChunker:
+    """Windows of ``size`` tokens, each starting ``size - overlap`` tokens after the previous one.
+
+    Window boundaries are token boundaries mapped to character offsets; a token that starts
+    inside a multi-byte character maps to that character, so such a character belongs to the
+    window where its later bytes are (and to both, with overlap). Whitespace-only windows are
+    skipped, so the last window may hold fewer than ``size`` tokens.
+    """
+
+    def __init__(self, size: int, overlap: int = 0) -> None:
+        validate_size_overlap("tokens", size, overlap)
+        self.size = size
+        self.overlap = overlap
+
+    def __repr__(self) -> str:
+        return f"FixedTokenChunker(size={self.size}, overlap={self.overlap})"
+
+    def chunk(self, doc_id: str, text: str) -> list[Chunk]:
+        _, offsets = token_char_offsets(text)
+        bounds = [*offsets, len(text)]
+        n = len(offsets)
+        chunks: list[Chunk] = []
+        for first in range(0, n, self.size - self.overlap):
+            last = min(first + self.size, n)
+            start, end = bounds[first], bounds[last]
+            if text[start:end].strip():
+                chunks.append(Chunk(chunk_id(doc_id, len(chunks)), doc_id, start, end, text[start:end]))
+            if last == n:
+                break
+        return chunks

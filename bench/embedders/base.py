@@ -1,0 +1,54 @@
+"""What every model is: a declarative spec (readable without loading weights) and an embedder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+QUERY, PASSAGE = "query", "passage"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Everything known about a model before it is loaded.
+
+    ``loader`` names how to load it (see ``LOADERS``); ``source`` is a local path or
+    ``package:<module>`` for weights shipped inside a Python package. ``lexical`` models rank
+    with their own inverted index instead of a FAISS index.
+    """
+
+    name: str
+    loader: str
+    source: str = ""
+    dims: int | None = None
+    max_tokens: int | None = None
+    similarity: str = "cosine"
+    price_per_mtok: float | None = 0.0
+    revision: str = ""
+    query_prompt: str = ""
+    passage_prompt: str = ""
+    lexical: bool = False
+    description: str = ""
+
+    @property
+    def cache_key(self) -> str:
+        """Identifies the vectors this model produces: name, loader, source and revision."""
+        return f"{self.name}|{self.loader}|{self.source}|{self.revision}"
+
+
+class Embedder(Protocol):
+    spec: ModelSpec
+
+    @property
+    def dims(self) -> int: ...
+
+    def embed(self, texts: list[str], role: str) -> np.ndarray:
+        """float32 rows, one per text, L2-normalised (so inner product is cosine)."""
+
+
+def normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1, norms)

@@ -1,0 +1,64 @@
+"""sentence-transformers models from a local folder or a package that carries the weights."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+
+import numpy as np
+
+from bench.embedders.base import QUERY, ModelSpec, normalise
+from bench.errors import BenchError
+
+
+def resolve_source(source: str) -> Path:
+    """``package:<module>`` → the weights folder inside that installed package; else a local path."""
+    if source.startswith("package:"):
+        module_name = source.removeprefix("package:")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            pip_name = module_name.replace("_", "-")
+            raise BenchError(f"model package {module_name!r} is not installed; pip install {pip_name}") from None
+        path = Path(module.get_model_path()) if hasattr(module, "get_model_path") else Path(module.__file__).parent / "model"
+    else:
+        path = Path(source).expanduser()
+    if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
+        raise BenchError(f"{path}: not a sentence-transformers model folder (no modules.json or config.json)")
+    return path
+
+
+class SentenceTransformerEmbedder:
+    def __init__(self, spec: ModelSpec, batch_size: int = 32) -> None:
+        path = resolve_source(spec.source)
+        # Weights are local; never let the hub client reach for the network.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        from sentence_transformers import SentenceTransformer
+
+        self.spec = spec
+        self.batch_size = batch_size
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # our own progress bars say what is happening
+        self.model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        if spec.max_tokens:
+            self.model.max_seq_length = spec.max_tokens
+
+    @property
+    def dims(self) -> int:
+        get = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        return int(get())
+
+    def embed(self, texts: list[str], role: str) -> np.ndarray:
+        prompt = self.spec.query_prompt if role == QUERY else self.spec.passage_prompt
+        vectors = self.model.encode(
+            [prompt + t for t in texts],
+            batch_size=self.batch_size,
+            show_progress_bar=False,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+        )
+        return normalise(vectors)

@@ -1,0 +1,59 @@
+"""From stored per-question records to metrics and the ranked candidate summary.
+
+``bench run`` and ``bench report`` both call this on the same records, so a report recomputed
+from disk equals what the run wrote.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from bench import metrics
+from bench.metrics import Grades
+
+
+def grades_from_records(records: list[dict], depth: int) -> Grades:
+    """Grades of the stored rankings and expected units of one candidate's questions."""
+    n = len(records)
+    ranked = np.zeros((n, depth), dtype=np.int64)
+    ideal = np.zeros((n, depth), dtype=np.int64)
+    n_relevant = np.zeros(n, dtype=np.int64)
+    for q, rec in enumerate(records):
+        ids = [r["id"] for r in rec["ranking"]]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"question {rec['question_id']!r}: ranking repeats a unit")
+        got = [r["grade"] for r in rec["ranking"][:depth]]
+        ranked[q, : len(got)] = got
+        top = sorted((e["grade"] for e in rec["expected"]), reverse=True)[:depth]
+        ideal[q, : len(top)] = top
+        n_relevant[q] = len(rec["expected"])
+    return Grades(ranked, ideal, n_relevant)
+
+
+def score_candidate(records: list[dict], k: int, depth: int, gain: str) -> dict:
+    """Fill each record's ``metrics`` and ``first_relevant_rank``; return the candidate's summary parts."""
+    grades = grades_from_records(records, depth)
+    per_question = metrics.quality(grades, k, gain)
+    first = metrics.first_relevant_rank(grades)
+    for q, rec in enumerate(records):
+        rec["first_relevant_rank"] = int(first[q]) or None
+        rec["metrics"] = {key: float(values[q]) for key, values in per_question.items()}
+    ranks = Counter(int(r) for r in first)
+    distribution = {str(r): ranks.get(r, 0) for r in range(1, depth + 1)}
+    distribution["miss"] = ranks.get(0, 0)
+    return {
+        "quality": metrics.means(per_question),
+        "curve": metrics.hit_curve(grades),
+        "diagnostics": {"first_relevant_rank": distribution, "n_questions": len(records)},
+    }
+
+
+def rank_candidates(candidates: list[dict], k: int) -> list[dict]:
+    """Order by mrr@k, then recall@k (both descending), then id; set each ``rank`` (1-based)."""
+    mrr, recall = metrics.metric_key("mrr", k), metrics.metric_key("recall", k)
+    ordered = sorted(candidates, key=lambda c: (-c["quality"][mrr], -c["quality"][recall], c["id"]))
+    for rank, c in enumerate(ordered, start=1):
+        c["rank"] = rank
+    return ordered

@@ -1,0 +1,152 @@
+"""The goldset: questions with the evidence that answers them, resolved to character spans."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.corpus import Corpus
+from bench.errors import BenchError
+
+CHUNK, DOCUMENT = "chunk", "document"
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A span of one document that answers (grade 2) or supports (grade 1) a question.
+
+    ``start``/``end`` are ``None`` when the whole document is the evidence (document unit).
+    """
+
+    doc: str
+    grade: int
+    start: int | None = None
+    end: int | None = None
+
+    @property
+    def whole_document(self) -> bool:
+        return self.start is None
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    id: str
+    text: str
+    evidence: tuple[Evidence, ...]
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Goldset:
+    path: Path
+    questions: tuple[Question, ...]
+    unit: str  # CHUNK or DOCUMENT
+    fingerprint: str  # sha256 of the file's bytes
+
+
+def load_goldset(path: str | Path, corpus: Corpus) -> Goldset:
+    """Parse and validate a goldset against its corpus; quotes become spans.
+
+    Every problem is a BenchError naming file:line and the fix.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise BenchError(f"{path}: goldset not found; give a JSONL file with one question per line")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise BenchError(f"{path}: not UTF-8 text (byte {e.start}); save the goldset as UTF-8") from None
+    questions: list[Question] = []
+    seen: dict[str, int] = {}
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        line = line.rstrip("\r")
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        q = _parse_question(line, where, corpus)
+        if q.id in seen:
+            raise BenchError(f"{where}: duplicate question id {q.id!r} (first on line {seen[q.id]}); ids must be unique")
+        seen[q.id] = lineno
+        questions.append(q)
+    if not questions:
+        raise BenchError(f"{path}: the goldset has no questions; add one JSON object per line")
+    whole = {e.whole_document for q in questions for e in q.evidence}
+    if len(whole) > 1:
+        raise BenchError(
+            f"{path}: mixes whole-document evidence with quotes/spans; "
+            "use spans everywhere (chunk unit) or whole documents everywhere (document unit)"
+        )
+    unit = DOCUMENT if whole == {True} else CHUNK
+    return Goldset(path=path, questions=tuple(questions), unit=unit, fingerprint=hashlib.sha256(raw).hexdigest())
+
+
+def _parse_question(line: str, where: str, corpus: Corpus) -> Question:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise BenchError(f"{where}: invalid JSON ({e.msg}); each line must be one JSON object") from None
+    if not isinstance(row, dict):
+        raise BenchError(f"{where}: expected a JSON object with \"id\", \"question\" and \"evidence\"")
+    qid = row.get("id")
+    if not isinstance(qid, str) or not qid.strip():
+        raise BenchError(f"{where}: missing or empty \"id\"; give every question a unique string id")
+    question = row.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise BenchError(f"{where}: question {qid!r} has no \"question\" text")
+    evidence = row.get("evidence")
+    if not isinstance(evidence, list) or not evidence:
+        raise BenchError(f"{where}: question {qid!r} needs a non-empty \"evidence\" list")
+    tags = row.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise BenchError(f"{where}: question {qid!r}: \"tags\" must be a list of strings")
+    items = tuple(_parse_evidence(item, f"{where}: question {qid!r} evidence {i + 1}", corpus)
+                  for i, item in enumerate(evidence))
+    return Question(id=qid, text=question, evidence=items, tags=tuple(tags))
+
+
+def _parse_evidence(item: object, where: str, corpus: Corpus) -> Evidence:
+    if not isinstance(item, dict):
+        raise BenchError(f"{where}: expected an object like {{\"doc\": ..., \"quote\": ...}}")
+    doc_id = item.get("doc")
+    if not isinstance(doc_id, str) or doc_id not in corpus:
+        raise BenchError(f"{where}: unknown document {doc_id!r}; use a document id of the corpus {corpus.path}")
+    grade = item.get("grade", 1)
+    if isinstance(grade, bool) or not isinstance(grade, int) or grade < 1:
+        raise BenchError(f"{where}: grade {grade!r} must be a positive integer (2 answers, 1 supports)")
+    text = corpus.get(doc_id).text
+    quote, start, end = item.get("quote"), item.get("start"), item.get("end")
+    if quote is not None:
+        if start is not None or end is not None:
+            raise BenchError(f"{where}: give either \"quote\" or \"start\"/\"end\", not both")
+        return Evidence(doc_id, grade, *resolve_quote(text, quote, where))
+    if start is None and end is None:
+        return Evidence(doc_id, grade)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
+        raise BenchError(f"{where}: \"start\" and \"end\" must both be integers (character offsets)")
+    if not 0 <= start < end <= len(text):
+        raise BenchError(
+            f"{where}: span {start}..{end} is not inside {doc_id!r} (0..{len(text)}); need 0 <= start < end <= length"
+        )
+    return Evidence(doc_id, grade, start, end)
+
+
+def resolve_quote(text: str, quote: object, where: str) -> tuple[int, int]:
+    """The span of the only occurrence of ``quote`` in ``text``; absent or repeated quotes are errors."""
+    if not isinstance(quote, str) or not quote.strip():
+        raise BenchError(f"{where}: \"quote\" must be non-empty text copied exactly from the document")
+    quote = quote.replace("\r\n", "\n")
+    first = text.find(quote)
+    if first < 0:
+        raise BenchError(f"{where}: quote {_short(quote)} not found in the document; copy it exactly")
+    if text.find(quote, first + 1) >= 0:
+        raise BenchError(
+            f"{where}: quote {_short(quote)} occurs more than once; quote a longer passage or give start/end"
+        )
+    return first, first + len(quote)
+
+
+def _short(s: str, n: int = 60) -> str:
+    return repr(s if len(s) <= n else s[: n - 1] + "…")

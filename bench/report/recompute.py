@@ -1,0 +1,51 @@
+"""Recompute a stored run's metrics from its rankings, and check them against what the run wrote."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from bench import store
+from bench.evaluate import rank_candidates, score_candidate
+
+
+def recompute(run_ref: str, results: Path) -> tuple[dict, Path, list[str]]:
+    """The summary recomputed from per_question.jsonl, the run folder, and every figure that differs."""
+    path = store.find_run(run_ref, results)
+    stored = store.load_json(path / store.SUMMARY)
+    records = store.load_jsonl(path / store.PER_QUESTION)
+    by_candidate: dict[str, list[dict]] = {}
+    for rec in records:
+        by_candidate.setdefault(rec["candidate"], []).append(copy.deepcopy(rec))
+    k, depth = stored["k"], stored["depth"]
+    fresh = []
+    for cand in stored["candidates"]:
+        parts = score_candidate(by_candidate.get(cand["id"], []), k, depth, stored["ndcg_gain"])
+        fresh.append({**cand, **parts, "rank": None})
+    summary = {**stored, "candidates": rank_candidates(fresh, k)}
+    differences = _differences(stored, summary) + _record_differences(records, by_candidate)
+    return summary, path, differences
+
+
+def _differences(a, b, where: str = "summary") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in sorted(set(a) | set(b)):
+            out += _differences(a.get(key), b.get(key), f"{where}.{key}")
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _differences(x, y, f"{where}[{i}]")]
+    return [] if a == b else [f"{where}: stored {a!r}, recomputed {b!r}"]
+
+
+def _record_differences(stored: list[dict], fresh: dict[str, list[dict]]) -> list[str]:
+    out = []
+    cursor: dict[str, int] = {}
+    for rec in stored:
+        i = cursor.get(rec["candidate"], 0)
+        cursor[rec["candidate"]] = i + 1
+        new = fresh[rec["candidate"]][i]
+        where = f"{rec['candidate']} {rec['question_id']}"
+        out += _differences(rec["metrics"], new["metrics"], f"{where} metrics")
+        out += _differences(rec["first_relevant_rank"], new["first_relevant_rank"], f"{where} first_relevant_rank")
+    return out

@@ -1,0 +1,157 @@
+"""Dense (embedder + FAISS index) and lexical (BM25) retrieval behind one protocol.
+
+Rankings are deterministic: equal scores are ordered by unit id (``ChunkTable.tie_order``).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from bench.cache import EmbeddingCache, EmbedStats
+from bench.embedders import PASSAGE, QUERY, Embedder, ModelSpec, load_embedder
+from bench.index import IndexSpec, index_bytes
+from bench.units import ChunkTable
+
+# Extra neighbours fetched from FAISS so ties at the cut-off are ordered by unit id, not by
+# whichever tied vector the index happened to visit first.
+TIE_MARGIN = 16
+
+
+@dataclass
+class BuildStats:
+    dims: int | None = None
+    embed_seconds: float = 0.0
+    index_build_seconds: float = 0.0
+    index_bytes: int | None = None
+    embed: EmbedStats = field(default_factory=EmbedStats)
+
+
+class Retriever(Protocol):
+    def build(self, table: ChunkTable, progress: Callable[[int], None] | None = None) -> BuildStats:
+        """Index every chunk of the table."""
+
+    def encode(self, questions: list[str]) -> object:
+        """Turn questions into whatever ``search`` and ``score`` take."""
+
+    def search(self, queries: object, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per query, up to ``n`` chunk indices and their scores, best first."""
+
+    def score(self, queries: object, q: int, chunks: np.ndarray) -> np.ndarray:
+        """Exact scores of the given chunks for query ``q``, retrieved or not."""
+
+
+def top_n(scores: np.ndarray, tie_order: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the ``n`` best scores, descending, ties by ``tie_order``."""
+    if n < len(scores):
+        # Keep everything tied with the n-th best so the tie-break sees all of them.
+        cut = np.partition(scores, len(scores) - n)[len(scores) - n]
+        candidates = np.flatnonzero(scores >= cut)
+    else:
+        candidates = np.arange(len(scores))
+    order = np.lexsort((tie_order[candidates], -scores[candidates]))
+    return candidates[order][:n]
+
+
+class DenseRetriever:
+    def __init__(self, spec: ModelSpec, index_spec: IndexSpec, cache: EmbeddingCache, batch_size: int = 64,
+                 embedder: Embedder | None = None) -> None:
+        self.spec = spec
+        self.index_spec = index_spec
+        self.cache = cache
+        self.batch_size = batch_size
+        self.embedder = embedder or load_embedder(spec, batch_size=batch_size)
+
+    def build(self, table: ChunkTable, progress=None) -> BuildStats:
+        self.tie_order = table.tie_order
+        t0 = time.perf_counter()
+        self.vectors, embed_stats = self.cache.embed(self.embedder, table.texts, PASSAGE, self.batch_size, progress)
+        t1 = time.perf_counter()
+        self.index = self.index_spec.build(self.vectors)
+        t2 = time.perf_counter()
+        return BuildStats(dims=self.vectors.shape[1], embed_seconds=t1 - t0, index_build_seconds=t2 - t1,
+                          index_bytes=index_bytes(self.index), embed=embed_stats)
+
+    def encode(self, questions: list[str]) -> np.ndarray:
+        return self.embedder.embed(questions, QUERY)
+
+    def search(self, queries: np.ndarray, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        fetch = min(n + TIE_MARGIN, self.index.ntotal)
+        scores, labels = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), fetch)
+        results = []
+        for row_scores, row_labels in zip(scores, labels):
+            keep = row_labels >= 0
+            row_labels, row_scores = row_labels[keep], row_scores[keep]
+            order = np.lexsort((self.tie_order[row_labels], -row_scores))[:n]
+            results.append((row_labels[order].astype(np.int64), row_scores[order].astype(np.float64)))
+        return results
+
+    def score(self, queries: np.ndarray, q: int, chunks: np.ndarray) -> np.ndarray:
+        return (self.vectors[chunks] @ queries[q]).astype(np.float64)
+
+
+_WORD = re.compile(r"\w+")
+
+
+class BM25Retriever:
+    """bm25s (Lucene BM25, k1=1.5, b=0.75) over lower-cased words minus English stopwords.
+
+    Only chunks sharing at least one term with the question are retrieved, as in any
+    inverted index; so a ranking may be shorter than asked.
+    """
+
+    def __init__(self, spec: ModelSpec) -> None:
+        from bm25s.stopwords import STOPWORDS_EN
+
+        self.spec = spec
+        self.stopwords = frozenset(STOPWORDS_EN)
+
+    def _tokens(self, text: str) -> list[str]:
+        return [w for w in _WORD.findall(text.lower()) if w not in self.stopwords]
+
+    def build(self, table: ChunkTable, progress=None) -> BuildStats:
+        import bm25s
+
+        self.tie_order = table.tie_order
+        t0 = time.perf_counter()
+        corpus = []
+        for text in table.texts:
+            corpus.append(self._tokens(text))
+        if progress:
+            progress(len(corpus))
+        self.bm25 = bm25s.BM25()
+        self.bm25.index(corpus, show_progress=False)
+        elapsed = time.perf_counter() - t0
+        return BuildStats(dims=None, embed_seconds=0.0, index_build_seconds=elapsed)
+
+    def encode(self, questions: list[str]) -> list[list[str]]:
+        return [self._tokens(q) for q in questions]
+
+    def _all_scores(self, tokens: list[str]) -> np.ndarray:
+        if not tokens:
+            return np.zeros(len(self.tie_order))
+        return np.asarray(self.bm25.get_scores(tokens), dtype=np.float64)
+
+    def search(self, queries: list[list[str]], n: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        results = []
+        for tokens in queries:
+            scores = self._all_scores(tokens)
+            best = top_n(scores, self.tie_order, n)
+            best = best[scores[best] > 0]
+            results.append((best.astype(np.int64), scores[best]))
+        return results
+
+    def score(self, queries: list[list[str]], q: int, chunks: np.ndarray) -> np.ndarray:
+        return self._all_scores(queries[q])[chunks]
+
+
+def make_retriever(spec: ModelSpec, index_spec: IndexSpec | None, cache: EmbeddingCache,
+                   batch_size: int = 64) -> Retriever:
+    if spec.lexical:
+        return BM25Retriever(spec)
+    return DenseRetriever(spec, index_spec, cache, batch_size)

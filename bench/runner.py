@@ -1,0 +1,212 @@
+"""Runs the candidate grid and stores raw results (rankings with scores and grades); no metric math here."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from bench import __version__, ops, store
+from bench.cache import EmbeddingCache, NoCache
+from bench.config import Candidate, Config
+from bench.corpus import Corpus, load_corpus
+from bench.embedders import MODELS, load_embedder
+from bench.evaluate import rank_candidates, score_candidate
+from bench.goldset import CHUNK, Goldset, load_goldset
+from bench.index import INDEXES
+from bench.relevance import Judgment, judge
+from bench.retrievers import BM25Retriever, DenseRetriever, Retriever
+from bench.units import ChunkTable
+
+LATENCY_SAMPLES = 200  # single-query timings per candidate; the first N questions
+
+
+@dataclass
+class RunOutcome:
+    path: Path
+    summary: dict
+    manifest: dict
+
+
+def run_shootout(config: Config, console: Console | None = None, use_cache: bool = True) -> RunOutcome:
+    """Index the corpus under every candidate, ask every question, write results/<run_id>/."""
+    console = console or Console(stderr=True)
+    started = datetime.now(timezone.utc)
+    corpus = load_corpus(config.corpus)
+    goldset = load_goldset(config.goldset, corpus)
+    candidates = config.candidates()
+    run_id = store.new_run_id(config.hash, started)
+    depth = config.retrieval_depth
+    cache = EmbeddingCache(config.cache_dir) if use_cache else NoCache()
+    console.print(
+        f"[bold]bench run[/] {run_id}: {len(corpus)} documents, {len(goldset.questions)} questions "
+        f"({goldset.unit} unit), {len(candidates)} candidates, k={config.k}"
+    )
+
+    with store.run_folder(config.results, run_id) as staging, _progress(console) as progress:
+        tables = _chunk_all(config, corpus, progress)
+        judgments = {name: judge(goldset, table, config.min_overlap) for name, table in tables.items()}
+        embedders: dict[str, object] = {}
+        summaries, records = [], []
+        for cand in candidates:
+            table = tables[cand.chunker]
+            retriever = _retriever(config, cand, cache, embedders)
+            cand_records, ops_figures = _run_candidate(cand, retriever, table, goldset, judgments[cand.chunker],
+                                                       depth, progress)
+            summary = {"id": cand.id, "model": cand.model, "chunker": cand.chunker, "index": cand.index,
+                       "rank": None, **score_candidate(cand_records, config.k, depth, config.ndcg_gain),
+                       "ops": ops_figures}
+            summaries.append(summary)
+            records.extend(cand_records)
+        ranked = rank_candidates(summaries, config.k)
+        summary_doc = {"k": config.k, "depth": depth, "unit": goldset.unit, "ndcg_gain": config.ndcg_gain,
+                       "candidates": ranked}
+        manifest = {
+            "run_id": run_id,
+            "bench_version": __version__,
+            "config": config.resolved(),
+            "config_hash": config.hash,
+            "config_path": str(config.path),
+            "corpus": {"path": str(config.corpus), "sha256": corpus.fingerprint, "documents": len(corpus)},
+            "goldset": {"path": str(config.goldset), "sha256": goldset.fingerprint,
+                        "questions": len(goldset.questions), "unit": goldset.unit},
+            "locked": False,
+            "versions": ops.versions(),
+            "machine": ops.machine(),
+            "started": started.isoformat(timespec="seconds"),
+            "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "peak_rss_mb": round(ops.peak_rss_mb(), 1),
+        }
+        store.write_jsonl(staging / store.PER_QUESTION, records)
+        store.write_json(staging / store.SUMMARY, summary_doc)
+        store.write_json(staging / store.MANIFEST, manifest)
+    return RunOutcome(config.results / run_id, summary_doc, manifest)
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(TextColumn("{task.description:<34}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=console, transient=False)
+
+
+def _chunk_all(config: Config, corpus: Corpus, progress: Progress) -> dict[str, ChunkTable]:
+    tables = {}
+    for spec in config.chunkers:
+        task = progress.add_task(f"chunking {spec.name}", total=len(corpus))
+        tables[spec.name] = ChunkTable.chunk_corpus(corpus, spec.build(), lambda n: progress.advance(task, n))
+    return tables
+
+
+def _retriever(config: Config, cand: Candidate, cache: EmbeddingCache, embedders: dict) -> Retriever:
+    spec = MODELS.get(cand.model)
+    if spec.lexical:
+        return BM25Retriever(spec)
+    if cand.model not in embedders:  # load weights once per model, not once per candidate
+        embedders[cand.model] = load_embedder(spec, batch_size=config.batch_size)
+    return DenseRetriever(spec, INDEXES.get(cand.index), cache, config.batch_size, embedder=embedders[cand.model])
+
+
+def _run_candidate(cand: Candidate, retriever: Retriever, table: ChunkTable, goldset: Goldset,
+                   judgments: list[Judgment], depth: int, progress: Progress) -> tuple[list[dict], dict]:
+    verb = "indexing" if MODELS.get(cand.model).lexical else "embedding"
+    task = progress.add_task(f"{verb} {cand.id}", total=len(table))
+    build = retriever.build(table, lambda n: progress.advance(task, n))
+    questions = [q.text for q in goldset.questions]
+    queries = retriever.encode(questions)
+    doc_unit = goldset.unit != CHUNK
+    rankings = _document_rankings(retriever, queries, table, depth) if doc_unit \
+        else retriever.search(queries, depth)
+    records = []
+    for qi, (question, judgment, (units, scores)) in enumerate(zip(goldset.questions, judgments, rankings)):
+        expected_scores = _expected_scores(retriever, queries, qi, judgment, table, doc_unit)
+        records.append({
+            "candidate": cand.id,
+            "question_id": question.id,
+            "ranking": _entries(units, scores, judgment.grade_of(units), table, doc_unit),
+            "expected": _entries(judgment.units, expected_scores, judgment.grades, table, doc_unit),
+            "first_relevant_rank": None,
+            "metrics": {},
+        })
+    figures = {
+        "n_chunks": len(table),
+        "dims": build.dims,
+        "vector_bytes": len(table) * build.dims * 4 if build.dims else None,
+        "index_bytes": build.index_bytes,
+        "embed_seconds": round(build.embed_seconds, 4),
+        "chunks_per_second": round(build.embed.embedded / build.embed_seconds, 1)
+        if build.embed.embedded and build.embed_seconds > 0 else None,
+        "chunks_embedded": build.embed.embedded,
+        "chunks_from_cache": build.embed.cached,
+        "index_build_seconds": round(build.index_build_seconds, 4),
+        **_latency(retriever, questions[:LATENCY_SAMPLES], depth),
+        "latency_samples": min(len(questions), LATENCY_SAMPLES),
+        "peak_rss_mb": round(ops.peak_rss_mb(), 1),
+    }
+    return records, figures
+
+
+def _document_rankings(retriever: Retriever, queries, table: ChunkTable, depth: int):
+    """Pool chunk hits into documents: a document scores its best chunk and takes that chunk's rank."""
+    n_docs, n_chunks = len(table.doc_ids), len(table)
+    rankings = []
+    for qi in range(len(queries)):
+        n = min(depth * 4, n_chunks)
+        while True:  # search deeper until `depth` distinct documents came back, or nothing more can
+            [(units, scores)] = retriever.search(queries[qi: qi + 1], n)
+            docs = table.doc[units]
+            first = np.sort(np.unique(docs, return_index=True)[1])
+            if len(first) >= min(depth, n_docs) or n >= n_chunks or len(units) < n:
+                break
+            n = min(n * 2, n_chunks)
+        first = first[:depth]
+        rankings.append((docs[first].astype(np.int64), scores[first]))
+    return rankings
+
+
+def _expected_scores(retriever: Retriever, queries, qi: int, judgment: Judgment, table: ChunkTable,
+                     doc_unit: bool) -> np.ndarray:
+    if not doc_unit:
+        return retriever.score(queries, qi, judgment.units)
+    return np.array([retriever.score(queries, qi, np.arange(r.start, r.stop)).max() if len(r) else np.nan
+                     for r in map(table.chunks_of, judgment.units.tolist())])
+
+
+def _entries(units: np.ndarray, scores: np.ndarray, grades: np.ndarray, table: ChunkTable, doc_unit: bool):
+    out = []
+    for unit, score, grade in zip(units.tolist(), np.asarray(scores).tolist(), np.asarray(grades).tolist()):
+        if doc_unit:
+            doc_id = table.doc_ids[unit]
+            r = table.chunks_of(unit)
+            start, end = (int(table.start[r.start]), int(table.end[r.stop - 1])) if len(r) else (0, 0)
+            out.append({"id": doc_id, "doc_id": doc_id, "start": start, "end": end,
+                        "score": _score(score), "grade": int(grade)})
+        else:
+            c = table.chunks[unit]
+            out.append({"id": c.id, "doc_id": c.doc_id, "start": c.start, "end": c.end,
+                        "score": _score(score), "grade": int(grade)})
+    return out
+
+
+def _score(score: float) -> float | None:
+    return None if score != score else float(score)
+
+
+def _latency(retriever: Retriever, questions: list[str], depth: int) -> dict:
+    """One question at a time after a warm-up: query encoding, then a single-vector search."""
+    if not questions:
+        return {**ops.latency_summary("query_embed", []), **ops.latency_summary("search", [])}
+    retriever.search(retriever.encode(questions[:1]), depth)  # warm-up
+    embed_s, search_s = [], []
+    for text in questions:
+        t0 = time.perf_counter()
+        query = retriever.encode([text])
+        t1 = time.perf_counter()
+        retriever.search(query, depth)
+        t2 = time.perf_counter()
+        embed_s.append(t1 - t0)
+        search_s.append(t2 - t1)
+    return {**ops.latency_summary("query_embed", embed_s), **ops.latency_summary("search", search_s)}
