@@ -40,7 +40,7 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
     corpus = load_corpus(config.corpus)
     goldset = load_goldset(config.goldset, corpus)
     candidates = config.candidates()
-    run_id = store.new_run_id(config.hash, started)
+    run_id = store.new_run_id(config.results, config.hash, started)
     depth = config.retrieval_depth
     cache = EmbeddingCache(config.cache_dir) if use_cache else NoCache()
     console.print(

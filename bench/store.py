@@ -20,9 +20,15 @@ from bench.errors import BenchError
 MANIFEST, SUMMARY, PER_QUESTION = "manifest.json", "summary.json", "per_question.jsonl"
 
 
-def new_run_id(config_hash: str, now: datetime | None = None) -> str:
+def new_run_id(results: Path, config_hash: str, now: datetime | None = None) -> str:
+    """``<UTC time>-<config hash>``; a second run in the same second gets ``-2``, ``-3`` …"""
     now = now or datetime.now(timezone.utc)
-    return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{config_hash}"
+    base = f"{now.strftime('%Y%m%dT%H%M%SZ')}-{config_hash}"
+    run_id, n = base, 1
+    while (results / run_id).exists() or (results / f".{run_id}.partial").exists():
+        n += 1
+        run_id = f"{base}-{n}"
+    return run_id
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:

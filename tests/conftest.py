@@ -1,0 +1,104 @@
+"""Shared fixtures: a tiny corpus, goldset and config that run end to end in seconds."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+DOCS = {
+    "kb/vacation.md": (
+        "# Vacation policy\n\n"
+        "Full-time employees accrue twenty-five days of paid vacation per calendar year.\n\n"
+        "Unused vacation days may be carried over until the end of March of the following year.\n\n"
+        "Requests longer than two weeks need approval from a department head.\n"
+    ),
+    "kb/laptops.md": (
+        "# Laptop standard\n\n"
+        "Engineers receive a laptop with 32 GB of memory and a 1 TB disk.\n\n"
+        "Laptops are replaced every three years, or sooner when the battery fails.\n\n"
+        "Disk encryption must stay enabled on every company laptop.\n"
+    ),
+    "ops/backups.txt": (
+        "Database backups run every night at 02:00 UTC and are kept for thirty-five days.\n\n"
+        "A restore drill is performed every quarter by the on-call engineer.\n\n"
+        "Backups are copied to a second region within one hour of completion.\n"
+    ),
+    "ops/oncall.txt": (
+        "The on-call rotation changes every Monday at 10:00 local time.\n\n"
+        "Pages must be acknowledged within fifteen minutes, day or night.\n\n"
+        "Escalate to the incident commander when a page is not resolved within one hour.\n"
+    ),
+}
+
+QUESTIONS = [
+    ("q1", "How many vacation days do staff get each year?", "kb/vacation.md",
+     "Full-time employees accrue twenty-five days of paid vacation per calendar year.", 2),
+    ("q2", "Until when can I keep leftover holidays?", "kb/vacation.md",
+     "Unused vacation days may be carried over until the end of March", 2),
+    ("q3", "How much RAM does an engineering laptop have?", "kb/laptops.md",
+     "Engineers receive a laptop with 32 GB of memory and a 1 TB disk.", 2),
+    ("q4", "How long are nightly database backups retained?", "ops/backups.txt",
+     "kept for thirty-five days", 2),
+    ("q5", "How quickly must a page be acknowledged?", "ops/oncall.txt",
+     "Pages must be acknowledged within fifteen minutes, day or night.", 2),
+    ("q6", "When does the on-call rotation hand over?", "ops/oncall.txt",
+     "The on-call rotation changes every Monday at 10:00 local time.", 1),
+]
+
+CONFIG = """\
+corpus = "corpus"
+goldset = "gold.jsonl"
+results = "results"
+cache_dir = "cache"
+k = 3
+depth = 6
+models = ["hash", "bm25"]
+
+[chunkers.tok24]
+kind = "tokens"
+size = 24
+overlap = 4
+
+[chunkers.rec24]
+kind = "recursive"
+size = 24
+"""
+
+
+def write_project(root: Path, config: str = CONFIG, questions=QUESTIONS, whole_documents: bool = False) -> Path:
+    """Write the tiny corpus, goldset and bench.toml under ``root``; return the config path."""
+    for rel, text in DOCS.items():
+        path = root / "corpus" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    lines = []
+    for qid, question, doc, quote, grade in questions:
+        evidence = {"doc": doc, "grade": grade} if whole_documents else {"doc": doc, "quote": quote, "grade": grade}
+        lines.append(json.dumps({"id": qid, "question": question, "evidence": [evidence], "tags": ["t"]}))
+    (root / "gold.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (root / "bench.toml").write_text(config, encoding="utf-8")
+    return root / "bench.toml"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return write_project(tmp_path)
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run the real command line in a fresh interpreter."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def finished_runs(results: Path) -> list[Path]:
+    return sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")) \
+        if results.exists() else []
