@@ -22,6 +22,8 @@ _LOOKUP_BATCH = 500
 
 @dataclass
 class EmbedStats:
+    """``cached``: rows served from the cache; ``embedded``: distinct texts sent to the model."""
+
     cached: int = 0
     embedded: int = 0
 
@@ -90,10 +92,9 @@ class EmbeddingCache:
                     rows.append((key, dims, blob, _checksum(blob)))
                 db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
                 db.commit()
-                done = sum(len(missing[k]) for k in batch)
-                stats.embedded += done
+                stats.embedded += len(batch)
                 if progress:
-                    progress(done)
+                    progress(sum(len(missing[k]) for k in batch))
         db.close()
         return out, stats
 

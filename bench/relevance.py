@@ -32,12 +32,18 @@ class Judgment:
         return np.where(self.units[pos] == units, self.grades[pos], 0)
 
 
+# Overlaps and lengths are integers, but ``min_overlap * shorter`` is a float product that can land
+# just above an exact integer threshold (0.07 * 100 == 7.000000000000001), which would wrongly reject
+# an overlap of exactly 7. A relative slack far below any meaningful difference absorbs that rounding.
+_THRESHOLD_SLACK = 1e-12
+
+
 def overlap_relevant(c_start, c_end, e_start: int, e_end: int, min_overlap: float) -> np.ndarray:
     """The overlap rule, vectorised over chunks: True where the chunk is relevant to the span."""
     c_start, c_end = np.asarray(c_start), np.asarray(c_end)
     overlap = np.minimum(c_end, e_end) - np.maximum(c_start, e_start)
     shorter = np.minimum(c_end - c_start, e_end - e_start)
-    return (overlap > 0) & (overlap >= min_overlap * shorter)
+    return (overlap > 0) & (overlap >= min_overlap * shorter * (1 - _THRESHOLD_SLACK))
 
 
 def judge(goldset: Goldset, table: ChunkTable, min_overlap: float) -> list[Judgment]:
