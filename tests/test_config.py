@@ -1,0 +1,77 @@
+"""Config loading, the candidate grid and the config hash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.config import load_config
+from bench.errors import BenchError
+from tests.conftest import CONFIG, REPO
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "bench.toml"
+    path.write_text(text)
+    return path
+
+
+def test_grid_gives_lexical_models_their_own_index(tmp_path):
+    cfg = load_config(_write(tmp_path, CONFIG))
+    assert [c.id for c in cfg.candidates()] == [
+        "hash/tok24/flat", "hash/rec24/flat", "bm25/tok24/inverted", "bm25/rec24/inverted"]
+
+
+def test_paths_are_relative_to_the_config_file(tmp_path):
+    cfg = load_config(_write(tmp_path, CONFIG))
+    assert cfg.corpus == tmp_path / "corpus" and cfg.goldset == tmp_path / "gold.jsonl"
+    assert cfg.results == tmp_path / "results" and cfg.cache_dir == tmp_path / "cache"
+
+
+def test_depth_defaults_to_max_of_k_and_20(tmp_path):
+    cfg = load_config(_write(tmp_path, CONFIG.replace("depth = 6\n", "")))
+    assert cfg.retrieval_depth == 20
+    assert cfg.with_overrides(k=30).retrieval_depth == 30
+
+
+def test_hash_is_stable_and_follows_settings_that_change_results(tmp_path):
+    a = load_config(_write(tmp_path, CONFIG))
+    b = load_config(_write(tmp_path, CONFIG))
+    assert a.hash == b.hash and len(a.hash) == 6
+    assert a.with_overrides(k=4).hash != a.hash
+    assert load_config(_write(tmp_path, CONFIG.replace("overlap = 4", "overlap = 8"))).hash != a.hash
+    # where results go does not change what they are
+    assert load_config(_write(tmp_path, CONFIG.replace('results = "results"', 'results = "elsewhere"'))).hash == a.hash
+
+
+def test_aliases_resolve_to_canonical_names(tmp_path):
+    cfg = load_config(_write(tmp_path, CONFIG.replace('"hash", "bm25"', '"all-MiniLM-L6-v2"')))
+    assert cfg.models == ("minilm",)
+
+
+@pytest.mark.parametrize("k", [0, 51, -1])
+def test_override_k_is_validated(tmp_path, k):
+    cfg = load_config(_write(tmp_path, CONFIG))
+    with pytest.raises(BenchError, match="out of range"):
+        cfg.with_overrides(k=k)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c.replace("depth = 6", "depth = 2"), "depth = 2 must be an integer >= k"),
+    (lambda c: c.replace("k = 3", "k = 2.5"), "out of range"),
+    (lambda c: c.replace("k = 3", "k = 3\nmin_overlap = 0"), "min_overlap"),
+    (lambda c: c.replace('models = ["hash", "bm25"]', "models = []"), "non-empty list"),
+    (lambda c: c.replace('models = ["hash", "bm25"]', 'models = ["hash", "hash"]'), "twice"),
+    (lambda c: c.replace('goldset = "gold.jsonl"\n', ""), "missing setting 'goldset'"),
+    (lambda c: c.replace("k = 3", 'k = 3\nindexes = ["flt"]'), "did you mean 'flat'"),
+    (lambda c: c.replace("size = 24\noverlap = 4", "size = 24\nstride = 4"), "stride"),
+])
+def test_bad_settings_say_what_to_fix(tmp_path, edit, message):
+    with pytest.raises(BenchError, match=message):
+        load_config(_write(tmp_path, edit(CONFIG)))
+
+
+def test_the_bundled_config_loads():
+    cfg = load_config(REPO / "bench.toml")
+    assert len(cfg.candidates()) == 4 and cfg.corpus.is_dir() and cfg.goldset.is_file()
