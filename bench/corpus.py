@@ -93,6 +93,7 @@ def _load_folder(root: Path) -> list[Document]:
 
 def _load_jsonl(file: Path, beir: bool) -> list[Document]:
     docs: dict[str, Document] = {}
+    seen: set[str] = set()
     text = _read_text(file, str(file))
     for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
@@ -111,8 +112,9 @@ def _load_jsonl(file: Path, beir: bool) -> list[Document]:
         if not isinstance(body, str):
             raise BenchError(f"{where}: \"text\" must be a string")
         doc_id = str(doc_id)
-        if doc_id in docs:
+        if doc_id in seen:
             raise BenchError(f"{where}: duplicate document id {doc_id!r}; ids must be unique")
+        seen.add(doc_id)
         title = row.get("title") or ""
         if not isinstance(title, str):
             raise BenchError(f"{where}: \"title\" must be a string")

@@ -170,14 +170,16 @@ def test_document_without_chunks() -> None:
 
 
 def test_unit_indices_follow_the_tables_sorted_order() -> None:
-    text = doc_text("a")
-    spans = [(200, 300), (0, 100), (100, 200)]
-    chunks = [Chunk(f"a#{s}", "a", s, e, text[s:e]) for s, e in spans]
+    spans = [("a", 200, 300), ("z", 100, 200), ("a", 0, 100), ("z", 0, 100), ("a", 100, 200)]
+    chunks = [Chunk(f"{d}#{s}", d, s, e, doc_text(d)[s:e]) for d, s, e in spans]
     random.Random(0).shuffle(chunks)
     t = ChunkTable.build(["z", "a"], chunks)  # doc order given by doc_ids, not by name
-    assert [int(s) for s in t.start] == [0, 100, 200]
+    assert t.ids == ["z#0", "z#100", "a#0", "a#100", "a#200"]
     (j,) = judge(goldset_of([E("a", 150, 250)]), t, 0.5)
+    assert j.units.tolist() == [3, 4]
     assert [t.ids[u] for u in j.units] == ["a#100", "a#200"]
+    (j,) = judge(goldset_of([E("z", 0, 100, 2)]), t, 0.5)
+    assert as_dict(j) == {0: 2}
 
 
 def test_unsatisfied_question_gets_an_empty_judgment() -> None:
