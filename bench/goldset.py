@@ -49,38 +49,71 @@ class Goldset:
 def load_goldset(path: str | Path, corpus: Corpus) -> Goldset:
     """Parse and validate a goldset against its corpus; quotes become spans.
 
-    Every problem is a BenchError naming file:line and the fix.
+    The first problem found is raised as a BenchError naming file:line and the fix.
     """
+    goldset, errors = read_goldset(path, corpus)
+    if errors:
+        raise BenchError(errors[0])
+    return goldset
+
+
+def validate_goldset(path: str | Path, corpus: Corpus) -> list[str]:
+    """Every problem of the goldset, one line each (file:line, what, how to fix)."""
+    return read_goldset(path, corpus)[1]
+
+
+def read_goldset(path: str | Path, corpus: Corpus) -> tuple[Goldset | None, list[str]]:
+    """The goldset and the list of all its problems; the goldset is None when there are any."""
     path = Path(path)
     if not path.is_file():
-        raise BenchError(f"{path}: goldset not found; give a JSONL file with one question per line")
+        return None, [f"{path}: goldset not found; give a JSONL file with one question per line"]
     raw = path.read_bytes()
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise BenchError(f"{path}: not UTF-8 text (byte {e.start}); save the goldset as UTF-8") from None
+        return None, [f"{path}: not UTF-8 text (byte {e.start}); save the goldset as UTF-8"]
     questions: list[Question] = []
+    errors: list[str] = []
     seen: dict[str, int] = {}
     for lineno, line in enumerate(text.split("\n"), start=1):
         line = line.rstrip("\r")
         if not line.strip():
             continue
         where = f"{path}:{lineno}"
-        q = _parse_question(line, where, corpus)
+        try:
+            q = _parse_question(line, where, corpus)
+        except _LineErrors as e:
+            errors.extend(e.messages)
+            continue
+        except BenchError as e:
+            errors.append(str(e))
+            continue
         if q.id in seen:
-            raise BenchError(f"{where}: duplicate question id {q.id!r} (first on line {seen[q.id]}); ids must be unique")
+            errors.append(f"{where}: duplicate question id {q.id!r} (first on line {seen[q.id]}); ids must be unique")
+            continue
         seen[q.id] = lineno
         questions.append(q)
-    if not questions:
-        raise BenchError(f"{path}: the goldset has no questions; add one JSON object per line")
+    if not questions and not errors:
+        errors.append(f"{path}: the goldset has no questions; add one JSON object per line")
     whole = {e.whole_document for q in questions for e in q.evidence}
     if len(whole) > 1:
-        raise BenchError(
+        errors.append(
             f"{path}: mixes whole-document evidence with quotes/spans; "
             "use spans everywhere (chunk unit) or whole documents everywhere (document unit)"
         )
+    if errors:
+        return None, errors
     unit = DOCUMENT if whole == {True} else CHUNK
-    return Goldset(path=path, questions=tuple(questions), unit=unit, fingerprint=hashlib.sha256(raw).hexdigest())
+    return Goldset(path=path, questions=tuple(questions), unit=unit,
+                   fingerprint=hashlib.sha256(raw).hexdigest()), []
+
+
+class _LineErrors(Exception):
+    """Several problems on one line (one per bad evidence item)."""
+
+    def __init__(self, messages: list[str]) -> None:
+        super().__init__(messages[0])
+        self.messages = messages
 
 
 def _parse_question(line: str, where: str, corpus: Corpus) -> Question:
@@ -102,9 +135,15 @@ def _parse_question(line: str, where: str, corpus: Corpus) -> Question:
     tags = row.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise BenchError(f"{where}: question {qid!r}: \"tags\" must be a list of strings")
-    items = tuple(_parse_evidence(item, f"{where}: question {qid!r} evidence {i + 1}", corpus)
-                  for i, item in enumerate(evidence))
-    return Question(id=qid, text=question, evidence=items, tags=tuple(tags))
+    items, problems = [], []
+    for i, item in enumerate(evidence):
+        try:
+            items.append(_parse_evidence(item, f"{where}: question {qid!r} evidence {i + 1}", corpus))
+        except BenchError as e:
+            problems.append(str(e))
+    if problems:
+        raise _LineErrors(problems)
+    return Question(id=qid, text=question, evidence=tuple(items), tags=tuple(tags))
 
 
 def _parse_evidence(item: object, where: str, corpus: Corpus) -> Evidence:

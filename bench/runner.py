@@ -18,8 +18,11 @@ from bench.corpus import Corpus, load_corpus
 from bench.embedders import MODELS, load_embedder
 from bench.evaluate import rank_candidates, score_candidate
 from bench.goldset import CHUNK, Goldset, load_goldset
+from bench.errors import BenchError
 from bench.index import INDEXES
+from bench.lock import check_lock
 from bench.relevance import Judgment, judge
+from bench.report import terminal
 from bench.retrievers import BM25Retriever, DenseRetriever, Retriever
 from bench.units import ChunkTable
 
@@ -33,12 +36,25 @@ class RunOutcome:
     manifest: dict
 
 
-def run_shootout(config: Config, console: Console | None = None, use_cache: bool = True) -> RunOutcome:
-    """Index the corpus under every candidate, ask every question, write results/<run_id>/."""
-    console = console or Console(stderr=True)
+def run_shootout(config: Config, console: Console | None = None, use_cache: bool = True,
+                 allow_unlocked: bool = False) -> RunOutcome:
+    """Index the corpus under every candidate, ask every question, write results/<run_id>/.
+
+    A goldset whose lock no longer matches (goldset or corpus changed) is refused unless
+    ``allow_unlocked``; a goldset with no lock runs with a warning. The manifest says which.
+    """
+    console = console or terminal.console(stderr=True)
     started = datetime.now(timezone.utc)
     corpus = load_corpus(config.corpus)
     goldset = load_goldset(config.goldset, corpus)
+    lock = check_lock(goldset, corpus)
+    if lock.problem and not allow_unlocked:
+        raise BenchError(lock.problem)
+    if not lock.locked and not lock.problem:
+        console.print(f"[yellow]warning:[/] {goldset.path} is not locked; "
+                      f"lock the reviewed goldset with `bench goldset lock {goldset.path}`")
+    elif lock.problem:
+        console.print(f"[yellow]warning:[/] running unlocked: {lock.problem}")
     candidates = config.candidates()
     run_id = store.new_run_id(config.results, config.hash, started)
     depth = config.retrieval_depth
@@ -75,7 +91,8 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
             "corpus": {"path": str(config.corpus), "sha256": corpus.fingerprint, "documents": len(corpus)},
             "goldset": {"path": str(config.goldset), "sha256": goldset.fingerprint,
                         "questions": len(goldset.questions), "unit": goldset.unit},
-            "locked": False,
+            "locked": lock.locked,
+            "lock": lock.as_manifest(),
             "versions": ops.versions(),
             "machine": ops.machine(),
             "started": started.isoformat(timespec="seconds"),

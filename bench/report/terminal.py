@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import sys
+
+from rich.console import Console
 from rich.table import Table
 
 from bench.embedders import MODELS
 from bench.metrics import metric_key
+
+def console(stderr: bool = False) -> Console:
+    """A console for stdout or stderr; when it is a file or a pipe, wide enough that lines do not wrap."""
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr) if stream.isatty() else Console(stderr=stderr, width=160)
+
 
 COLUMNS = ("mrr", "recall", "hit_rate", "ndcg", "precision", "map")
 
@@ -48,3 +57,37 @@ def models_table() -> Table:
 
 def _num(value, fmt: str) -> str:
     return "—" if value is None else fmt.format(value)
+
+
+def stats_tables(stats: dict, title: str) -> list[Table]:
+    """``bench goldset stats``: the headline figures, then grades and tags."""
+    head = Table(title=title, title_justify="left", show_header=False)
+    head.add_column("what")
+    head.add_column("value", justify="right")
+    epq = stats["evidence_per_question"]
+    rows = [
+        ("questions", str(stats["questions"])),
+        ("unit", stats["unit"]),
+        ("evidence items", str(stats["evidence_items"])),
+        ("evidence per question (mean / max)", f"{epq['mean']:.2f} / {epq['max']}"),
+        ("questions with 2+ evidence items", f"{stats['multi_evidence_share']:.0%}"),
+        ("questions spanning 2+ documents", str(stats["multi_document_questions"])),
+        ("documents referenced", f"{stats['documents_referenced']} of {stats['documents_in_corpus']}"),
+        ("corpus covered by evidence", f"{stats['corpus_coverage']:.1%}"),
+    ]
+    if "evidence_chars_per_item" in stats:
+        e = stats["evidence_chars_per_item"]
+        rows.append(("evidence length, chars (mean / min / max)", f"{e['mean']:.0f} / {e['min']} / {e['max']}"))
+    for row in rows:
+        head.add_row(*row)
+    counts = Table(title="evidence per question, grades and tags", title_justify="left")
+    counts.add_column("kind")
+    counts.add_column("value")
+    counts.add_column("questions / items", justify="right")
+    for n, c in epq["histogram"].items():
+        counts.add_row("evidence items", n, str(c))
+    for g, c in stats["grades"].items():
+        counts.add_row("grade", g, str(c))
+    for t, c in stats["tags"].items():
+        counts.add_row("tag", t, str(c))
+    return [head, counts]
