@@ -44,10 +44,12 @@ def test_default_shootout_ranks_four_candidates(tmp_path: Path):
     by_model = {c["model"] for c in summary["candidates"]}
     assert by_model == {"minilm", "bm25"}
     for c in summary["candidates"]:
-        # a broken model ranks near chance (mrr ~0.1 on ~40 chunks); both retrievers do far better
-        assert c["quality"]["mrr@5"] > 0.5, c["id"]
+        # a broken model ranks near chance (mrr@5 ~0.02 on ~220 chunks); both retrievers do far better
+        assert c["quality"]["mrr@5"] > 0.3, c["id"]
         assert c["ops"]["n_chunks"] > 0
     minilm = [c for c in summary["candidates"] if c["model"] == "minilm"]
     assert all(c["ops"]["dims"] == 384 and c["ops"]["vector_bytes"] == c["ops"]["n_chunks"] * 384 * 4
                and c["ops"]["index_bytes"] >= c["ops"]["vector_bytes"] for c in minilm)
     assert "minilm/" in result.stdout and "mrr@5" in result.stdout
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["locked"] is True  # the bundled goldset is reviewed and locked
