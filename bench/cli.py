@@ -53,13 +53,14 @@ def main() -> None:
 def run(config: Path, k: int | None, results: Path | None, no_cache: bool, allow_unlocked: bool) -> None:
     """Run the shootout described by CONFIG (default bench.toml)."""
     from bench.config import load_config
-    from bench.report.terminal import shootout_table
+    from bench.report.terminal import diagnostics_table, shootout_table
     from bench.runner import run_shootout
 
     cfg = load_config(config).with_overrides(k=k, results=results)
     outcome = run_shootout(cfg, _stderr(), use_cache=not no_cache, allow_unlocked=allow_unlocked)
     out = _stdout()
     out.print(shootout_table(outcome.summary))
+    out.print(diagnostics_table(outcome.summary))
     out.print(f"results: {outcome.path}")
 
 
@@ -69,11 +70,13 @@ def run(config: Path, k: int | None, results: Path | None, no_cache: bool, allow
               help="Folder holding runs, for RUN given as an id or 'latest'.")
 def report(run_ref: str, results: Path) -> None:
     """Recompute a stored run's metrics from its rankings (no model is loaded) and show them."""
-    from bench.report.terminal import shootout_table
     from bench.report.recompute import recompute
+    from bench.report.terminal import diagnostics_table, shootout_table
 
     summary, path, differences = recompute(run_ref, results)
-    _stdout().print(shootout_table(summary, title=f"{path.name}: recomputed from stored rankings"))
+    out = _stdout()
+    out.print(shootout_table(summary, title=f"{path.name}: recomputed from stored rankings"))
+    out.print(diagnostics_table(summary))
     if differences:
         click.echo(f"bench: warning: {len(differences)} figures differ from summary.json, e.g. {differences[0]}",
                    err=True)

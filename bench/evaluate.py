@@ -1,4 +1,4 @@
-"""From stored per-question records to metrics and the ranked candidate summary.
+"""From stored per-question records to metrics, diagnostics and the ranked candidate summary.
 
 ``bench run`` and ``bench report`` both call this on the same records, so a report recomputed
 from disk equals what the run wrote.
@@ -6,12 +6,12 @@ from disk equals what the run wrote.
 
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
 
-from bench import metrics
+from bench import diagnostics, metrics
+from bench.goldset import CHUNK
 from bench.metrics import Grades
+from bench.spans import span_keys, span_metrics
 
 
 def grades_from_records(records: list[dict], depth: int) -> Grades:
@@ -32,21 +32,25 @@ def grades_from_records(records: list[dict], depth: int) -> Grades:
     return Grades(ranked, ideal, n_relevant)
 
 
-def score_candidate(records: list[dict], k: int, depth: int, gain: str) -> dict:
-    """Fill each record's ``metrics`` and ``first_relevant_rank``; return the candidate's summary parts."""
+def score_candidate(records: list[dict], *, k: int, depth: int, gain: str, unit: str, min_overlap: float) -> dict:
+    """Fill each record's ``metrics``, ``first_relevant_rank`` and ``diagnostics``; return the summary parts."""
     grades = grades_from_records(records, depth)
     per_question = metrics.quality(grades, k, gain)
+    if unit == CHUNK:
+        spans = [span_metrics([(e["doc_id"], e["start"], e["end"]) for e in rec["ranking"]],
+                              [(e["doc"], e["start"], e["end"]) for e in rec["evidence"]], k, min_overlap)
+                 for rec in records]
+        per_question.update({key: np.array([s[key] for s in spans], dtype=float)
+                             for key in span_keys(k)})
     first = metrics.first_relevant_rank(grades)
     for q, rec in enumerate(records):
         rec["first_relevant_rank"] = int(first[q]) or None
         rec["metrics"] = {key: float(values[q]) for key, values in per_question.items()}
-    ranks = Counter(int(r) for r in first)
-    distribution = {str(r): ranks.get(r, 0) for r in range(1, depth + 1)}
-    distribution["miss"] = ranks.get(0, 0)
+        rec["diagnostics"] = diagnostics.question_diagnostics(rec, k)
     return {
         "quality": metrics.means(per_question),
         "curve": metrics.hit_curve(grades),
-        "diagnostics": {"first_relevant_rank": distribution, "n_questions": len(records)},
+        "diagnostics": diagnostics.summarise([r["diagnostics"] for r in records], first, depth, grades.n_relevant),
     }
 
 

@@ -38,12 +38,17 @@ class Judgment:
 _THRESHOLD_SLACK = 1e-12
 
 
+def reaches(overlap, length, min_overlap: float):
+    """``overlap >= min_overlap * length`` and ``overlap > 0``, exact for integer arguments."""
+    return (overlap > 0) & (overlap >= min_overlap * length * (1 - _THRESHOLD_SLACK))
+
+
 def overlap_relevant(c_start, c_end, e_start: int, e_end: int, min_overlap: float) -> np.ndarray:
     """The overlap rule, vectorised over chunks: True where the chunk is relevant to the span."""
     c_start, c_end = np.asarray(c_start), np.asarray(c_end)
     overlap = np.minimum(c_end, e_end) - np.maximum(c_start, e_start)
     shorter = np.minimum(c_end - c_start, e_end - e_start)
-    return (overlap > 0) & (overlap >= min_overlap * shorter * (1 - _THRESHOLD_SLACK))
+    return reaches(overlap, shorter, min_overlap)
 
 
 def judge(goldset: Goldset, table: ChunkTable, min_overlap: float) -> list[Judgment]:

@@ -75,13 +75,14 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
             cand_records, ops_figures = _run_candidate(cand, retriever, table, goldset, judgments[cand.chunker],
                                                        depth, progress)
             summary = {"id": cand.id, "model": cand.model, "chunker": cand.chunker, "index": cand.index,
-                       "rank": None, **score_candidate(cand_records, config.k, depth, config.ndcg_gain),
+                       "rank": None, **score_candidate(cand_records, k=config.k, depth=depth, gain=config.ndcg_gain,
+                                                        unit=goldset.unit, min_overlap=config.min_overlap),
                        "ops": ops_figures}
             summaries.append(summary)
             records.extend(cand_records)
         ranked = rank_candidates(summaries, config.k)
         summary_doc = {"k": config.k, "depth": depth, "unit": goldset.unit, "ndcg_gain": config.ndcg_gain,
-                       "candidates": ranked}
+                       "min_overlap": config.min_overlap, "candidates": ranked}
         manifest = {
             "run_id": run_id,
             "bench_version": __version__,
@@ -145,8 +146,10 @@ def _run_candidate(cand: Candidate, retriever: Retriever, table: ChunkTable, gol
             "question_id": question.id,
             "ranking": _entries(units, scores, judgment.grade_of(units), table, doc_unit),
             "expected": _entries(judgment.units, expected_scores, judgment.grades, table, doc_unit),
+            "evidence": [{"doc": e.doc, "start": e.start, "end": e.end, "grade": e.grade} for e in question.evidence],
             "first_relevant_rank": None,
             "metrics": {},
+            "diagnostics": {},
         })
     figures = {
         "n_chunks": len(table),

@@ -20,7 +20,8 @@ def recompute(run_ref: str, results: Path) -> tuple[dict, Path, list[str]]:
     k, depth = stored["k"], stored["depth"]
     fresh = []
     for cand in stored["candidates"]:
-        parts = score_candidate(by_candidate.get(cand["id"], []), k, depth, stored["ndcg_gain"])
+        parts = score_candidate(by_candidate.get(cand["id"], []), k=k, depth=depth, gain=stored["ndcg_gain"],
+                                unit=stored["unit"], min_overlap=stored["min_overlap"])
         fresh.append({**cand, **parts, "rank": None})
     summary = {**stored, "candidates": rank_candidates(fresh, k)}
     differences = _differences(stored, summary) + _record_differences(records, by_candidate)
@@ -47,5 +48,6 @@ def _record_differences(stored: list[dict], fresh: dict[str, list[dict]]) -> lis
         new = fresh[rec["candidate"]][i]
         where = f"{rec['candidate']} {rec['question_id']}"
         out += _differences(rec["metrics"], new["metrics"], f"{where} metrics")
-        out += _differences(rec["first_relevant_rank"], new["first_relevant_rank"], f"{where} first_relevant_rank")
+        for key in ("first_relevant_rank", "diagnostics"):
+            out += _differences(rec[key], new[key], f"{where} {key}")
     return out

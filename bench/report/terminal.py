@@ -43,6 +43,34 @@ def shootout_table(summary: dict, title: str = "") -> Table:
     return table
 
 
+def diagnostics_table(summary: dict) -> Table:
+    """Why candidates score as they do: hit-rate curve points, misses, score gap, span metrics."""
+    k, depth = summary["k"], summary["depth"]
+    table = Table(title="Diagnostics (score gap = best expected unit − top distractor; span metrics on characters)",
+                  title_justify="left")
+    table.add_column("candidate")
+    cutoffs = sorted({1, k, depth})
+    for c in cutoffs:
+        table.add_column(f"hit@{c}", justify="right")
+    table.add_column(f"miss@{depth}", justify="right")
+    table.add_column("gap mean", justify="right")
+    table.add_column("gap median", justify="right")
+    spans = [f"{name}@{k}" for name in ("span_recall", "span_precision", "span_iou", "evidence_recall")]
+    has_spans = summary["unit"] == "chunk"
+    if has_spans:
+        for key in spans:
+            table.add_column(key.replace("_", " ", 1), justify="right")
+    for c in summary["candidates"]:
+        d = c["diagnostics"]
+        row = [c["id"], *(f"{c['curve'][f'hit_rate@{cut}']:.3f}" for cut in cutoffs),
+               str(d["first_relevant_rank"]["miss"]),
+               _num(d["score_gap_mean"], "{:+.3f}"), _num(d["score_gap_median"], "{:+.3f}")]
+        if has_spans:
+            row += [f"{c['quality'][key]:.3f}" for key in spans]
+        table.add_row(*row)
+    return table
+
+
 def models_table() -> Table:
     table = Table(title="Models (listed without loading weights)", title_justify="left")
     for col in ("name", "kind", "dims", "max tokens", "$/Mtok", "description"):
