@@ -1,8 +1,8 @@
 """Span metrics: how much of the evidence text the top-k chunks hold, fair across chunk sizes.
 
-On characters, after Chroma's chunking study. For one question, ``R`` is the top-k chunks that
-lie in one of the question's evidence documents, ``H`` the union of its evidence spans, and
-``I = |union(R) ∩ H|``:
+On characters, after Chroma's chunking study. For one question, ``R`` is its top-k chunks,
+``H`` the union of its evidence spans, and ``I = |union(R) ∩ H|`` (only chunks of an evidence
+document can intersect; every chunk of R is text handed on, so all of them count in ``Σ|c ∈ R|``):
 
 - ``span_recall@k = I / |H|``
 - ``span_precision@k = I / Σ|c ∈ R|`` (overlapping chunks counted with multiplicity)
@@ -59,7 +59,7 @@ def span_metrics(retrieved: Sequence[tuple[str, int, int]], evidence: Sequence[t
                  k: int, min_overlap: float) -> dict[str, float]:
     """Span metrics of one question from its ranked chunks and evidence spans, as (doc, start, end)."""
     docs = {doc for doc, _, _ in evidence}
-    top = [(doc, s, e) for doc, s, e in retrieved[:k] if doc in docs]
+    top = retrieved[:k]
     chunk_chars = sum(e - s for _, s, e in top)
     evidence_by_doc = {d: merge((s, e) for doc, s, e in evidence if doc == d) for d in docs}
     chunks_by_doc = {d: merge((s, e) for doc, s, e in top if doc == d) for d in docs}

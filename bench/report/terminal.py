@@ -38,8 +38,9 @@ def shootout_table(summary: dict, title: str = "") -> Table:
             text = f"{value:.3f}"
             cells.append(f"[bold green]{text}[/]" if value == best[name] and value > 0 else text)
         opsf = c["ops"]
-        table.add_row(str(c["rank"]), c["id"], *cells, str(opsf.get("n_chunks", "")),
-                      _num(opsf.get("embed_seconds"), "{:.1f}"), _num(opsf.get("query_embed_ms_p50"), "{:.1f}"))
+        embed = "cached" if opsf.get("dims") and not opsf.get("chunks_embedded") else _num(opsf.get("embed_seconds"), "{:.1f}")
+        table.add_row(str(c["rank"]), c["id"], *cells, str(opsf.get("n_chunks", "")), embed,
+                      _num(opsf.get("query_embed_ms_p50"), "{:.2f}"))
     return table
 
 
