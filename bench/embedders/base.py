@@ -31,6 +31,10 @@ class ModelSpec:
     passage_prompt: str = ""
     lexical: bool = False
     description: str = ""
+    params: tuple[tuple[str, object], ...] = ()  # loader-specific settings, e.g. (("base_url_env", "..."),)
+
+    def option(self, name: str, default=None):
+        return dict(self.params).get(name, default)
 
     @property
     def cache_key(self) -> str:
