@@ -103,9 +103,10 @@ def grades_from_dicts(qrels: dict, run: dict, depth: int) -> tuple[list[str], Gr
 
     Only the judged docs are looked up: each (question, judged doc) pair gets its score in that
     question's run (NaN when not retrieved), and its rank is the number of the run's scores above
-    it, counted in numpy on the run's score matrix.  So each run entry is read once, as a float,
-    and never hashed.  When a retrieved judged doc ties with another doc of its run, the order
-    between them is the run's insertion order, which the general builder handles.
+    it, found in numpy on the run's score matrix.  So each run entry is read once, as a float, and
+    never hashed.  When a retrieved judged doc ties with another doc of its run, the order between
+    them is the run's insertion order, which the general builder below handles.  A score of NaN
+    is not supported.
     Grades <= 0 are not relevant, as in trec_eval.
     """
     qids = list(qrels)
@@ -127,18 +128,39 @@ def grades_from_dicts(qrels: dict, run: dict, depth: int) -> tuple[list[str], Gr
                           r_lens, -np.inf)
 
     hit = ~np.isnan(judged_score) & (judged_grade > 0)
-    rows, scores, hit_grades = judged_row[hit], judged_score[hit], judged_grade[hit]
-    rank = np.empty(len(rows), dtype=np.int64)
-    step = max(1, 2**22 // max(score_m.shape[1], 1))
-    for lo in range(0, len(rows), step):
-        block, s = score_m[rows[lo:lo + step]], scores[lo:lo + step, None]
-        if ((block == s).sum(axis=1) > 1).any():  # a tie: fall back to a full sort of every run
-            return _grades_from_dicts_general(qids, qrels, runs, depth)
-        rank[lo:lo + step] = (block > s).sum(axis=1)
+    rows, hit_grades = judged_row[hit], judged_grade[hit]
+    rank = _ranks(score_m, rows, judged_score[hit])
+    if rank is None:  # a tie: fall back to a full (stable) sort of every run
+        return _grades_from_dicts_general(qids, qrels, runs, depth)
     ranked = np.zeros((n, depth), dtype=np.int64)
     keep = rank < depth
     ranked[rows[keep], rank[keep]] = hit_grades[keep]
     return qids, Grades(ranked, *_ideal(judged_grade, q_lens, depth))
+
+
+def _ranks(score_m: np.ndarray, rows: np.ndarray, scores: np.ndarray) -> np.ndarray | None:
+    """0-based rank of each (row, score): how many scores of that row are higher.
+
+    None when a score ties with another of its row.  Runs whose scores are strictly descending
+    in insertion order (checked) take a batched binary search; any other order is counted.
+    """
+    width = score_m.shape[1]
+    if width and (score_m[:, 1:] < score_m[:, :-1]).all():
+        flat, base = score_m.ravel(), rows * width
+        lo, hi = np.zeros(len(rows), dtype=np.int64), np.full(len(rows), width, dtype=np.int64)
+        while (lo < hi).any():  # about log2(width) rounds, each one gather
+            mid = (lo + hi) >> 1
+            above = flat[base + np.minimum(mid, width - 1)] > scores
+            lo, hi = np.where(above, np.minimum(mid + 1, hi), lo), np.where(above, hi, mid)
+        return lo
+    rank = np.empty(len(rows), dtype=np.int64)
+    step = max(1, 2**22 // max(width, 1))
+    for lo in range(0, len(rows), step):
+        block, s = score_m[rows[lo:lo + step]], scores[lo:lo + step, None]
+        if ((block == s).sum(axis=1) > 1).any():
+            return None
+        rank[lo:lo + step] = (block > s).sum(axis=1)
+    return rank
 
 
 def _row_matrix(flat: np.ndarray, lens: np.ndarray, fill) -> np.ndarray:
@@ -403,8 +425,9 @@ def main() -> None:
         print(f"  >= 10x faster than pytrec-eval-terrier: bench from dicts {fd:.4f} s vs pytrec_eval "
               f"construction+evaluate {times['pytrec_eval total']:.4f} s = {ratio:.1f}x -> "
               f"{'PASS' if ratio >= 10 else 'FAIL'}")
+        eng_ratio = times["pytrec_eval total"] / eng
         print(f"    (also: bench engine only {eng:.4f} s vs pytrec_eval total = "
-              f"{times['pytrec_eval total'] / eng:.1f}x -> {'PASS' if times['pytrec_eval total'] / eng >= 10 else 'FAIL'})")
+              f"{eng_ratio:.1f}x -> {'PASS' if eng_ratio >= 10 else 'FAIL'})")
     print(f"\npeak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
 
 
