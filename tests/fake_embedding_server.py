@@ -1,0 +1,152 @@
+"""A scripted, misbehaving OpenAI-compatible ``/v1/embeddings`` server on 127.0.0.1 for tests.
+
+Each request takes the next behaviour from ``plan``; when the plan is used up, ``default``
+applies. Behaviours:
+
+``ok``           vectors + usage                ``no-usage``    vectors, no ``usage``
+``429``          Too Many Requests, Retry-After ``500`` / ``503`` server errors
+``401-echo``     Unauthorized, echoing the Authorization header back in the message
+``404``          Not Found                      ``sleep``       wait ``sleep_s``, then ``ok``
+``bad-json``     200 with a body that is not JSON
+``wrong-count``  one embedding too few          ``dup-index``   two items with index 0
+``ragged``       embeddings of different lengths
+``shuffled``     the items in reverse order (with correct ``index`` fields)
+``base64``       embeddings as base64 little-endian float32, whatever was asked
+``redirect``     307 to ``/v1/elsewhere/embeddings``
+
+Headers are recorded with lower-case names. Vectors are a deterministic function of the text
+(``vector_for``), so a test can check that every row came back in its place.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # the default backlog of 5 drops bursts of connects (1 s SYN retry)
+
+
+def vector_for(text: str, dims: int) -> np.ndarray:
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+    return np.random.default_rng(seed).standard_normal(dims).astype(np.float32)
+
+
+class FakeEmbeddingServer:
+    def __init__(self, plan=(), default: str = "ok", dims: int = 8, sleep_s: float = 0.5,
+                 retry_after: str | None = "0", usage_tokens: int = 7) -> None:
+        self.plan = list(plan)
+        self.default = default
+        self.dims = dims
+        self.sleep_s = sleep_s
+        self.retry_after = retry_after
+        self.usage_tokens = usage_tokens  # per text
+        self.received: list[dict] = []  # {"headers": {...}, "body": {...}, "behaviour": str}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeEmbeddingServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(5)
+
+    def _next(self) -> str:
+        with self._lock:
+            return self.plan.pop(0) if self.plan else self.default
+
+    def _handler_class(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+            def setup(self) -> None:
+                super().setup()  # headers and body go out in two writes: don't let Nagle hold the body
+                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+            def handle(self) -> None:
+                try:
+                    super().handle()
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
+                    pass
+
+            def _send(self, code: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _error(self, code: int, message: str, headers: dict[str, str] | None = None) -> None:
+                self._send(code, json.dumps({"error": {"message": message, "type": "test"}}).encode(), headers)
+
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                behaviour = server._next()
+                body = json.loads(raw)
+                with server._lock:
+                    headers = {k.lower(): v for k, v in self.headers.items()}
+                    server.received.append({"headers": headers, "body": body, "behaviour": behaviour})
+                texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                if behaviour == "429":
+                    headers = {"Retry-After": server.retry_after} if server.retry_after is not None else {}
+                    return self._error(429, "slow down", headers)
+                if behaviour in ("500", "503"):
+                    return self._error(int(behaviour), "server trouble")
+                if behaviour == "401-echo":
+                    return self._error(401, f"invalid key in header {self.headers.get('Authorization')!r}")
+                if behaviour == "redirect":
+                    return self._error(307, "moved", {"Location": server.base_url + "/elsewhere/embeddings"})
+                if behaviour == "404":
+                    return self._error(404, f"model {body.get('model')!r} not found")
+                if behaviour == "sleep":
+                    server._stop.wait(server.sleep_s)
+                if behaviour == "bad-json":
+                    return self._send(200, b"<html>this is not json")
+                vectors = [vector_for(t, server.dims) for t in texts]
+                as_b64 = behaviour == "base64" or body.get("encoding_format") == "base64"
+                data = [{"object": "embedding", "index": i,
+                         "embedding": base64.b64encode(v.astype("<f4").tobytes()).decode()
+                         if as_b64 else [float(x) for x in v]}
+                        for i, v in enumerate(vectors)]
+                if behaviour == "wrong-count":
+                    data = data[:-1]
+                elif behaviour == "dup-index" and len(data) > 1:
+                    data[1]["index"] = 0
+                elif behaviour == "ragged":
+                    data[-1]["embedding"] = data[-1]["embedding"][:-1] if not as_b64 else \
+                        base64.b64encode(vectors[-1][:-1].astype("<f4").tobytes()).decode()
+                elif behaviour == "shuffled":
+                    data = data[::-1]
+                reply = {"object": "list", "data": data, "model": body.get("model")}
+                if behaviour != "no-usage":
+                    n = server.usage_tokens * len(texts)
+                    reply["usage"] = {"prompt_tokens": n, "total_tokens": n}
+                self._send(200, json.dumps(reply).encode())
+
+        return Handler
