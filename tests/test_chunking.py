@@ -205,14 +205,14 @@ def test_bad_parameters(cls, size, overlap) -> None:
 
 
 def test_make_chunker() -> None:
-    assert set(CHUNKER_KINDS) == {"tokens", "recursive"}
+    assert {"tokens", "recursive"} <= set(CHUNKER_KINDS)
     assert isinstance(make_chunker("tokens", size=10, overlap=2), FixedTokenChunker)
     chunker = make_chunker("recursive", size=10)
     assert isinstance(chunker, RecursiveChunker) and chunker.overlap == 0
 
 
 def test_make_chunker_errors() -> None:
-    with pytest.raises(BenchError, match=r"did you mean 'recursive'.*recursive, tokens"):
+    with pytest.raises(BenchError, match=r"did you mean 'recursive'.*recursive.*tokens"):
         make_chunker("recursiv", size=3)
     with pytest.raises(BenchError, match=r"'sise'.*did you mean 'size'"):
         make_chunker("tokens", sise=3)

@@ -8,13 +8,18 @@ from typing import Protocol
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """A span of one document; ``text == document.text[start:end]`` (character offsets, end exclusive)."""
+    """A span of one document; ``text == document.text[start:end]`` (character offsets, end exclusive).
+
+    ``heading`` is the markdown heading path the span sits under (``"Policy > Leave > Requests"``),
+    filled in by the markdown chunker only; every other chunker leaves it empty.
+    """
 
     id: str
     doc_id: str
     start: int
     end: int
     text: str
+    heading: str = ""
 
     def __len__(self) -> int:
         return self.end - self.start
