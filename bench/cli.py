@@ -48,20 +48,49 @@ def main() -> None:
 @click.argument("config", default="bench.toml", type=click.Path(path_type=Path))
 @click.option("--k", "k", type=int, help="Cutoff for every metric (1..50); overrides the config.")
 @click.option("--results", type=click.Path(path_type=Path), help="Where runs are written; overrides the config.")
+@click.option("--cache-dir", type=click.Path(path_type=Path),
+              help="Embedding cache folder; overrides the config and $BENCH_CACHE_DIR.")
 @click.option("--no-cache", is_flag=True, help="Embed everything again instead of reusing cached vectors.")
+@click.option("--only", multiple=True, metavar="PATTERN", help="Run only candidates whose id matches (glob).")
+@click.option("--skip", multiple=True, metavar="PATTERN", help="Leave out candidates whose id matches (glob).")
+@click.option("--dry-run", is_flag=True, help="Show the grid, token counts and estimated cost; embed nothing.")
 @click.option("--allow-unlocked", is_flag=True, help="Run even if the goldset or corpus changed since its lock.")
-def run(config: Path, k: int | None, results: Path | None, no_cache: bool, allow_unlocked: bool) -> None:
+def run(config: Path, k: int | None, results: Path | None, cache_dir: Path | None, no_cache: bool,
+        only: tuple[str, ...], skip: tuple[str, ...], dry_run: bool, allow_unlocked: bool) -> None:
     """Run the shootout described by CONFIG (default bench.toml)."""
     from bench.config import load_config
     from bench.report.terminal import diagnostics_table, shootout_table
+
+    cfg = load_config(config).with_overrides(k=k, results=results, cache_override=cache_dir)
+    if dry_run:
+        from bench.report.terminal import plan_table
+        from bench.runner import dry_run as plan_run
+
+        _stdout().print(plan_table(plan_run(cfg, only, skip)))
+        return
     from bench.runner import run_shootout
 
-    cfg = load_config(config).with_overrides(k=k, results=results)
-    outcome = run_shootout(cfg, _stderr(), use_cache=not no_cache, allow_unlocked=allow_unlocked)
+    outcome = run_shootout(cfg, _stderr(), use_cache=not no_cache, allow_unlocked=allow_unlocked,
+                           only=only, skip=skip)
     out = _stdout()
     out.print(shootout_table(outcome.summary))
     out.print(diagnostics_table(outcome.summary))
     out.print(f"results: {outcome.path}")
+
+
+@main.command()
+@click.argument("config", default="bench.toml", type=click.Path(path_type=Path))
+def chunk(config: Path) -> None:
+    """Chunk the corpus with every chunker of CONFIG and show counts and sizes; embeds nothing."""
+    from bench.config import load_config
+    from bench.corpus import load_corpus
+    from bench.plan import chunk_stats, tables_without_models
+    from bench.report.terminal import chunk_table
+
+    cfg = load_config(config)
+    tables, skipped = tables_without_models(cfg, load_corpus(cfg.corpus))
+    kinds = {c.name: c.kind for c in cfg.chunkers}
+    _stdout().print(chunk_table([chunk_stats(name, kinds[name], t) for name, t in tables.items()], skipped))
 
 
 @main.command()
@@ -83,12 +112,26 @@ def report(run_ref: str, results: Path) -> None:
         sys.exit(1)
 
 
-@main.command()
-def models() -> None:
+@main.group(invoke_without_command=True)
+@click.pass_context
+def models(ctx: click.Context) -> None:
     """List the models bench knows, without loading any weights."""
-    from bench.report.terminal import models_table
+    if ctx.invoked_subcommand is None:
+        from bench.report.terminal import models_table
 
-    _stdout().print(models_table())
+        _stdout().print(models_table())
+
+
+@models.command()
+@click.argument("name")
+@click.option("--cache-dir", type=click.Path(path_type=Path), help="Where prepared models are kept.")
+def install(name: str, cache_dir: Path | None) -> None:
+    """Prepare an opt-in model that is too large for the default install (e.g. mpnet)."""
+    from bench import paths
+    from bench.model_install import install_model
+
+    path = install_model(name, paths.models_dir(paths.cache_root(cache_dir)), echo=click.echo)
+    click.echo(f"installed: {path}")
 
 
 @main.group()

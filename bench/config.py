@@ -6,16 +6,17 @@ Paths in the file are relative to the file's folder.
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import hashlib
 import json
 import tomllib
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from bench.chunking import make_chunker
-from bench.embedders import MODELS
+from bench.embedders import LOADERS, MODELS, ModelSpec
 from bench.errors import BenchError
-from bench.index import INDEXES, LEXICAL_INDEX
+from bench.index import INDEXES, LEXICAL_INDEX, IndexSpec, index_spec_from_table
 from bench.metrics import GAINS
 
 MAX_K = 50
@@ -23,23 +24,32 @@ MAX_K = 50
 
 @dataclass(frozen=True)
 class ChunkerSpec:
+    """A named chunker; ``model`` names the embedder a semantic chunker splits with."""
+
     name: str
     kind: str
     params: tuple[tuple[str, object], ...]
+    model: str | None = None
 
-    def build(self):
-        return make_chunker(self.kind, **dict(self.params))
+    def build(self, embed=None):
+        if self.model is None:
+            return make_chunker(self.kind, **dict(self.params))
+        return make_chunker(self.kind, embed=embed, **dict(self.params))
 
 
 @dataclass(frozen=True, order=True)
 class Candidate:
+    """One (model, chunker, index) triple; ``search`` labels one query setting of the index."""
+
     model: str
     chunker: str
     index: str
+    search: str = ""
 
     @property
     def id(self) -> str:
-        return f"{self.model}/{self.chunker}/{self.index}"
+        base = f"{self.model}/{self.chunker}/{self.index}"
+        return f"{base}@{self.search}" if self.search else base
 
 
 @dataclass(frozen=True)
@@ -48,10 +58,14 @@ class Config:
     corpus: Path
     goldset: Path
     results: Path
-    cache_dir: Path
+    cache_dir: Path | None
     models: tuple[str, ...]
     chunkers: tuple[ChunkerSpec, ...]
     indexes: tuple[str, ...] = ("flat",)
+    model_specs: dict = field(default_factory=dict)  # name -> ModelSpec, builtins plus [model.NAME]
+    index_specs: dict = field(default_factory=dict)  # name -> IndexSpec, builtins plus [index.NAME]
+    exclude: tuple[str, ...] = ()  # glob patterns on candidate ids
+    cache_override: Path | None = None  # --cache-dir: beats $BENCH_CACHE_DIR and cache_dir
     k: int = 5
     depth: int | None = None
     min_overlap: float = 0.5
@@ -63,12 +77,30 @@ class Config:
     def retrieval_depth(self) -> int:
         return self.depth if self.depth is not None else max(self.k, 20)
 
-    def candidates(self) -> list[Candidate]:
-        """models × chunkers × indexes; a lexical model uses its own inverted index once per chunker."""
+    def model(self, name: str) -> ModelSpec:
+        return self.model_specs[name]
+
+    def index(self, name: str) -> IndexSpec:
+        return self.index_specs[name]
+
+    def candidates(self, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> list[Candidate]:
+        """models × chunkers × indexes × query settings, less ``exclude`` and ``skip``, within ``only``.
+
+        A lexical model uses its own inverted index, once per chunker. Patterns are globs on ids.
+        """
         grid = []
         for model in self.models:
-            indexes = (LEXICAL_INDEX,) if MODELS.get(model).lexical else self.indexes
-            grid += [Candidate(model, c.name, i) for c in self.chunkers for i in indexes]
+            for chunker in self.chunkers:
+                if self.model(model).lexical:
+                    grid.append(Candidate(model, chunker.name, LEXICAL_INDEX))
+                    continue
+                for index in self.indexes:
+                    variants = [label for label, _ in self.index(index).variants()] or [""]
+                    grid += [Candidate(model, chunker.name, index, label) for label in variants]
+        drop = (*self.exclude, *skip)
+        grid = [c for c in grid if not any(fnmatch.fnmatchcase(c.id, p) for p in drop)]
+        if only:
+            grid = [c for c in grid if any(fnmatch.fnmatchcase(c.id, p) for p in only)]
         return grid
 
     def chunker(self, name: str) -> ChunkerSpec:
@@ -80,8 +112,11 @@ class Config:
             "corpus": self.raw.get("corpus"),
             "goldset": self.raw.get("goldset"),
             "models": list(self.models),
-            "chunkers": {c.name: {"kind": c.kind, **dict(c.params)} for c in self.chunkers},
-            "indexes": list(self.indexes),
+            "model_specs": {m: _spec_dict(self.model(m)) for m in self.models},
+            "chunkers": {c.name: {"kind": c.kind, **dict(c.params), **({"model": c.model} if c.model else {})}
+                         for c in self.chunkers},
+            "indexes": {i: _spec_dict(self.index(i)) for i in self.indexes},
+            "exclude": list(self.exclude),
             "k": self.k,
             "depth": self.retrieval_depth,
             "min_overlap": self.min_overlap,
@@ -103,7 +138,17 @@ class Config:
 
 
 _TOP_KEYS = {"corpus", "goldset", "results", "cache_dir", "models", "chunkers", "indexes", "k", "depth",
-             "min_overlap", "ndcg_gain", "batch_size"}
+             "min_overlap", "ndcg_gain", "batch_size", "model", "index", "exclude"}
+_SPEC_FIELDS = {f.name for f in fields(ModelSpec)} - {"name", "params"}
+
+
+def _spec_dict(spec) -> dict:
+    """A spec as plain data for the manifest and the config hash."""
+    out = {}
+    for f in fields(spec):
+        value = getattr(spec, f.name)
+        out[f.name] = dict(value) if isinstance(value, tuple) and value and isinstance(value[0], tuple) else value
+    return json.loads(json.dumps(out, default=list))
 
 
 def load_config(path: str | Path) -> Config:
@@ -126,27 +171,32 @@ def load_config(path: str | Path) -> Config:
         if key not in raw:
             raise BenchError(f"{where}: missing setting {key!r}; see bench.toml in the repository for an example")
     base = path.parent
-    models = _names(raw["models"], "models", where)
-    for m in models:
-        try:
-            MODELS.canonical(m)
-        except BenchError as e:
-            raise BenchError(f"{where}: models: {e}") from None
-    indexes = _names(raw.get("indexes", ["flat"]), "indexes", where)
-    for i in indexes:
-        try:
-            INDEXES.canonical(i)
-        except BenchError as e:
-            raise BenchError(f"{where}: indexes: {e}") from None
+    model_specs = _model_specs(raw.get("model", {}), where)
+    models = [_canonical(m, model_specs, MODELS, "models", where) for m in _names(raw["models"], "models", where)]
+    index_specs = _index_specs(raw.get("index", {}), where)
+    indexes = [_canonical(i, index_specs, INDEXES, "indexes", where)
+               for i in _names(raw.get("indexes", ["flat"]), "indexes", where)]
+    exclude = raw.get("exclude", [])
+    if not isinstance(exclude, list) or not all(isinstance(p, str) for p in exclude):
+        raise BenchError(f"{where}: exclude must be a list of candidate-id patterns, e.g. [\"bm25/*\"]")
+    chunkers = _chunkers(raw["chunkers"], where)
+    for c in chunkers:
+        if c.model:
+            c_model = _canonical(c.model, model_specs, MODELS, f"[chunkers.{c.name}] model", where)
+            chunkers = tuple(replace(x, model=c_model) if x is c else x for x in chunkers)
+    used = set(models) | {c.model for c in chunkers if c.model}
     config = Config(
         path=path,
         corpus=base / _string(raw, "corpus", where),
         goldset=base / _string(raw, "goldset", where),
         results=base / raw.get("results", "results"),
-        cache_dir=base / raw.get("cache_dir", ".bench-cache"),
-        models=tuple(MODELS.canonical(m) for m in models),
-        chunkers=_chunkers(raw["chunkers"], where),
-        indexes=tuple(INDEXES.canonical(i) for i in indexes),
+        cache_dir=base / raw["cache_dir"] if "cache_dir" in raw else None,
+        models=tuple(models),
+        chunkers=chunkers,
+        indexes=tuple(indexes),
+        model_specs={name: model_specs.get(name) or MODELS.get(name) for name in used},
+        index_specs={name: index_specs.get(name) or INDEXES.get(name) for name in indexes},
+        exclude=tuple(exclude),
         k=raw.get("k", 5),
         depth=raw.get("depth"),
         min_overlap=raw.get("min_overlap", 0.5),
@@ -191,6 +241,59 @@ def _names(value: object, key: str, where: str) -> list[str]:
     return value
 
 
+def _canonical(name: str, defined: dict, registry, what: str, where: str) -> str:
+    """A name from the config's own tables, else the registry's canonical name (with "did you mean")."""
+    if name in defined:
+        return name
+    try:
+        return registry.canonical(name)
+    except BenchError as e:
+        raise BenchError(f"{where}: {what}: {e}") from None
+
+
+def _model_specs(tables: object, where: str) -> dict[str, ModelSpec]:
+    """``[model.NAME]`` tables: a new model, or changes to a built-in one (e.g. its price)."""
+    if not isinstance(tables, dict):
+        raise BenchError(f"{where}: model must be tables like [model.my-model]")
+    specs = {}
+    for name, table in tables.items():
+        if not isinstance(table, dict):
+            raise BenchError(f"{where}: [model.{name}] must be a table of settings")
+        known = {}
+        params = {}
+        for key, value in table.items():
+            (known if key in _SPEC_FIELDS else params)[key] = value
+        base = MODELS.get(name) if name in MODELS else None
+        if base is None and "loader" not in known:
+            raise BenchError(f"{where}: [model.{name}] is not a known model; give loader = "
+                             f"\"sentence-transformers\", \"model2vec\", \"openai\" or \"hashing\"")
+        try:
+            if base is None:
+                spec = ModelSpec(name=name, params=tuple(sorted(params.items())), **known)
+            else:
+                spec = replace(base, params=tuple(sorted({**dict(base.params), **params}.items())), **known)
+        except TypeError as e:
+            raise BenchError(f"{where}: [model.{name}]: {e}") from None
+        if spec.loader not in LOADERS:
+            raise BenchError(f"{where}: [model.{name}] loader {spec.loader!r} is unknown; "
+                             f"use one of {', '.join(LOADERS)}")
+        specs[name] = spec
+    return specs
+
+
+def _index_specs(tables: object, where: str) -> dict:
+    """``[index.NAME]`` tables: a FAISS factory string with build and search parameters."""
+    if not isinstance(tables, dict):
+        raise BenchError(f"{where}: index must be tables like [index.hnsw64]")
+    specs = {}
+    for name, table in tables.items():
+        try:
+            specs[name] = index_spec_from_table(name, table)
+        except BenchError as e:
+            raise BenchError(f"{where}: {e}") from None
+    return specs
+
+
 def _chunkers(table: object, where: str) -> tuple[ChunkerSpec, ...]:
     if not isinstance(table, dict) or not table:
         raise BenchError(f"{where}: [chunkers.NAME] tables are missing; define at least one chunker")
@@ -200,11 +303,18 @@ def _chunkers(table: object, where: str) -> tuple[ChunkerSpec, ...]:
             raise BenchError(f"{where}: chunker name {name!r} may not contain '/'")
         if not isinstance(body, dict) or "kind" not in body:
             raise BenchError(f"{where}: [chunkers.{name}] needs kind = \"tokens\" or \"recursive\"")
-        params = {k: v for k, v in body.items() if k != "kind"}
-        spec = ChunkerSpec(name, body["kind"], tuple(sorted(params.items())))
+        params = {k: v for k, v in body.items() if k not in ("kind", "model")}
+        model = body.get("model")
+        if model is not None and not isinstance(model, str):
+            raise BenchError(f"{where}: [chunkers.{name}] model must be a model name")
+        spec = ChunkerSpec(name, body["kind"], tuple(sorted(params.items())), model)
         try:
-            spec.build()
+            spec.build(embed=_never_called if model else None)
         except BenchError as e:
             raise BenchError(f"{where}: [chunkers.{name}]: {e}") from None
         specs.append(spec)
     return tuple(specs)
+
+
+def _never_called(texts):
+    raise AssertionError("configuration checks never embed")

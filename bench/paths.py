@@ -8,8 +8,10 @@ from pathlib import Path
 CACHE_ENV = "BENCH_CACHE_DIR"
 
 
-def cache_root(configured: Path | None = None) -> Path:
-    """``$BENCH_CACHE_DIR``, else the config's ``cache_dir``, else the user cache directory."""
+def cache_root(configured: Path | None = None, override: Path | None = None) -> Path:
+    """``--cache-dir``, else ``$BENCH_CACHE_DIR``, else the config's ``cache_dir``, else the user cache."""
+    if override is not None:
+        return override
     if os.environ.get(CACHE_ENV):
         return Path(os.environ[CACHE_ENV]).expanduser()
     if configured is not None:

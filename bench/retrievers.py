@@ -15,7 +15,7 @@ import numpy as np
 
 from bench.cache import EmbeddingCache, EmbedStats
 from bench.embedders import PASSAGE, QUERY, Embedder, ModelSpec, load_embedder
-from bench.index import IndexSpec, index_bytes
+from bench.index import IndexSpec, exact_top, index_bytes, recall_against_exact
 from bench.units import ChunkTable
 
 # Extra neighbours fetched from FAISS so ties at the cut-off are ordered by unit id, not by
@@ -29,6 +29,7 @@ class BuildStats:
     embed_seconds: float = 0.0
     index_build_seconds: float = 0.0
     index_bytes: int | None = None
+    factory: str | None = None  # the FAISS factory string actually built
     embed: EmbedStats = field(default_factory=EmbedStats)
 
 
@@ -37,7 +38,10 @@ class Retriever(Protocol):
         """Index every chunk of the table."""
 
     def encode(self, questions: list[str]) -> object:
-        """Turn questions into whatever ``search`` and ``score`` take."""
+        """Turn questions into whatever ``search`` and ``score`` take (from the cache when it can)."""
+
+    def encode_live(self, questions: list[str]) -> object:
+        """As ``encode``, always computed now: what latency is measured on."""
 
     def search(self, queries: object, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per query, up to ``n`` chunk indices and their scores, best first."""
@@ -70,15 +74,37 @@ class DenseRetriever:
     def build(self, table: ChunkTable, progress=None) -> BuildStats:
         self.tie_order = table.tie_order
         t0 = time.perf_counter()
-        self.vectors, embed_stats = self.cache.embed(self.embedder, table.texts, PASSAGE, self.batch_size, progress)
+        self.vectors, embed_stats = self.cache.embed(self.embedder, table.texts, PASSAGE, self._call_size, progress)
         t1 = time.perf_counter()
-        self.index = self.index_spec.build(self.vectors)
+        self.index, factory = self.index_spec.build_resolved(self.vectors)
         t2 = time.perf_counter()
+        self.query_stats = EmbedStats()
         return BuildStats(dims=self.vectors.shape[1], embed_seconds=t1 - t0, index_build_seconds=t2 - t1,
-                          index_bytes=index_bytes(self.index), embed=embed_stats)
+                          index_bytes=index_bytes(self.index), factory=factory, embed=embed_stats)
+
+    @property
+    def _call_size(self) -> int:
+        """Texts per embedding call: an API embedder batches and parallelises within one call."""
+        return getattr(self.embedder, "call_size", self.batch_size)
+
+    def set_search(self, params: dict) -> None:
+        """Apply one query setting (efSearch, nprobe …) to the built index."""
+        self.index_spec.configure(self.index, params)
 
     def encode(self, questions: list[str]) -> np.ndarray:
+        vectors, self.query_stats = self.cache.embed(self.embedder, questions, QUERY, self._call_size)
+        return vectors
+
+    def encode_live(self, questions: list[str]) -> np.ndarray:
         return self.embedder.embed(questions, QUERY)
+
+    def recall_against_exact(self, queries: np.ndarray, n: int) -> float | None:
+        """Share of the exact top-n that this index's top-n finds (None for exact indexes)."""
+        if self.index_spec.exact:
+            return None
+        approx = [units for units, _ in self.search(queries, n)]
+        exact = exact_top(self.vectors, np.asarray(queries, dtype=np.float32), min(n, len(self.vectors)))
+        return recall_against_exact(approx, exact)
 
     def search(self, queries: np.ndarray, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
         fetch = min(n + TIE_MARGIN, self.index.ntotal)
@@ -132,6 +158,14 @@ class BM25Retriever:
     def encode(self, questions: list[str]) -> list[list[str]]:
         return [self._tokens(q) for q in questions]
 
+    encode_live = encode
+
+    def set_search(self, params: dict) -> None:
+        """BM25 has no query settings."""
+
+    def recall_against_exact(self, queries, n: int) -> None:
+        return None  # BM25 scores every matching chunk: it is exact
+
     def _all_scores(self, tokens: list[str]) -> np.ndarray:
         if not tokens:
             return np.zeros(len(self.tie_order))
@@ -148,10 +182,3 @@ class BM25Retriever:
 
     def score(self, queries: list[list[str]], q: int, chunks: np.ndarray) -> np.ndarray:
         return self._all_scores(queries[q])[chunks]
-
-
-def make_retriever(spec: ModelSpec, index_spec: IndexSpec | None, cache: EmbeddingCache,
-                   batch_size: int = 64) -> Retriever:
-    if spec.lexical:
-        return BM25Retriever(spec)
-    return DenseRetriever(spec, index_spec, cache, batch_size)

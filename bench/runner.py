@@ -11,19 +11,19 @@ import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from bench import __version__, ops, store
+from bench import __version__, ops, paths, store
 from bench.cache import EmbeddingCache, NoCache
 from bench.config import Candidate, Config
 from bench.corpus import Corpus, load_corpus
-from bench.embedders import MODELS, load_embedder
+from bench.embedders import PASSAGE, Embedder, load_embedder
 from bench.evaluate import rank_candidates, score_candidate
 from bench.goldset import CHUNK, Goldset, load_goldset
 from bench.errors import BenchError
-from bench.index import INDEXES
+from bench.index import compression_ratio
 from bench.lock import check_lock
 from bench.relevance import Judgment, judge
 from bench.report import terminal
-from bench.retrievers import BM25Retriever, DenseRetriever, Retriever
+from bench.retrievers import BM25Retriever, BuildStats, DenseRetriever, Retriever
 from bench.units import ChunkTable
 
 LATENCY_SAMPLES = 200  # single-query timings per candidate; the first N questions
@@ -37,7 +37,8 @@ class RunOutcome:
 
 
 def run_shootout(config: Config, console: Console | None = None, use_cache: bool = True,
-                 allow_unlocked: bool = False) -> RunOutcome:
+                 allow_unlocked: bool = False, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()
+                 ) -> RunOutcome:
     """Index the corpus under every candidate, ask every question, write results/<run_id>/.
 
     A goldset whose lock no longer matches (goldset or corpus changed) is refused unless
@@ -55,28 +56,42 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
                       f"lock the reviewed goldset with `bench goldset lock {goldset.path}`")
     elif lock.problem:
         console.print(f"[yellow]warning:[/] running unlocked: {lock.problem}")
-    candidates = config.candidates()
+    candidates = config.candidates(only, skip)
+    if not candidates:
+        raise BenchError(f"{config.path}: no candidate is left after exclude, --only and --skip; loosen them")
     run_id = store.new_run_id(config.results, config.hash, started)
     depth = config.retrieval_depth
-    cache = EmbeddingCache(config.cache_dir) if use_cache else NoCache()
+    root = paths.cache_root(config.cache_dir, config.cache_override)
+    cache = EmbeddingCache(paths.embeddings_dir(root)) if use_cache else NoCache()
+    models = ModelPool(config, cache, paths.models_dir(root))
     console.print(
         f"[bold]bench run[/] {run_id}: {len(corpus)} documents, {len(goldset.questions)} questions "
         f"({goldset.unit} unit), {len(candidates)} candidates, k={config.k}"
     )
 
     with store.run_folder(config.results, run_id) as staging, _progress(console) as progress:
-        tables = _chunk_all(config, corpus, progress)
+        needed = {c.chunker for c in candidates}
+        tables = _chunk_all(config, corpus, progress, models, needed)
         judgments = {name: judge(goldset, table, config.min_overlap) for name, table in tables.items()}
-        embedders: dict[str, object] = {}
         summaries, records = [], []
+        built: tuple[tuple[str, str, str], Retriever, BuildStats] | None = None
         for cand in candidates:
             table = tables[cand.chunker]
-            retriever = _retriever(config, cand, cache, embedders)
-            cand_records, ops_figures = _run_candidate(cand, retriever, table, goldset, judgments[cand.chunker],
-                                                       depth, progress)
+            key = (cand.model, cand.chunker, cand.index)
+            if built is None or built[0] != key:  # one build serves every query setting of an index
+                built = None  # release the previous index before building the next
+                retriever = models.retriever(cand)
+                verb = "indexing" if config.model(cand.model).lexical else "embedding"
+                task = progress.add_task(f"{verb} {cand.model}/{cand.chunker}/{cand.index}", total=len(table))
+                built = (key, retriever, retriever.build(table, lambda n, t=task: progress.advance(t, n)))
+            _, retriever, build = built
+            retriever.set_search(_search_params(config, cand))
+            cand_records, ops_figures = _run_candidate(cand, retriever, build, table, goldset,
+                                                       judgments[cand.chunker], depth)
             summary = {"id": cand.id, "model": cand.model, "chunker": cand.chunker, "index": cand.index,
-                       "rank": None, **score_candidate(cand_records, k=config.k, depth=depth, gain=config.ndcg_gain,
-                                                        unit=goldset.unit, min_overlap=config.min_overlap),
+                       "search": cand.search, "rank": None,
+                       **score_candidate(cand_records, k=config.k, depth=depth, gain=config.ndcg_gain,
+                                         unit=goldset.unit, min_overlap=config.min_overlap),
                        "ops": ops_figures}
             summaries.append(summary)
             records.extend(cand_records)
@@ -111,28 +126,52 @@ def _progress(console: Console) -> Progress:
                     console=console, transient=False)
 
 
-def _chunk_all(config: Config, corpus: Corpus, progress: Progress) -> dict[str, ChunkTable]:
+def _chunk_all(config: Config, corpus: Corpus, progress: Progress, models: ModelPool,
+               needed: set[str]) -> dict[str, ChunkTable]:
     tables = {}
     for spec in config.chunkers:
+        if spec.name not in needed:
+            continue
         task = progress.add_task(f"chunking {spec.name}", total=len(corpus))
-        tables[spec.name] = ChunkTable.chunk_corpus(corpus, spec.build(), lambda n: progress.advance(task, n))
+        chunker = spec.build(embed=models.passage_embedding(spec.model) if spec.model else None)
+        tables[spec.name] = ChunkTable.chunk_corpus(corpus, chunker, lambda n, t=task: progress.advance(t, n))
     return tables
 
 
-def _retriever(config: Config, cand: Candidate, cache: EmbeddingCache, embedders: dict) -> Retriever:
-    spec = MODELS.get(cand.model)
-    if spec.lexical:
-        return BM25Retriever(spec)
-    if cand.model not in embedders:  # load weights once per model, not once per candidate
-        embedders[cand.model] = load_embedder(spec, batch_size=config.batch_size)
-    return DenseRetriever(spec, INDEXES.get(cand.index), cache, config.batch_size, embedder=embedders[cand.model])
+def _search_params(config: Config, cand: Candidate) -> dict:
+    if config.model(cand.model).lexical:
+        return {}
+    return dict(next(p for label, p in config.index(cand.index).variants() if label == cand.search))
 
 
-def _run_candidate(cand: Candidate, retriever: Retriever, table: ChunkTable, goldset: Goldset,
-                   judgments: list[Judgment], depth: int, progress: Progress) -> tuple[list[dict], dict]:
-    verb = "indexing" if MODELS.get(cand.model).lexical else "embedding"
-    task = progress.add_task(f"{verb} {cand.id}", total=len(table))
-    build = retriever.build(table, lambda n: progress.advance(task, n))
+class ModelPool:
+    """Loads each model's weights once per run and hands out retrievers over the shared cache."""
+
+    def __init__(self, config: Config, cache: EmbeddingCache, models_dir: Path) -> None:
+        self.config, self.cache, self.models_dir = config, cache, models_dir
+        self._embedders: dict[str, Embedder] = {}
+
+    def embedder(self, name: str) -> Embedder:
+        if name not in self._embedders:
+            self._embedders[name] = load_embedder(self.config.model(name), batch_size=self.config.batch_size,
+                                                  models_dir=self.models_dir)
+        return self._embedders[name]
+
+    def passage_embedding(self, name: str):
+        """``texts -> vectors`` through the cache, for chunkers that split by meaning."""
+        embedder = self.embedder(name)
+        return lambda texts: self.cache.embed(embedder, list(texts), PASSAGE, self.config.batch_size)[0]
+
+    def retriever(self, cand: Candidate) -> Retriever:
+        spec = self.config.model(cand.model)
+        if spec.lexical:
+            return BM25Retriever(spec)
+        return DenseRetriever(spec, self.config.index(cand.index), self.cache, self.config.batch_size,
+                              embedder=self.embedder(cand.model))
+
+
+def _run_candidate(cand: Candidate, retriever: Retriever, build: BuildStats, table: ChunkTable, goldset: Goldset,
+                   judgments: list[Judgment], depth: int) -> tuple[list[dict], dict]:
     questions = [q.text for q in goldset.questions]
     queries = retriever.encode(questions)
     doc_unit = goldset.unit != CHUNK
@@ -151,17 +190,25 @@ def _run_candidate(cand: Candidate, retriever: Retriever, table: ChunkTable, gol
             "metrics": {},
             "diagnostics": {},
         })
+    query_stats = getattr(retriever, "query_stats", None)
+    recall = retriever.recall_against_exact(queries, depth)
     figures = {
         "n_chunks": len(table),
         "dims": build.dims,
         "vector_bytes": len(table) * build.dims * 4 if build.dims else None,
         "index_bytes": build.index_bytes,
+        "index_factory": build.factory,
+        "compression_ratio": round(compression_ratio(build.index_bytes, len(table), build.dims), 3)
+        if build.index_bytes and build.dims else None,
         "embed_seconds": round(build.embed_seconds, 4),
         "chunks_per_second": round(build.embed.embedded / build.embed_seconds, 1)
         if build.embed.embedded and build.embed_seconds > 0 else None,
         "chunks_embedded": build.embed.embedded,
         "chunks_from_cache": build.embed.cached,
+        "questions_embedded": query_stats.embedded if query_stats else None,
+        "questions_from_cache": query_stats.cached if query_stats else None,
         "index_build_seconds": round(build.index_build_seconds, 4),
+        f"recall_vs_exact@{depth}": recall,
         **_latency(retriever, questions[:LATENCY_SAMPLES], depth),
         "latency_samples": min(len(questions), LATENCY_SAMPLES),
         "peak_rss_mb": round(ops.peak_rss_mb(), 1),
@@ -219,14 +266,27 @@ def _latency(retriever: Retriever, questions: list[str], depth: int) -> dict:
     """One question at a time after a warm-up: query encoding, then a single-vector search."""
     if not questions:
         return {**ops.latency_summary("query_embed", []), **ops.latency_summary("search", [])}
-    retriever.search(retriever.encode(questions[:1]), depth)  # warm-up
+    retriever.search(retriever.encode_live(questions[:1]), depth)  # warm-up
     embed_s, search_s = [], []
     for text in questions:
         t0 = time.perf_counter()
-        query = retriever.encode([text])
+        query = retriever.encode_live([text])
         t1 = time.perf_counter()
         retriever.search(query, depth)
         t2 = time.perf_counter()
         embed_s.append(t1 - t0)
         search_s.append(t2 - t1)
     return {**ops.latency_summary("query_embed", embed_s), **ops.latency_summary("search", search_s)}
+
+
+def dry_run(config: Config, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> list:
+    """The grid with chunk and token counts and estimated cost, before anything is embedded."""
+    from bench.plan import plan, tables_without_models
+
+    corpus = load_corpus(config.corpus)
+    goldset = load_goldset(config.goldset, corpus)
+    candidates = config.candidates(only, skip)
+    if not candidates:
+        raise BenchError(f"{config.path}: no candidate is left after exclude, --only and --skip; loosen them")
+    tables, _ = tables_without_models(config, corpus)
+    return plan(config, candidates, tables, goldset)

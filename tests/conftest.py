@@ -94,7 +94,8 @@ def project(tmp_path: Path) -> Path:
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """Run the real command line in a fresh interpreter."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {key: value for key, value in os.environ.items() if key != "BENCH_CACHE_DIR"}
+    env["PYTHONPATH"] = str(REPO)
     return subprocess.run([sys.executable, "-m", "bench", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600)
 

@@ -72,6 +72,64 @@ def test_bad_settings_say_what_to_fix(tmp_path, edit, message):
         load_config(_write(tmp_path, edit(CONFIG)))
 
 
-def test_the_bundled_config_loads():
+def test_the_bundled_configs_load():
     cfg = load_config(REPO / "bench.toml")
-    assert len(cfg.candidates()) == 4 and cfg.corpus.is_dir() and cfg.goldset.is_file()
+    assert len(cfg.candidates()) == 9 and cfg.corpus.is_dir() and cfg.goldset.is_file()
+    assert {c.model for c in cfg.candidates()} == {"minilm", "static", "bm25"}
+    full = load_config(REPO / "bench-full.toml")
+    # 3 dense models x 6 chunkers x (flat + hnsw at 2 efSearch + sq8) + bm25 x 6 chunkers
+    assert len(full.candidates()) == 3 * 6 * 4 + 6
+
+
+def test_index_query_settings_become_candidates_of_one_build(tmp_path):
+    cfg = load_config(_write(tmp_path, CONFIG.replace("k = 3", 'k = 3\nindexes = ["flat", "hnsw"]')))
+    ids = [c.id for c in cfg.candidates() if c.model == "hash" and c.chunker == "tok24"]
+    assert ids == ["hash/tok24/flat", "hash/tok24/hnsw@efSearch=16", "hash/tok24/hnsw@efSearch=64"]
+
+
+def test_exclude_only_and_skip_filter_by_glob(tmp_path):
+    cfg = load_config(_write(tmp_path, CONFIG.replace("k = 3", 'k = 3\nexclude = ["bm25/rec24/*"]')))
+    ids = {c.id for c in cfg.candidates()}
+    assert "bm25/rec24/inverted" not in ids and len(ids) == 3
+    assert {c.id for c in cfg.candidates(only=("hash/*",))} == {"hash/tok24/flat", "hash/rec24/flat"}
+    assert {c.id for c in cfg.candidates(skip=("*/tok24/*",))} == {"hash/rec24/flat"}
+
+
+def test_model_tables_define_new_models_and_adjust_builtins(tmp_path):
+    extra = (CONFIG.replace('"hash", "bm25"', '"hash", "api"') +
+             '\n[model.api]\nloader = "openai"\nsource = "text-embedding-3-small"\ndims = 1536\n'
+             'price_per_mtok = 0.02\nbase_url_env = "MY_URL"\n'
+             '\n[model.hash]\nprice_per_mtok = 0.5\n')
+    cfg = load_config(_write(tmp_path, extra))
+    api = cfg.model("api")
+    assert api.loader == "openai" and api.dims == 1536 and api.option("base_url_env") == "MY_URL"
+    assert cfg.model("hash").price_per_mtok == 0.5 and cfg.model("hash").dims == 256
+    assert cfg.resolved()["model_specs"]["api"]["price_per_mtok"] == 0.02
+
+
+def test_user_index_tables(tmp_path):
+    text = CONFIG.replace("k = 3", 'k = 3\nindexes = ["hnsw8"]') + (
+        '\n[index.hnsw8]\nfactory = "HNSW8"\nbuild = {efConstruction = 40}\nsearch = [{efSearch = 32}]\n')
+    cfg = load_config(_write(tmp_path, text))
+    assert [c.id for c in cfg.candidates(only=("hash/tok24/*",))] == ["hash/tok24/hnsw8@efSearch=32"]
+
+
+def test_semantic_chunker_names_its_model(tmp_path):
+    text = CONFIG + '\n[chunkers.sem]\nkind = "semantic"\nmodel = "hsah"\n'
+    with pytest.raises(BenchError, match="did you mean 'hash'"):
+        load_config(_write(tmp_path, text))
+    cfg = load_config(_write(tmp_path, text.replace('model = "hsah"', 'model = "hash"')))
+    assert cfg.chunker("sem").model == "hash" and "hash" in cfg.model_specs
+
+
+def test_cache_dir_precedence(tmp_path, monkeypatch):
+    from bench.paths import cache_root
+
+    cfg = load_config(_write(tmp_path, CONFIG))
+    monkeypatch.delenv("BENCH_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_root(None) == tmp_path / "xdg" / "bench"
+    assert cache_root(cfg.cache_dir) == tmp_path / "cache"
+    monkeypatch.setenv("BENCH_CACHE_DIR", str(tmp_path / "env"))
+    assert cache_root(cfg.cache_dir) == tmp_path / "env"
+    assert cache_root(cfg.cache_dir, override=tmp_path / "cli") == tmp_path / "cli"

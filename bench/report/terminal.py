@@ -72,6 +72,33 @@ def diagnostics_table(summary: dict) -> Table:
     return table
 
 
+def plan_table(planned: list) -> Table:
+    """``bench run --dry-run``: what would run, and what a cold run would cost."""
+    table = Table(title="Dry run: the grid (tokens are cl100k; nothing was embedded)", title_justify="left")
+    for col in ("candidate", "chunks", "corpus tokens", "question tokens", "$/Mtok", "index cost $", "cold run $"):
+        table.add_column(col, justify="left" if col == "candidate" else "right")
+    for p in planned:
+        table.add_row(p.candidate.id, _num(p.chunks, "{:,}"), _num(p.corpus_tokens, "{:,}"),
+                      f"{p.question_tokens:,}", _num(p.price_per_mtok, "{:g}"),
+                      _num(p.index_cost_usd, "{:.4f}"), _num(p.run_cost_usd, "{:.4f}"))
+    return table
+
+
+def chunk_table(stats: list, skipped: list[str]) -> Table:
+    """``bench chunk``: chunk counts and size distributions per chunker."""
+    title = "Chunks per chunker (sizes in cl100k tokens; chars in parentheses)"
+    if skipped:
+        title += f"; not shown, they split with a model: {', '.join(skipped)}"
+    table = Table(title=title, title_justify="left")
+    for col in ("chunker", "kind", "chunks", "tokens", "min", "p50", "p95", "max", "mean"):
+        table.add_column(col, justify="left" if col in ("chunker", "kind") else "right")
+    for s in stats:
+        t, c = s.token_sizes, s.char_sizes
+        table.add_row(s.chunker, s.kind, f"{s.chunks:,}", f"{s.tokens:,}",
+                      *(f"{t[q]:.0f} ({c[q]:.0f})" for q in ("min", "p50", "p95", "max", "mean")))
+    return table
+
+
 def models_table() -> Table:
     table = Table(title="Models (listed without loading weights)", title_justify="left")
     for col in ("name", "kind", "dims", "max tokens", "$/Mtok", "description"):

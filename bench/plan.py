@@ -1,0 +1,95 @@
+"""Looking before spending: chunk statistics per chunker and the candidate grid with token counts and cost.
+
+Nothing here embeds text, except a semantic chunker, which cannot split without its model; it is
+reported as such instead of being run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from bench.config import Candidate, Config
+from bench.corpus import Corpus
+from bench.goldset import Goldset
+from bench.tokens import count_tokens
+from bench.units import ChunkTable
+
+
+@dataclass(frozen=True)
+class ChunkStats:
+    chunker: str
+    kind: str
+    chunks: int
+    tokens: int
+    chars: int
+    token_sizes: dict[str, float]  # min, p50, p95, max, mean
+    char_sizes: dict[str, float]
+
+
+def chunk_stats(name: str, kind: str, table: ChunkTable) -> ChunkStats:
+    tokens = np.array([count_tokens(t) for t in table.texts], dtype=float)
+    chars = (table.end - table.start).astype(float)
+    return ChunkStats(name, kind, len(table), int(tokens.sum()), int(chars.sum()), _sizes(tokens), _sizes(chars))
+
+
+def _sizes(values: np.ndarray) -> dict[str, float]:
+    if not len(values):
+        return {"min": 0, "p50": 0, "p95": 0, "max": 0, "mean": 0}
+    p50, p95 = np.percentile(values, [50, 95])
+    return {"min": float(values.min()), "p50": float(p50), "p95": float(p95), "max": float(values.max()),
+            "mean": float(values.mean())}
+
+
+def tables_without_models(config: Config, corpus: Corpus) -> tuple[dict[str, ChunkTable], list[str]]:
+    """Chunk with every chunker that needs no model; name the ones that do."""
+    tables, skipped = {}, []
+    for spec in config.chunkers:
+        if spec.model:
+            skipped.append(spec.name)
+        else:
+            tables[spec.name] = ChunkTable.chunk_corpus(corpus, spec.build())
+    return tables, skipped
+
+
+@dataclass(frozen=True)
+class PlannedCandidate:
+    candidate: Candidate
+    chunks: int | None
+    corpus_tokens: int | None
+    question_tokens: int
+    price_per_mtok: float | None
+
+    @property
+    def index_cost_usd(self) -> float | None:
+        if self.price_per_mtok is None or self.corpus_tokens is None:
+            return None
+        return self.corpus_tokens / 1e6 * self.price_per_mtok
+
+    @property
+    def run_cost_usd(self) -> float | None:
+        """What a cold run would bill: the corpus and every question once."""
+        if self.index_cost_usd is None:
+            return None
+        return self.index_cost_usd + self.question_tokens / 1e6 * self.price_per_mtok
+
+
+def plan(config: Config, candidates: list[Candidate], tables: dict[str, ChunkTable], goldset: Goldset
+         ) -> list[PlannedCandidate]:
+    """Token counts are cl100k tokens: the billing unit of OpenAI models, an estimate for others."""
+    question_tokens = sum(count_tokens(q.text) for q in goldset.questions)
+    corpus_tokens = {name: sum(count_tokens(t) for t in table.texts) for name, table in tables.items()}
+    planned = []
+    for cand in candidates:
+        spec = config.model(cand.model)
+        table = tables.get(cand.chunker)
+        lexical = spec.lexical
+        planned.append(PlannedCandidate(
+            candidate=cand,
+            chunks=len(table) if table is not None else None,
+            corpus_tokens=corpus_tokens.get(cand.chunker),
+            question_tokens=question_tokens,
+            price_per_mtok=0.0 if lexical else spec.price_per_mtok,
+        ))
+    return planned
