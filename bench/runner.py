@@ -86,8 +86,10 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
                 built = (key, retriever, retriever.build(table, lambda n, t=task: progress.advance(t, n)))
             _, retriever, build = built
             retriever.set_search(_search_params(config, cand))
+            questions = [q.text for q in goldset.questions][:LATENCY_SAMPLES]
             cand_records, ops_figures = _run_candidate(cand, retriever, build, table, goldset,
-                                                       judgments[cand.chunker], depth)
+                                                       judgments[cand.chunker], depth,
+                                                       models.query_latency(cand.model, retriever, questions))
             summary = {"id": cand.id, "model": cand.model, "chunker": cand.chunker, "index": cand.index,
                        "search": cand.search, "rank": None,
                        **score_candidate(cand_records, k=config.k, depth=depth, gain=config.ndcg_gain,
@@ -150,12 +152,19 @@ class ModelPool:
     def __init__(self, config: Config, cache: EmbeddingCache, models_dir: Path) -> None:
         self.config, self.cache, self.models_dir = config, cache, models_dir
         self._embedders: dict[str, Embedder] = {}
+        self._latency: dict[str, dict] = {}
 
     def embedder(self, name: str) -> Embedder:
         if name not in self._embedders:
             self._embedders[name] = load_embedder(self.config.model(name), batch_size=self.config.batch_size,
                                                   models_dir=self.models_dir)
         return self._embedders[name]
+
+    def query_latency(self, name: str, retriever: Retriever, questions: list[str]) -> dict:
+        """Query-encoding latency depends on the model alone: measured once per model and run."""
+        if name not in self._latency:
+            self._latency[name] = _query_embed_latency(retriever, questions)
+        return self._latency[name]
 
     def passage_embedding(self, name: str):
         """``texts -> vectors`` through the cache, for chunkers that split by meaning."""
@@ -171,7 +180,7 @@ class ModelPool:
 
 
 def _run_candidate(cand: Candidate, retriever: Retriever, build: BuildStats, table: ChunkTable, goldset: Goldset,
-                   judgments: list[Judgment], depth: int) -> tuple[list[dict], dict]:
+                   judgments: list[Judgment], depth: int, query_latency: dict) -> tuple[list[dict], dict]:
     questions = [q.text for q in goldset.questions]
     queries = retriever.encode(questions)
     doc_unit = goldset.unit != CHUNK
@@ -209,7 +218,8 @@ def _run_candidate(cand: Candidate, retriever: Retriever, build: BuildStats, tab
         "questions_from_cache": query_stats.cached if query_stats else None,
         "index_build_seconds": round(build.index_build_seconds, 4),
         f"recall_vs_exact@{depth}": recall,
-        **_latency(retriever, questions[:LATENCY_SAMPLES], depth),
+        **query_latency,
+        **_search_latency(retriever, queries, min(len(questions), LATENCY_SAMPLES), depth),
         "latency_samples": min(len(questions), LATENCY_SAMPLES),
         "peak_rss_mb": round(ops.peak_rss_mb(), 1),
     }
@@ -262,21 +272,30 @@ def _score(score: float) -> float | None:
     return None if score != score else float(score)
 
 
-def _latency(retriever: Retriever, questions: list[str], depth: int) -> dict:
-    """One question at a time after a warm-up: query encoding, then a single-vector search."""
+def _query_embed_latency(retriever: Retriever, questions: list[str]) -> dict:
+    """Each question encoded alone, live (never from the cache), after a warm-up call."""
     if not questions:
-        return {**ops.latency_summary("query_embed", []), **ops.latency_summary("search", [])}
-    retriever.search(retriever.encode_live(questions[:1]), depth)  # warm-up
-    embed_s, search_s = [], []
+        return ops.latency_summary("query_embed", [])
+    retriever.encode_live(questions[:1])
+    seconds = []
     for text in questions:
         t0 = time.perf_counter()
-        query = retriever.encode_live([text])
-        t1 = time.perf_counter()
-        retriever.search(query, depth)
-        t2 = time.perf_counter()
-        embed_s.append(t1 - t0)
-        search_s.append(t2 - t1)
-    return {**ops.latency_summary("query_embed", embed_s), **ops.latency_summary("search", search_s)}
+        retriever.encode_live([text])
+        seconds.append(time.perf_counter() - t0)
+    return ops.latency_summary("query_embed", seconds)
+
+
+def _search_latency(retriever: Retriever, queries, n: int, depth: int) -> dict:
+    """Each query vector searched alone against the built index, after a warm-up search."""
+    if not n:
+        return ops.latency_summary("search", [])
+    retriever.search(queries[:1], depth)
+    seconds = []
+    for i in range(n):
+        t0 = time.perf_counter()
+        retriever.search(queries[i: i + 1], depth)
+        seconds.append(time.perf_counter() - t0)
+    return ops.latency_summary("search", seconds)
 
 
 def dry_run(config: Config, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> list:
