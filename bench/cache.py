@@ -43,7 +43,9 @@ class EmbeddingCache:
     def _connect(self, model_key: str) -> sqlite3.Connection:
         self.root.mkdir(parents=True, exist_ok=True)
         name = hashlib.sha256(model_key.encode()).hexdigest()[:20]
-        db = sqlite3.connect(self.root / f"{name}.sqlite")
+        # Two runs may share a cache: WAL lets readers and a writer overlap, and a writer waits
+        # for the other's batch to commit instead of failing.
+        db = sqlite3.connect(self.root / f"{name}.sqlite", timeout=120)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("CREATE TABLE IF NOT EXISTS meta (model_key TEXT NOT NULL)")
         db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, dims INTEGER, vec BLOB, checksum BLOB)")

@@ -104,3 +104,28 @@ def test_bm25_retrieves_only_matching_chunks_with_exact_scores():
     for qi, (units, scores) in enumerate(results):
         assert np.allclose(retriever.score(queries, qi, units), scores)
         assert np.all(scores > 0)
+
+
+def test_two_processes_can_fill_one_cache_at_once(tmp_path):
+    """Concurrent writers wait for each other's batches; both get every vector, identical to a fresh embed."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    script = (
+        "import sys, numpy as np\n"
+        "from bench.cache import EmbeddingCache\n"
+        "from bench.embedders import MODELS, load_embedder\n"
+        "texts = [f'text number {i} about topic {i % 7}' for i in range(3000)]\n"
+        "v, stats = EmbeddingCache(sys.argv[1]).embed(load_embedder(MODELS.get('hash')), texts, 'passage', 50)\n"
+        "np.save(sys.argv[2], v)\n"
+    )
+    env = {"PYTHONPATH": str(REPO)}
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "cache"), str(tmp_path / f"v{i}.npy")],
+                              env=env) for i in range(2)]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    first, second = np.load(tmp_path / "v0.npy"), np.load(tmp_path / "v1.npy")
+    texts = [f"text number {i} about topic {i % 7}" for i in range(3000)]
+    fresh = load_embedder(MODELS.get("hash")).embed(texts, "passage")
+    assert np.array_equal(first, fresh) and np.array_equal(second, fresh)
