@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench.errors import BenchError
+from bench.textfiles import json_object, numbered_lines, read_text
 
 TEXT_SUFFIXES = (".md", ".txt")
 
@@ -67,15 +67,6 @@ def load_corpus(path: str | Path) -> Corpus:
     return Corpus(path=path, documents=tuple(docs))
 
 
-def _read_text(file: Path, where: str) -> str:
-    try:
-        text = file.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise BenchError(f"{where}: not UTF-8 text (byte {e.start}); convert it to UTF-8 or remove it") from None
-    # Offsets are defined on the text as loaded; CRLF is normalised so quotes written with \n match.
-    return text.replace("\r\n", "\n")
-
-
 def _load_folder(root: Path) -> list[Document]:
     root_resolved = root.resolve()
     docs = []
@@ -85,7 +76,7 @@ def _load_folder(root: Path) -> list[Document]:
         rel = file.relative_to(root).as_posix()
         if not file.resolve().is_relative_to(root_resolved):
             raise BenchError(f"{file}: links outside the corpus folder {root}; copy the file in instead")
-        text = _read_text(file, str(file))
+        text = read_text(file)
         if text.strip():
             docs.append(Document(id=rel, text=text))
     return docs
@@ -94,17 +85,9 @@ def _load_folder(root: Path) -> list[Document]:
 def _load_jsonl(file: Path, beir: bool) -> list[Document]:
     docs: dict[str, Document] = {}
     seen: set[str] = set()
-    text = _read_text(file, str(file))
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
+    for lineno, line in numbered_lines(read_text(file)):
         where = f"{file}:{lineno}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise BenchError(f"{where}: invalid JSON ({e.msg}); each line must be one JSON object") from None
-        if not isinstance(row, dict):
-            raise BenchError(f"{where}: expected a JSON object with \"id\" and \"text\"")
+        row = json_object(line, where, '"id" and "text"')
         doc_id = row.get("_id" if beir else "id", row.get("id"))
         body = row.get("text")
         if not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool) or str(doc_id) == "":

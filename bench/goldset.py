@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench.corpus import Corpus
 from bench.errors import BenchError
+from bench.textfiles import json_object, numbered_lines, read_text
 
 CHUNK, DOCUMENT = "chunk", "document"
 
@@ -69,16 +69,13 @@ def read_goldset(path: str | Path, corpus: Corpus) -> tuple[Goldset | None, list
         return None, [f"{path}: goldset not found; give a JSONL file with one question per line"]
     raw = path.read_bytes()
     try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        return None, [f"{path}: not UTF-8 text (byte {e.start}); save the goldset as UTF-8"]
+        text = read_text(path)
+    except BenchError as e:
+        return None, [str(e)]
     questions: list[Question] = []
     errors: list[str] = []
     seen: dict[str, int] = {}
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        line = line.rstrip("\r")
-        if not line.strip():
-            continue
+    for lineno, line in numbered_lines(text):
         where = f"{path}:{lineno}"
         try:
             q = _parse_question(line, where, corpus)
@@ -117,12 +114,7 @@ class _LineErrors(Exception):
 
 
 def _parse_question(line: str, where: str, corpus: Corpus) -> Question:
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise BenchError(f"{where}: invalid JSON ({e.msg}); each line must be one JSON object") from None
-    if not isinstance(row, dict):
-        raise BenchError(f"{where}: expected a JSON object with \"id\", \"question\" and \"evidence\"")
+    row = json_object(line, where, '"id", "question" and "evidence"')
     qid = row.get("id")
     if not isinstance(qid, str) or not qid.strip():
         raise BenchError(f"{where}: missing or empty \"id\"; give every question a unique string id")

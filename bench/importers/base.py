@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bench import store
 from bench.errors import BenchError
+from bench.textfiles import numbered_lines, read_text
 
 
 @dataclass
@@ -87,11 +88,7 @@ def read_lines(path: Path) -> list[tuple[int, str]]:
     """Non-blank lines with their numbers; UTF-8 (a BOM is fine), CRLF accepted."""
     if not path.is_file():
         raise BenchError(f"{path}: not found")
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise BenchError(f"{path}: not UTF-8 text (byte {e.start}); convert it to UTF-8") from None
-    return [(n, line.rstrip("\r")) for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
+    return numbered_lines(read_text(path))
 
 
 def parse_grade(value: str, where: str) -> int:

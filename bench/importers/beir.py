@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from bench.corpus import load_corpus
 from bench.errors import BenchError
+from bench.textfiles import json_object
 from bench.importers.base import (Destination, ImportResult, document_goldset, read_lines, read_qrels,
                                   write_documents_jsonl, write_goldset, write_starter_config)
 
@@ -35,11 +35,8 @@ def _read_queries(path: Path) -> dict[str, str]:
     queries: dict[str, str] = {}
     for lineno, line in read_lines(path):
         where = f"{path}:{lineno}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise BenchError(f"{where}: invalid JSON ({e.msg})") from None
-        if not isinstance(row, dict) or "_id" not in row or not isinstance(row.get("text"), str):
+        row = json_object(line, where, '"_id" and "text"')
+        if "_id" not in row or not isinstance(row.get("text"), str):
             raise BenchError(f"{where}: a query needs \"_id\" and \"text\"")
         if row["text"].strip():
             queries[str(row["_id"])] = row["text"].strip()
