@@ -15,12 +15,23 @@ PERCENTILE_METHOD = "linear"
 
 
 def latency_summary(prefix: str, seconds: list[float]) -> dict[str, float | None]:
-    """``<prefix>_ms_p50`` / ``_p95`` / ``_mean`` from per-query wall times in seconds."""
+    """``<prefix>_ms_p50`` / ``_p95`` / ``_p99`` / ``_mean`` from per-query wall times in seconds."""
+    keys = [f"{prefix}_ms_{name}" for name in ("p50", "p95", "p99", "mean")]
     if not seconds:
-        return {f"{prefix}_ms_p50": None, f"{prefix}_ms_p95": None, f"{prefix}_ms_mean": None}
+        return dict.fromkeys(keys)
     ms = np.asarray(seconds) * 1000.0
-    p50, p95 = np.percentile(ms, [50, 95], method=PERCENTILE_METHOD)
-    return {f"{prefix}_ms_p50": float(p50), f"{prefix}_ms_p95": float(p95), f"{prefix}_ms_mean": float(ms.mean())}
+    values = [*np.percentile(ms, [50, 95, 99], method=PERCENTILE_METHOD), ms.mean()]
+    return {key: float(v) for key, v in zip(keys, values)}
+
+
+def token_figures(chunk_tokens: np.ndarray, max_tokens: int | None) -> dict:
+    """Corpus tokens in the model's own tokenizer, and what truncation at ``max_tokens`` never embeds."""
+    total = int(chunk_tokens.sum())
+    if not max_tokens:
+        return {"index_tokens": total, "truncated_chunks": 0, "truncated_token_share": 0.0}
+    lost = np.maximum(chunk_tokens - max_tokens, 0)
+    return {"index_tokens": total, "truncated_chunks": int((lost > 0).sum()),
+            "truncated_token_share": float(lost.sum() / total) if total else 0.0}
 
 
 def peak_rss_mb() -> float:

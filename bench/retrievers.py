@@ -31,6 +31,7 @@ class BuildStats:
     index_bytes: int | None = None
     factory: str | None = None  # the FAISS factory string actually built
     embed: EmbedStats = field(default_factory=EmbedStats)
+    chunk_tokens: np.ndarray | None = None  # per chunk, in the model's own tokenizer (dense models)
 
 
 class Retriever(Protocol):
@@ -80,7 +81,8 @@ class DenseRetriever:
         t2 = time.perf_counter()
         self.query_stats = EmbedStats()
         return BuildStats(dims=self.vectors.shape[1], embed_seconds=t1 - t0, index_build_seconds=t2 - t1,
-                          index_bytes=index_bytes(self.index), factory=factory, embed=embed_stats)
+                          index_bytes=index_bytes(self.index), factory=factory, embed=embed_stats,
+                          chunk_tokens=self.embedder.count_tokens(table.texts))
 
     @property
     def _call_size(self) -> int:

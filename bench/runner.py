@@ -16,6 +16,7 @@ from bench.cache import EmbeddingCache, NoCache
 from bench.config import Candidate, Config
 from bench.corpus import Corpus, load_corpus
 from bench.embedders import PASSAGE, Embedder, load_embedder
+from bench.embedders.static import needs_distillation
 from bench.evaluate import rank_candidates, score_candidate
 from bench.goldset import CHUNK, Goldset, load_goldset
 from bench.errors import BenchError
@@ -63,7 +64,7 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
     depth = config.retrieval_depth
     root = paths.cache_root(config.cache_dir, config.cache_override)
     cache = EmbeddingCache(paths.embeddings_dir(root)) if use_cache else NoCache()
-    models = ModelPool(config, cache, paths.models_dir(root))
+    models = ModelPool(config, cache, paths.models_dir(root), console)
     console.print(
         f"[bold]bench run[/] {run_id}: {len(corpus)} documents, {len(goldset.questions)} questions "
         f"({goldset.unit} unit), {len(candidates)} candidates, k={config.k}"
@@ -84,6 +85,7 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
                 verb = "indexing" if config.model(cand.model).lexical else "embedding"
                 task = progress.add_task(f"{verb} {cand.model}/{cand.chunker}/{cand.index}", total=len(table))
                 built = (key, retriever, retriever.build(table, lambda n, t=task: progress.advance(t, n)))
+                _warn_truncation(console, cand, config.model(cand.model).max_tokens, built[2])
             _, retriever, build = built
             retriever.set_search(_search_params(config, cand))
             questions = [q.text for q in goldset.questions][:LATENCY_SAMPLES]
@@ -140,6 +142,18 @@ def _chunk_all(config: Config, corpus: Corpus, progress: Progress, models: Model
     return tables
 
 
+def _warn_truncation(console: Console, cand: Candidate, max_tokens: int | None, build: BuildStats) -> None:
+    """Chunks longer than the model reads lose their tail silently; say so, with the share lost."""
+    if build.chunk_tokens is None or not max_tokens:
+        return
+    figures = ops.token_figures(build.chunk_tokens, max_tokens)
+    if figures["truncated_chunks"]:
+        console.print(f"[yellow]warning:[/] {cand.model}/{cand.chunker}: {figures['truncated_chunks']} of "
+                      f"{len(build.chunk_tokens)} chunks exceed {cand.model}'s {max_tokens} tokens; "
+                      f"{figures['truncated_token_share']:.1%} of the corpus tokens are never embedded "
+                      f"(use smaller chunks)")
+
+
 def _search_params(config: Config, cand: Candidate) -> dict:
     if config.model(cand.model).lexical:
         return {}
@@ -149,13 +163,17 @@ def _search_params(config: Config, cand: Candidate) -> dict:
 class ModelPool:
     """Loads each model's weights once per run and hands out retrievers over the shared cache."""
 
-    def __init__(self, config: Config, cache: EmbeddingCache, models_dir: Path) -> None:
-        self.config, self.cache, self.models_dir = config, cache, models_dir
+    def __init__(self, config: Config, cache: EmbeddingCache, models_dir: Path, console: Console) -> None:
+        self.config, self.cache, self.models_dir, self.console = config, cache, models_dir, console
         self._embedders: dict[str, Embedder] = {}
         self._latency: dict[str, dict] = {}
 
     def embedder(self, name: str) -> Embedder:
         if name not in self._embedders:
+            spec = self.config.model(name)
+            if spec.loader == "model2vec" and needs_distillation(spec, self.models_dir):
+                self.console.print(f"preparing {name}: distilling it from {spec.source.removeprefix('distill:')} "
+                                   f"into {self.models_dir} (once; about a minute)")
             self._embedders[name] = load_embedder(self.config.model(name), batch_size=self.config.batch_size,
                                                   models_dir=self.models_dir)
         return self._embedders[name]
@@ -201,6 +219,14 @@ def _run_candidate(cand: Candidate, retriever: Retriever, build: BuildStats, tab
         })
     query_stats = getattr(retriever, "query_stats", None)
     recall = retriever.recall_against_exact(queries, depth)
+    tokens = {}
+    if build.chunk_tokens is not None:
+        embedder = retriever.embedder
+        tokens = ops.token_figures(build.chunk_tokens, retriever.spec.max_tokens)
+        tokens["question_tokens_mean"] = float(np.mean(embedder.count_tokens(questions))) if questions else None
+        share = build.embed.embedded / len(table) if len(table) else 0.0
+        tokens["tokens_per_second"] = round(tokens["index_tokens"] * share / build.embed_seconds, 1) \
+            if build.embed.embedded and build.embed_seconds > 0 else None
     figures = {
         "n_chunks": len(table),
         "dims": build.dims,
@@ -218,6 +244,7 @@ def _run_candidate(cand: Candidate, retriever: Retriever, build: BuildStats, tab
         "questions_from_cache": query_stats.cached if query_stats else None,
         "index_build_seconds": round(build.index_build_seconds, 4),
         f"recall_vs_exact@{depth}": recall,
+        **tokens,
         **query_latency,
         **_search_latency(retriever, queries, min(len(questions), LATENCY_SAMPLES), depth),
         "latency_samples": min(len(questions), LATENCY_SAMPLES),

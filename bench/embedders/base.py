@@ -51,6 +51,9 @@ class Embedder(Protocol):
     def embed(self, texts: list[str], role: str) -> np.ndarray:
         """float32 rows, one per text, L2-normalised (so inner product is cosine)."""
 
+    def count_tokens(self, texts: list[str]) -> np.ndarray:
+        """Tokens each text is, for this model, before any truncation (special tokens included)."""
+
 
 def normalise(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)

@@ -24,6 +24,9 @@ class HashingEmbedder:
     def dims(self) -> int:
         return self.spec.dims or 256
 
+    def count_tokens(self, texts: list[str]) -> np.ndarray:
+        return np.array([len(_WORD.findall(t)) for t in texts], dtype=np.int64)
+
     def embed(self, texts: list[str], role: str) -> np.ndarray:
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
         for row, text in enumerate(texts):

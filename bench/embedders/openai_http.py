@@ -231,6 +231,12 @@ class OpenAIEmbedder:
         assert self._dims is not None
         return self._dims
 
+    def count_tokens(self, texts: list[str]) -> np.ndarray:
+        """cl100k tokens: what OpenAI bills for its embedding models; an estimate for other servers."""
+        from bench.tokens import count_tokens
+
+        return np.array([count_tokens(t) for t in texts], dtype=np.int64)
+
     def embed(self, texts: list[str], role: str) -> np.ndarray:
         if role not in _ROLES:
             raise ValueError(f"role must be {QUERY!r} or {PASSAGE!r}, not {role!r}")

@@ -67,6 +67,10 @@ class SentenceTransformerEmbedder:
         get = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         return int(get())
 
+    def count_tokens(self, texts: list[str]) -> np.ndarray:
+        encoded = self.model.tokenizer(list(texts), add_special_tokens=True, truncation=False)["input_ids"]
+        return np.array([len(ids) for ids in encoded], dtype=np.int64)
+
     def embed(self, texts: list[str], role: str) -> np.ndarray:
         prompt = self.spec.query_prompt if role == QUERY else self.spec.passage_prompt
         vectors = self.model.encode(

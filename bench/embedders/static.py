@@ -7,6 +7,8 @@ any other source is a folder holding a saved model2vec model.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import tempfile
@@ -22,6 +24,10 @@ def prepared_path(spec: ModelSpec, models_dir: Path) -> Path:
     return models_dir / f"{spec.name}-{spec.revision or 'static'}".replace("/", "_")
 
 
+def needs_distillation(spec: ModelSpec, models_dir: Path) -> bool:
+    return spec.source.startswith("distill:") and not (prepared_path(spec, models_dir) / "model.safetensors").is_file()
+
+
 def distil(spec: ModelSpec, teacher: ModelSpec, models_dir: Path) -> Path:
     """Distil ``spec`` from ``teacher`` into the models folder (atomically), unless already there."""
     target = prepared_path(spec, models_dir)
@@ -30,7 +36,6 @@ def distil(spec: ModelSpec, teacher: ModelSpec, models_dir: Path) -> Path:
     from bench.embedders.sbert import resolve_source
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TQDM_DISABLE", "1")  # bench shows its own progress
     try:
         from model2vec.distill import distill
     except ImportError:
@@ -38,7 +43,9 @@ def distil(spec: ModelSpec, teacher: ModelSpec, models_dir: Path) -> Path:
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()  # the teacher's load report is noise here
-    model = distill(model_name=str(resolve_source(teacher.source)), pca_dims=spec.dims)
+    # model2vec draws its own tqdm bars on stderr; bench's progress display already says what runs.
+    with contextlib.redirect_stderr(io.StringIO()):
+        model = distill(model_name=str(resolve_source(teacher.source)), pca_dims=spec.dims)
     models_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=models_dir, prefix=f".{target.name}."))
     try:
@@ -61,6 +68,10 @@ class StaticEmbedder:
     @property
     def dims(self) -> int:
         return int(self.model.dim)
+
+    def count_tokens(self, texts: list[str]) -> np.ndarray:
+        encoded = self.model.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return np.array([len(e.ids) for e in encoded], dtype=np.int64)
 
     def embed(self, texts: list[str], role: str) -> np.ndarray:
         prompt = self.spec.query_prompt if role == QUERY else self.spec.passage_prompt
