@@ -75,6 +75,7 @@ def run(config: Path, k: int | None, results: Path | None, cache_dir: Path | Non
     out = _stdout()
     out.print(shootout_table(outcome.summary))
     out.print(diagnostics_table(outcome.summary))
+    out.print(outcome.summary["recommendation"]["line"])
     out.print(f"results: {outcome.path}")
 
 

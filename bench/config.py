@@ -66,6 +66,8 @@ class Config:
     index_specs: dict = field(default_factory=dict)  # name -> IndexSpec, builtins plus [index.NAME]
     exclude: tuple[str, ...] = ()  # glob patterns on candidate ids
     cache_override: Path | None = None  # --cache-dir: beats $BENCH_CACHE_DIR and cache_dir
+    priced: frozenset = frozenset()  # models whose [model.NAME] table sets price_per_mtok
+    recommend_margin: float = 0.02  # "cheapest candidate within this much mrr@k of the best"
     k: int = 5
     depth: int | None = None
     min_overlap: float = 0.5
@@ -79,6 +81,12 @@ class Config:
 
     def model(self, name: str) -> ModelSpec:
         return self.model_specs[name]
+
+    def price(self, name: str):
+        """The price used for a model: the config's, else the shipped table's, else local (0) or unknown."""
+        from bench.costs import resolve_price
+
+        return resolve_price(self.model(name), name in self.priced)
 
     def index(self, name: str) -> IndexSpec:
         return self.index_specs[name]
@@ -138,7 +146,7 @@ class Config:
 
 
 _TOP_KEYS = {"corpus", "goldset", "results", "cache_dir", "models", "chunkers", "indexes", "k", "depth",
-             "min_overlap", "ndcg_gain", "batch_size", "model", "index", "exclude"}
+             "min_overlap", "ndcg_gain", "batch_size", "model", "index", "exclude", "recommend_margin"}
 _SPEC_FIELDS = {f.name for f in fields(ModelSpec)} - {"name", "params"}
 
 
@@ -200,6 +208,9 @@ def load_config(path: str | Path) -> Config:
         model_specs={name: model_specs.get(name) or MODELS.get(name) for name in used},
         index_specs={name: index_specs.get(name) or INDEXES.get(name) for name in indexes},
         exclude=tuple(exclude),
+        priced=frozenset(name for name, table in raw.get("model", {}).items()
+                         if isinstance(table, dict) and "price_per_mtok" in table),
+        recommend_margin=raw.get("recommend_margin", 0.02),
         k=raw.get("k", 5),
         depth=raw.get("depth"),
         min_overlap=raw.get("min_overlap", 0.5),
@@ -222,6 +233,9 @@ def _check_numbers(config: Config, where: str) -> None:
         raise BenchError(f"{where}: min_overlap = {mo!r} must be a number in (0, 1]; 0.5 is the default")
     if config.ndcg_gain not in GAINS:
         raise BenchError(f"{where}: ndcg_gain = {config.ndcg_gain!r} must be one of {', '.join(GAINS)}")
+    margin = config.recommend_margin
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin <= 1:
+        raise BenchError(f"{where}: recommend_margin = {margin!r} must be a number in [0, 1]; 0.02 is the default")
     bs = config.batch_size
     if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1:
         raise BenchError(f"{where}: batch_size = {bs!r} must be a positive integer")

@@ -61,3 +61,16 @@ def rank_candidates(candidates: list[dict], k: int) -> list[dict]:
     for rank, c in enumerate(ordered, start=1):
         c["rank"] = rank
     return ordered
+
+
+COST_KEY = "cost_per_1k_queries_usd"
+
+
+def recommendation(candidates: list[dict], k: int, margin: float) -> dict:
+    """The cheapest candidate per 1k queries whose mrr@k is within ``margin`` of the best."""
+    from bench import costs
+
+    metric = metrics.metric_key("mrr", k)
+    pick = costs.cheapest_within(candidates, metric, margin, COST_KEY)
+    return {"metric": metric, "margin": margin, "cost_key": COST_KEY, "pick": pick["id"] if pick else None,
+            "line": costs.recommendation_line(candidates, metric, margin, COST_KEY)}

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench import costs
 from bench.config import Candidate, Config
 from bench.corpus import Corpus
 from bench.goldset import Goldset
@@ -63,16 +64,14 @@ class PlannedCandidate:
 
     @property
     def index_cost_usd(self) -> float | None:
-        if self.price_per_mtok is None or self.corpus_tokens is None:
-            return None
-        return self.corpus_tokens / 1e6 * self.price_per_mtok
+        return costs.index_cost_usd(self.corpus_tokens, self.price_per_mtok)
 
     @property
     def run_cost_usd(self) -> float | None:
         """What a cold run would bill: the corpus and every question once."""
-        if self.index_cost_usd is None:
+        if self.corpus_tokens is None:
             return None
-        return self.index_cost_usd + self.question_tokens / 1e6 * self.price_per_mtok
+        return costs.run_cost_usd(self.corpus_tokens + self.question_tokens, self.price_per_mtok)
 
 
 def plan(config: Config, candidates: list[Candidate], tables: dict[str, ChunkTable], goldset: Goldset
@@ -82,14 +81,12 @@ def plan(config: Config, candidates: list[Candidate], tables: dict[str, ChunkTab
     corpus_tokens = {name: sum(count_tokens(t) for t in table.texts) for name, table in tables.items()}
     planned = []
     for cand in candidates:
-        spec = config.model(cand.model)
         table = tables.get(cand.chunker)
-        lexical = spec.lexical
         planned.append(PlannedCandidate(
             candidate=cand,
             chunks=len(table) if table is not None else None,
             corpus_tokens=corpus_tokens.get(cand.chunker),
             question_tokens=question_tokens,
-            price_per_mtok=0.0 if lexical else spec.price_per_mtok,
+            price_per_mtok=config.price(cand.model).price_per_mtok,
         ))
     return planned

@@ -14,6 +14,7 @@ from typing import Protocol
 import numpy as np
 
 from bench.cache import EmbeddingCache, EmbedStats
+from bench.costs import hourly_usd
 from bench.embedders import PASSAGE, QUERY, Embedder, ModelSpec, load_embedder
 from bench.index import IndexSpec, exact_top, index_bytes, recall_against_exact
 from bench.units import ChunkTable
@@ -32,6 +33,8 @@ class BuildStats:
     factory: str | None = None  # the FAISS factory string actually built
     embed: EmbedStats = field(default_factory=EmbedStats)
     chunk_tokens: np.ndarray | None = None  # per chunk, in the model's own tokenizer (dense models)
+    billed_tokens: int | None = None  # what an API reported for this build's embedding calls
+    hourly_usd: float | None = None  # compute price, when the model is costed by time
 
 
 class Retriever(Protocol):
@@ -75,14 +78,17 @@ class DenseRetriever:
     def build(self, table: ChunkTable, progress=None) -> BuildStats:
         self.tie_order = table.tie_order
         t0 = time.perf_counter()
+        billed_before = getattr(self.embedder, "billed_tokens", None)
         self.vectors, embed_stats = self.cache.embed(self.embedder, table.texts, PASSAGE, self._call_size, progress)
+        billed = None if billed_before is None else self.embedder.billed_tokens - billed_before
         t1 = time.perf_counter()
         self.index, factory = self.index_spec.build_resolved(self.vectors)
         t2 = time.perf_counter()
         self.query_stats = EmbedStats()
         return BuildStats(dims=self.vectors.shape[1], embed_seconds=t1 - t0, index_build_seconds=t2 - t1,
                           index_bytes=index_bytes(self.index), factory=factory, embed=embed_stats,
-                          chunk_tokens=self.embedder.count_tokens(table.texts))
+                          chunk_tokens=self.embedder.count_tokens(table.texts), billed_tokens=billed,
+                          hourly_usd=hourly_usd(self.spec))
 
     @property
     def _call_size(self) -> int:
@@ -94,7 +100,9 @@ class DenseRetriever:
         self.index_spec.configure(self.index, params)
 
     def encode(self, questions: list[str]) -> np.ndarray:
+        before = getattr(self.embedder, "billed_tokens", None)
         vectors, self.query_stats = self.cache.embed(self.embedder, questions, QUERY, self._call_size)
+        self.query_billed = None if before is None else self.embedder.billed_tokens - before
         return vectors
 
     def encode_live(self, questions: list[str]) -> np.ndarray:

@@ -11,13 +11,13 @@ import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from bench import __version__, ops, paths, store
+from bench import __version__, costs, ops, paths, store
 from bench.cache import EmbeddingCache, NoCache
 from bench.config import Candidate, Config
 from bench.corpus import Corpus, load_corpus
 from bench.embedders import PASSAGE, Embedder, load_embedder
 from bench.embedders.static import needs_distillation
-from bench.evaluate import rank_candidates, score_candidate
+from bench.evaluate import rank_candidates, recommendation, score_candidate
 from bench.goldset import CHUNK, Goldset, load_goldset
 from bench.errors import BenchError
 from bench.index import compression_ratio
@@ -91,7 +91,8 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
             questions = [q.text for q in goldset.questions][:LATENCY_SAMPLES]
             cand_records, ops_figures = _run_candidate(cand, retriever, build, table, goldset,
                                                        judgments[cand.chunker], depth,
-                                                       models.query_latency(cand.model, retriever, questions))
+                                                       models.query_latency(cand.model, retriever, questions),
+                                                       config.price(cand.model))
             summary = {"id": cand.id, "model": cand.model, "chunker": cand.chunker, "index": cand.index,
                        "search": cand.search, "rank": None,
                        **score_candidate(cand_records, k=config.k, depth=depth, gain=config.ndcg_gain,
@@ -101,7 +102,8 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
             records.extend(cand_records)
         ranked = rank_candidates(summaries, config.k)
         summary_doc = {"k": config.k, "depth": depth, "unit": goldset.unit, "ndcg_gain": config.ndcg_gain,
-                       "min_overlap": config.min_overlap, "candidates": ranked}
+                       "min_overlap": config.min_overlap, "candidates": ranked,
+                       "recommendation": recommendation(ranked, config.k, config.recommend_margin)}
         manifest = {
             "run_id": run_id,
             "bench_version": __version__,
@@ -118,6 +120,8 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
             "started": started.isoformat(timespec="seconds"),
             "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "peak_rss_mb": round(ops.peak_rss_mb(), 1),
+            "prices": {name: vars(config.price(name)) for name in config.models},
+            "percentile_method": ops.PERCENTILE_METHOD,
         }
         store.write_jsonl(staging / store.PER_QUESTION, records)
         store.write_json(staging / store.SUMMARY, summary_doc)
@@ -140,6 +144,40 @@ def _chunk_all(config: Config, corpus: Corpus, progress: Progress, models: Model
         chunker = spec.build(embed=models.passage_embedding(spec.model) if spec.model else None)
         tables[spec.name] = ChunkTable.chunk_corpus(corpus, chunker, lambda n, t=task: progress.advance(t, n))
     return tables
+
+
+def _cost_figures(price, tokens: dict, build: BuildStats, query_stats, query_billed: int | None,
+                  n_chunks: int) -> dict:
+    """Money, from tokens and the price: indexing, per 1k queries, and what this run billed.
+
+    Billed tokens count only texts sent to the model in this run (cache hits are free); an API's
+    reported usage is used when it gives one, else the model's own tokenizer.
+    """
+    p = price.price_per_mtok
+    billed = None
+    if tokens.get("index_tokens") is not None and n_chunks:
+        per_chunk = tokens["index_tokens"] / n_chunks
+        per_question = tokens["question_tokens_mean"] or 0.0
+        queried = query_stats.embedded if query_stats else 0
+        billed = round(per_chunk * build.embed.embedded + per_question * queried)
+    if build.billed_tokens is not None:
+        billed = build.billed_tokens + (query_billed or 0)
+    figures = {
+        "price_per_mtok": p,
+        "price_source": price.source,
+        "price_date": price.date,
+        "cost_estimate": price.estimate,
+        "index_cost_usd": costs.index_cost_usd(tokens.get("index_tokens"), p),
+        "cost_per_1k_queries_usd": costs.cost_per_1k_queries_usd(tokens.get("question_tokens_mean"), p),
+        "billed_tokens": billed,
+        "run_cost_usd": costs.run_cost_usd(billed, p) if billed is not None else (0.0 if p == 0 else None),
+    }
+    if price.estimate:  # an hourly compute price: cost follows measured seconds
+        rate = build.hourly_usd
+        per_chunk_s = build.embed_seconds / build.embed.embedded if build.embed.embedded else None
+        figures["index_cost_usd"] = costs.compute_cost_usd(per_chunk_s * n_chunks if per_chunk_s else None, rate)
+        figures["run_cost_usd"] = costs.compute_cost_usd(build.embed_seconds, rate)
+    return figures
 
 
 def _warn_truncation(console: Console, cand: Candidate, max_tokens: int | None, build: BuildStats) -> None:
@@ -198,7 +236,7 @@ class ModelPool:
 
 
 def _run_candidate(cand: Candidate, retriever: Retriever, build: BuildStats, table: ChunkTable, goldset: Goldset,
-                   judgments: list[Judgment], depth: int, query_latency: dict) -> tuple[list[dict], dict]:
+                   judgments: list[Judgment], depth: int, query_latency: dict, price) -> tuple[list[dict], dict]:
     questions = [q.text for q in goldset.questions]
     queries = retriever.encode(questions)
     doc_unit = goldset.unit != CHUNK
@@ -219,7 +257,7 @@ def _run_candidate(cand: Candidate, retriever: Retriever, build: BuildStats, tab
         })
     query_stats = getattr(retriever, "query_stats", None)
     recall = retriever.recall_against_exact(queries, depth)
-    tokens = {}
+    tokens = {"index_tokens": None, "question_tokens_mean": None}
     if build.chunk_tokens is not None:
         embedder = retriever.embedder
         tokens = ops.token_figures(build.chunk_tokens, retriever.spec.max_tokens)
@@ -245,6 +283,7 @@ def _run_candidate(cand: Candidate, retriever: Retriever, build: BuildStats, tab
         "index_build_seconds": round(build.index_build_seconds, 4),
         f"recall_vs_exact@{depth}": recall,
         **tokens,
+        **_cost_figures(price, tokens, build, query_stats, getattr(retriever, "query_billed", None), len(table)),
         **query_latency,
         **_search_latency(retriever, queries, min(len(questions), LATENCY_SAMPLES), depth),
         "latency_samples": min(len(questions), LATENCY_SAMPLES),

@@ -6,7 +6,7 @@ import copy
 from pathlib import Path
 
 from bench import store
-from bench.evaluate import rank_candidates, score_candidate
+from bench.evaluate import rank_candidates, recommendation, score_candidate
 
 
 def recompute(run_ref: str, results: Path) -> tuple[dict, Path, list[str]]:
@@ -23,7 +23,10 @@ def recompute(run_ref: str, results: Path) -> tuple[dict, Path, list[str]]:
         parts = score_candidate(by_candidate.get(cand["id"], []), k=k, depth=depth, gain=stored["ndcg_gain"],
                                 unit=stored["unit"], min_overlap=stored["min_overlap"])
         fresh.append({**cand, **parts, "rank": None})
-    summary = {**stored, "candidates": rank_candidates(fresh, k)}
+    ranked = rank_candidates(fresh, k)
+    summary = {**stored, "candidates": ranked}
+    if "recommendation" in stored:
+        summary["recommendation"] = recommendation(ranked, k, stored["recommendation"]["margin"])
     differences = _differences(stored, summary) + _record_differences(records, by_candidate)
     return summary, path, differences
 

@@ -7,6 +7,7 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
+from bench.costs import resolve_price
 from bench.embedders import MODELS
 from bench.metrics import metric_key
 
@@ -29,7 +30,9 @@ def shootout_table(summary: dict, title: str = "") -> Table:
         table.add_column(metric_key(name, k), justify="right")
     table.add_column("chunks", justify="right")
     table.add_column("embed s", justify="right")
-    table.add_column("query p50 ms", justify="right")
+    table.add_column("query p50/p95 ms", justify="right")
+    table.add_column("$ index", justify="right")
+    table.add_column("$ / 1k q", justify="right")
     best = {name: max(c["quality"][metric_key(name, k)] for c in summary["candidates"]) for name in COLUMNS}
     for c in summary["candidates"]:
         cells = []
@@ -39,8 +42,9 @@ def shootout_table(summary: dict, title: str = "") -> Table:
             cells.append(f"[bold green]{text}[/]" if value == best[name] and value > 0 else text)
         opsf = c["ops"]
         embed = "cached" if opsf.get("dims") and not opsf.get("chunks_embedded") else _num(opsf.get("embed_seconds"), "{:.1f}")
-        table.add_row(str(c["rank"]), c["id"], *cells, str(opsf.get("n_chunks", "")), embed,
-                      _num(opsf.get("query_embed_ms_p50"), "{:.2f}"))
+        latency = f"{_num(opsf.get('query_embed_ms_p50'), '{:.1f}')}/{_num(opsf.get('query_embed_ms_p95'), '{:.1f}')}"
+        table.add_row(str(c["rank"]), c["id"], *cells, str(opsf.get("n_chunks", "")), embed, latency,
+                      _usd(opsf.get("index_cost_usd")), _usd(opsf.get("cost_per_1k_queries_usd")))
     return table
 
 
@@ -106,9 +110,16 @@ def models_table() -> Table:
     for name in MODELS:
         spec = MODELS.get(name)
         kind = "lexical" if spec.lexical else spec.loader
+        price = resolve_price(spec, configured=False)
         table.add_row(name, kind, _num(spec.dims, "{}"), _num(spec.max_tokens, "{}"),
-                      _num(spec.price_per_mtok, "{:g}"), spec.description)
+                      _num(price.price_per_mtok, "{:g}"), spec.description)
     return table
+
+
+def _usd(value) -> str:
+    from bench.costs import format_usd
+
+    return "?" if value is None else format_usd(value)
 
 
 def _num(value, fmt: str) -> str:
