@@ -172,6 +172,8 @@ def _cost_figures(price, tokens: dict, build: BuildStats, query_stats, query_bil
         "billed_tokens": billed,
         "run_cost_usd": costs.run_cost_usd(billed, p) if billed is not None else (0.0 if p == 0 else None),
     }
+    if p == 0:  # free whatever the token counts (BM25 has none)
+        figures.update(index_cost_usd=0.0, cost_per_1k_queries_usd=0.0, run_cost_usd=0.0)
     if price.estimate:  # an hourly compute price: cost follows measured seconds
         rate = build.hourly_usd
         per_chunk_s = build.embed_seconds / build.embed.embedded if build.embed.embedded else None

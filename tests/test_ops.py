@@ -1,0 +1,116 @@
+"""Operating figures: percentile definition, token and storage arithmetic, and a priced run end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench import ops
+from tests.conftest import QUESTIONS, finished_runs, run_cli, write_project
+
+
+def test_percentiles_interpolate_linearly_between_closest_ranks():
+    # 1..10 ms: p50 = 5.5 (between 5 and 6), p95 = 9 + 0.55 = 9.55, p99 = 9 + 0.91 = 9.91
+    figures = ops.latency_summary("x", [i / 1000 for i in range(1, 11)])
+    assert figures["x_ms_p50"] == pytest.approx(5.5)
+    assert figures["x_ms_p95"] == pytest.approx(9.55)
+    assert figures["x_ms_p99"] == pytest.approx(9.91)
+    assert figures["x_ms_mean"] == pytest.approx(5.5)
+    assert ops.latency_summary("x", []) == {"x_ms_p50": None, "x_ms_p95": None, "x_ms_p99": None, "x_ms_mean": None}
+
+
+def test_token_figures_count_what_truncation_never_embeds():
+    # max 10: chunks of 4, 10, 15, 30 tokens lose 0, 0, 5, 20 of 59
+    figures = ops.token_figures(np.array([4, 10, 15, 30]), 10)
+    assert figures == {"index_tokens": 59, "truncated_chunks": 2, "truncated_token_share": pytest.approx(25 / 59)}
+    assert ops.token_figures(np.array([4, 100]), None)["truncated_chunks"] == 0
+
+
+PRICED = """\
+corpus = "corpus"
+goldset = "gold.jsonl"
+results = "results"
+cache_dir = "cache"
+k = 3
+depth = 6
+models = ["hash", "bm25"]
+indexes = ["flat", "sq8"]
+
+[model.hash]
+price_per_mtok = 2.5
+
+[chunkers.tok24]
+kind = "tokens"
+size = 24
+overlap = 4
+"""
+
+
+@pytest.fixture
+def priced_run(tmp_path: Path) -> dict:
+    config = write_project(tmp_path, config=PRICED)
+    assert run_cli("run", str(config)).returncode == 0
+    [run] = finished_runs(tmp_path / "results")
+    return {"summary": json.loads((run / "summary.json").read_text()),
+            "manifest": json.loads((run / "manifest.json").read_text()), "config": config}
+
+
+def test_every_ops_figure_is_present_and_consistent(priced_run):
+    for cand in priced_run["summary"]["candidates"]:
+        o = cand["ops"]
+        for prefix in ("query_embed", "search"):
+            p50, p95, p99 = (o[f"{prefix}_ms_{q}"] for q in ("p50", "p95", "p99"))
+            assert 0 < p50 <= p95 <= p99, (cand["id"], prefix)
+            assert o[f"{prefix}_ms_mean"] > 0
+        assert o["latency_samples"] == len(QUESTIONS)
+        assert o["n_chunks"] > 0 and o["peak_rss_mb"] > 0 and o["index_build_seconds"] >= 0
+        if cand["model"] == "bm25":
+            assert o["price_per_mtok"] == 0.0 and o["run_cost_usd"] == 0.0 and o["dims"] is None
+            continue
+        assert o["vector_bytes"] == o["n_chunks"] * o["dims"] * 4 == o["n_chunks"] * 256 * 4
+        assert o["index_bytes"] > 0 and o["compression_ratio"] == pytest.approx(o["vector_bytes"] / o["index_bytes"],
+                                                                                 abs=1e-3)
+        assert o["price_per_mtok"] == 2.5 and o["price_source"] == "config"
+        assert o["index_tokens"] > 0 and o["question_tokens_mean"] > 0
+        assert o["index_cost_usd"] == pytest.approx(o["index_tokens"] / 1e6 * 2.5)
+        assert o["cost_per_1k_queries_usd"] == pytest.approx(o["question_tokens_mean"] * 1000 / 1e6 * 2.5)
+        # a cold run bills the corpus and the questions once (the second index reuses the cache)
+        assert o["run_cost_usd"] == pytest.approx(o["billed_tokens"] / 1e6 * 2.5)
+        assert o["truncated_chunks"] == 0  # the hashing model reads any length
+    flat, sq8 = (next(c for c in priced_run["summary"]["candidates"] if c["id"] == f"hash/tok24/{i}")
+                 for i in ("flat", "sq8"))
+    assert flat["ops"]["billed_tokens"] > 0 and flat["ops"]["chunks_embedded"] > 0
+    assert sq8["ops"]["billed_tokens"] == 0 and sq8["ops"]["run_cost_usd"] == 0  # all from the cache
+    assert priced_run["manifest"]["prices"]["hash"]["price_per_mtok"] == 2.5
+    assert priced_run["manifest"]["percentile_method"] == "linear"
+
+
+def test_the_recommendation_names_the_cheapest_within_the_margin(priced_run):
+    rec = priced_run["summary"]["recommendation"]
+    assert rec["metric"] == "mrr@3" and rec["margin"] == 0.02
+    candidates = priced_run["summary"]["candidates"]
+    best = max(c["quality"]["mrr@3"] for c in candidates)
+    eligible = [c for c in candidates if c["quality"]["mrr@3"] >= best - 0.02 - 1e-9]
+    cheapest = min(c["ops"]["cost_per_1k_queries_usd"] for c in eligible)
+    assert next(c for c in candidates if c["id"] == rec["pick"])["ops"]["cost_per_1k_queries_usd"] == cheapest
+    assert rec["pick"] in rec["line"]
+
+
+def test_a_rerun_bills_nothing(priced_run):
+    assert run_cli("run", str(priced_run["config"])).returncode == 0
+    runs = finished_runs(priced_run["config"].parent / "results")
+    summary = json.loads((runs[-1] / "summary.json").read_text())
+    for cand in summary["candidates"]:
+        assert cand["ops"]["run_cost_usd"] == 0 and cand["ops"]["billed_tokens"] in (0, None)
+        if cand["model"] == "hash":  # the figures for a full index stay what they were
+            assert cand["ops"]["index_cost_usd"] > 0
+
+
+def test_dry_run_prices_the_grid_before_spending(priced_run):
+    result = run_cli("run", str(priced_run["config"]), "--dry-run")
+    assert result.returncode == 0
+    line = next(ln for ln in result.stdout.splitlines() if "hash/tok24/flat" in ln)
+    assert "2.5" in line
