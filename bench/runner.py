@@ -291,6 +291,10 @@ def _run_candidate(cand: Candidate, retriever: Retriever, build: BuildStats, tab
         "latency_samples": min(len(questions), LATENCY_SAMPLES),
         "peak_rss_mb": round(ops.peak_rss_mb(), 1),
     }
+    if price.estimate and figures["query_embed_ms_mean"] is not None:
+        # 1,000 queries at the mean measured milliseconds each take that many seconds
+        seconds = figures["query_embed_ms_mean"] + (figures["search_ms_mean"] or 0.0)
+        figures["cost_per_1k_queries_usd"] = costs.compute_cost_usd(seconds, build.hourly_usd)
     return records, figures
 
 

@@ -114,3 +114,16 @@ def test_dry_run_prices_the_grid_before_spending(priced_run):
     assert result.returncode == 0
     line = next(ln for ln in result.stdout.splitlines() if "hash/tok24/flat" in ln)
     assert "2.5" in line
+
+
+def test_an_hourly_compute_price_costs_measured_seconds(tmp_path: Path):
+    config = write_project(tmp_path, config=PRICED.replace("price_per_mtok = 2.5", "hourly_usd = 36.0"))
+    assert run_cli("run", str(config), "--only", "hash/tok24/flat").returncode == 0
+    [run] = finished_runs(tmp_path / "results")
+    [cand] = json.loads((run / "summary.json").read_text())["candidates"]
+    o = cand["ops"]
+    assert o["cost_estimate"] is True and o["price_per_mtok"] is None
+    assert o["run_cost_usd"] == pytest.approx(o["embed_seconds"] / 3600 * 36.0, rel=1e-3, abs=1e-9)
+    assert o["index_cost_usd"] == pytest.approx(o["embed_seconds"] / 3600 * 36.0, rel=1e-3, abs=1e-9)
+    per_query_s = (o["query_embed_ms_mean"] + o["search_ms_mean"]) / 1000
+    assert o["cost_per_1k_queries_usd"] == pytest.approx(per_query_s * 1000 / 3600 * 36.0)
