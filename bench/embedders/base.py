@@ -25,7 +25,7 @@ class ModelSpec:
     dims: int | None = None
     max_tokens: int | None = None
     similarity: str = "cosine"
-    price_per_mtok: float | None = 0.0
+    price_per_mtok: float | None = None  # set by [model.NAME]; else bench.costs resolves the price
     revision: str = ""
     query_prompt: str = ""
     passage_prompt: str = ""
