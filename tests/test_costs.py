@@ -177,11 +177,13 @@ def test_openai_unknown_model_is_unknown_not_free():
     assert resolve_price(MODELS.get("e5-small"), configured=False).price_per_mtok is None
 
 
-def test_spec_default_price_is_ignored_unless_configured():
-    # ModelSpec.price_per_mtok defaults to 0.0; only configured=True makes it the price
+def test_spec_price_is_used_only_when_configured():
+    # ModelSpec.price_per_mtok is None unless a [model.NAME] table sets it; the table decides otherwise
     spec = _spec("openai", source="text-embedding-3-large")
-    assert spec.price_per_mtok == 0.0
+    assert spec.price_per_mtok is None
     assert resolve_price(spec, configured=False).price_per_mtok == 0.13
+    stale = _spec("openai", source="text-embedding-3-large", price_per_mtok=0.0)
+    assert resolve_price(stale, configured=False).price_per_mtok == 0.13
 
 
 @pytest.mark.parametrize("loader", ["openai", "sentence-transformers", "bm25"])
