@@ -277,7 +277,6 @@ def main() -> None:
         ap.error("need 1 <= k <= depth")
 
     import numba
-    import ranx
     from ranx import Qrels, Run, evaluate
 
     print(f"machine: {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable), {cpu_model()}; "
