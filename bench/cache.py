@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,23 @@ import numpy as np
 from bench.embedders import Embedder
 
 _LOOKUP_BATCH = 500
+_BUSY_SECONDS = 120
+
+
+def _when_unlocked(statement) -> None:
+    """Run a statement SQLite refuses at once while another connection holds the file (switching
+    the journal mode does not wait on the busy timeout), retrying until the timeout."""
+    deadline = time.monotonic() + _BUSY_SECONDS
+    pause = 0.01
+    while True:
+        try:
+            statement()
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
 
 
 @dataclass
@@ -45,18 +63,18 @@ class EmbeddingCache:
         name = hashlib.sha256(model_key.encode()).hexdigest()[:20]
         # Two runs may share a cache: WAL lets readers and a writer overlap, and a writer waits
         # for the other's batch to commit instead of failing.
-        db = sqlite3.connect(self.root / f"{name}.sqlite", timeout=120)
-        db.execute("PRAGMA journal_mode=WAL")
+        db = sqlite3.connect(self.root / f"{name}.sqlite", timeout=_BUSY_SECONDS)
+        _when_unlocked(lambda: db.execute("PRAGMA journal_mode=WAL"))
+        db.execute("BEGIN IMMEDIATE")  # set-up is one writer's transaction: no two meta rows
         db.execute("CREATE TABLE IF NOT EXISTS meta (model_key TEXT NOT NULL)")
         db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, dims INTEGER, vec BLOB, checksum BLOB)")
         stored = db.execute("SELECT model_key FROM meta").fetchone()
         if stored is None:
             db.execute("INSERT INTO meta VALUES (?)", (model_key,))
-            db.commit()
         elif stored[0] != model_key:  # a hash collision of file names: never trust foreign vectors
             db.execute("DELETE FROM vectors")
             db.execute("UPDATE meta SET model_key = ?", (model_key,))
-            db.commit()
+        db.commit()
         return db
 
     def embed(
