@@ -53,6 +53,12 @@ class Retriever(Protocol):
     def score(self, queries: object, q: int, chunks: np.ndarray) -> np.ndarray:
         """Exact scores of the given chunks for query ``q``, retrieved or not."""
 
+    def set_search(self, params: dict) -> None:
+        """Apply one query setting of the index (no rebuild)."""
+
+    def recall_against_exact(self, queries: object, n: int) -> float | None:
+        """Share of the exact top-n this retriever finds; None when it is exact."""
+
 
 def top_n(scores: np.ndarray, tie_order: np.ndarray, n: int) -> np.ndarray:
     """Indices of the ``n`` best scores, descending, ties by ``tie_order``."""

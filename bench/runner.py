@@ -76,6 +76,7 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
         judgments = {name: judge(goldset, table, config.min_overlap) for name, table in tables.items()}
         summaries, records = [], []
         built: tuple[tuple[str, str, str], Retriever, BuildStats] | None = None
+        timed = [q.text for q in goldset.questions[:LATENCY_SAMPLES]]  # latency samples
         for cand in candidates:
             table = tables[cand.chunker]
             key = (cand.model, cand.chunker, cand.index)
@@ -88,10 +89,9 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
                 _warn_truncation(console, cand, config.model(cand.model).max_tokens, built[2])
             _, retriever, build = built
             retriever.set_search(_search_params(config, cand))
-            questions = [q.text for q in goldset.questions][:LATENCY_SAMPLES]
             cand_records, ops_figures = _run_candidate(cand, retriever, build, table, goldset,
                                                        judgments[cand.chunker], depth,
-                                                       models.query_latency(cand.model, retriever, questions),
+                                                       models.query_latency(cand.model, retriever, timed),
                                                        config.price(cand.model))
             summary = {"id": cand.id, "model": cand.model, "chunker": cand.chunker, "index": cand.index,
                        "search": cand.search, "rank": None,

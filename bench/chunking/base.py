@@ -30,6 +30,15 @@ def chunk_id(doc_id: str, ordinal: int) -> str:
     return f"{doc_id}#{ordinal:04d}"
 
 
+def strip_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """Narrow ``[start, end)`` to exclude leading and trailing whitespace."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
 class Chunker(Protocol):
     """Splits one document into ordered, non-empty spans."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from bench.chunking.base import Chunk, chunk_id
+from bench.chunking.base import Chunk, chunk_id, strip_span
 from bench.chunking.fixed_tokens import validate_size_overlap
 from bench.tokens import count_tokens, token_char_offsets
 
@@ -50,7 +50,7 @@ class RecursiveChunker:
         first, prev_end = 0, 0
         while first < len(pieces):
             last = self._extend(text, pieces, first, max(first, prev_end))
-            start, end = _strip(text, pieces[first][0], pieces[last][1])
+            start, end = strip_span(text, pieces[first][0], pieces[last][1])
             if start < end and not (chunks and chunks[-1].start <= start and end <= chunks[-1].end):
                 chunks.append(Chunk(chunk_id(doc_id, len(chunks)), doc_id, start, end, text[start:end]))
             if last == len(pieces) - 1:
@@ -60,7 +60,7 @@ class RecursiveChunker:
 
     def _tokens(self, text: str, start: int, end: int) -> int:
         """Tokens of the span as it would be emitted, i.e. without surrounding whitespace."""
-        start, end = _strip(text, start, end)
+        start, end = strip_span(text, start, end)
         return count_tokens(text[start:end]) if start < end else 0
 
     def _split(self, text: str, start: int, end: int, level: int) -> list[tuple[int, int]]:
@@ -127,12 +127,3 @@ class RecursiveChunker:
             if self._tokens(text, pieces[k][0], pieces[nxt][1]) <= self.size:
                 begin = k
         return begin
-
-
-def _strip(text: str, start: int, end: int) -> tuple[int, int]:
-    """Narrow ``[start, end)`` to exclude leading and trailing whitespace."""
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from bench.chunking.base import Chunk, chunk_id
+from bench.chunking.base import Chunk, chunk_id, strip_span
 from bench.chunking.recursive import RecursiveChunker
 from bench.errors import BenchError
 from bench.tokens import count_tokens
@@ -33,15 +33,6 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
         if s < e:
             spans.append((s, e))
     return spans
-
-
-def strip_span(text: str, start: int, end: int) -> tuple[int, int]:
-    """Narrow ``[start, end)`` to exclude leading and trailing whitespace."""
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
 
 
 def _whole_number(kind: str, name: str, value: object, minimum: int) -> int:
