@@ -1,6 +1,8 @@
 """Embedding cache: a vector is keyed by model (name, loader, source, revision), role and sha256(text).
 
-One SQLite file per model. Each batch is committed as soon as it is embedded, so an
+One SQLite file per model, which also keeps each text's token count in that model's tokenizer
+and the model's query-latency samples on this machine, so a run answered from the cache never
+loads the model at all. Each batch is committed as soon as it is embedded, so an
 interrupted run loses at most one batch, and a chunking sweep embeds only texts it has not
 seen. An entry whose stored checksum or width does not match is treated as missing.
 """
@@ -19,6 +21,7 @@ import numpy as np
 from bench.embedders import Embedder
 
 _LOOKUP_BATCH = 500
+_TOKENS = "tokens"  # token counts do not depend on the role a text is embedded in
 _BUSY_SECONDS = 120
 
 
@@ -68,11 +71,14 @@ class EmbeddingCache:
         db.execute("BEGIN IMMEDIATE")  # set-up is one writer's transaction: no two meta rows
         db.execute("CREATE TABLE IF NOT EXISTS meta (model_key TEXT NOT NULL)")
         db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, dims INTEGER, vec BLOB, checksum BLOB)")
+        db.execute("CREATE TABLE IF NOT EXISTS tokens (key BLOB PRIMARY KEY, n INTEGER NOT NULL)")
+        db.execute("CREATE TABLE IF NOT EXISTS latency (key BLOB PRIMARY KEY, measured TEXT, seconds BLOB)")
         stored = db.execute("SELECT model_key FROM meta").fetchone()
         if stored is None:
             db.execute("INSERT INTO meta VALUES (?)", (model_key,))
         elif stored[0] != model_key:  # a hash collision of file names: never trust foreign vectors
-            db.execute("DELETE FROM vectors")
+            for table in ("vectors", "tokens", "latency"):
+                db.execute(f"DELETE FROM {table}")
             db.execute("UPDATE meta SET model_key = ?", (model_key,))
         db.commit()
         return db
@@ -118,6 +124,42 @@ class EmbeddingCache:
         db.close()
         return out, stats
 
+    def count_tokens(self, embedder: Embedder, texts: list[str]) -> np.ndarray:
+        """Tokens per text in the model's tokenizer, counting only texts not counted before."""
+        keys = [text_key(_TOKENS, t) for t in texts]
+        with self._connect(embedder.spec.cache_key) as db:
+            found: dict[bytes, int] = {}
+            unique = list(dict.fromkeys(keys))
+            for lo in range(0, len(unique), _LOOKUP_BATCH):
+                part = unique[lo: lo + _LOOKUP_BATCH]
+                marks = ",".join("?" * len(part))
+                found.update(db.execute(f"SELECT key, n FROM tokens WHERE key IN ({marks})", part))
+            todo = {key: text for key, text in zip(keys, texts) if key not in found}
+            if todo:
+                counts = embedder.count_tokens(list(todo.values()))
+                rows = [(key, int(n)) for key, n in zip(todo, counts)]
+                db.executemany("INSERT OR REPLACE INTO tokens VALUES (?, ?)", rows)
+                db.commit()
+                found.update(rows)
+        db.close()
+        return np.array([found[key] for key in keys], dtype=np.int64)
+
+    def latency(self, model_key: str, key: bytes) -> tuple[list[float], str] | None:
+        """Latency samples (seconds) stored under ``key``, and when they were measured."""
+        with self._connect(model_key) as db:
+            row = db.execute("SELECT seconds, measured FROM latency WHERE key = ?", (key,)).fetchone()
+        db.close()
+        if row is None or len(row[0]) % 8:
+            return None
+        return np.frombuffer(row[0], dtype=np.float64).tolist(), row[1]
+
+    def store_latency(self, model_key: str, key: bytes, seconds: list[float], measured: str) -> None:
+        with self._connect(model_key) as db:
+            db.execute("INSERT OR REPLACE INTO latency VALUES (?, ?, ?)",
+                       (key, measured, np.asarray(seconds, dtype=np.float64).tobytes()))
+            db.commit()
+        db.close()
+
     @staticmethod
     def _lookup(db: sqlite3.Connection, keys: list[bytes], dims: int) -> dict[bytes, np.ndarray]:
         found: dict[bytes, np.ndarray] = {}
@@ -146,3 +188,12 @@ class NoCache(EmbeddingCache):
             if progress:
                 progress(min(batch_size, len(texts) - lo))
         return out, EmbedStats(embedded=len(texts))
+
+    def count_tokens(self, embedder, texts):
+        return np.asarray(embedder.count_tokens(list(texts)), dtype=np.int64)
+
+    def latency(self, model_key, key):
+        return None
+
+    def store_latency(self, model_key, key, seconds, measured):
+        """Nothing is kept."""

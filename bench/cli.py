@@ -51,12 +51,14 @@ def main() -> None:
 @click.option("--cache-dir", type=click.Path(path_type=Path),
               help="Embedding cache folder; overrides the config and $BENCH_CACHE_DIR.")
 @click.option("--no-cache", is_flag=True, help="Embed everything again instead of reusing cached vectors.")
+@click.option("--remeasure", is_flag=True,
+              help="Time query encoding again instead of reusing this machine's earlier timings.")
 @click.option("--only", multiple=True, metavar="PATTERN", help="Run only candidates whose id matches (glob).")
 @click.option("--skip", multiple=True, metavar="PATTERN", help="Leave out candidates whose id matches (glob).")
 @click.option("--dry-run", is_flag=True, help="Show the grid, token counts and estimated cost; embed nothing.")
 @click.option("--allow-unlocked", is_flag=True, help="Run even if the goldset or corpus changed since its lock.")
 def run(config: Path, k: int | None, results: Path | None, cache_dir: Path | None, no_cache: bool,
-        only: tuple[str, ...], skip: tuple[str, ...], dry_run: bool, allow_unlocked: bool) -> None:
+        remeasure: bool, only: tuple[str, ...], skip: tuple[str, ...], dry_run: bool, allow_unlocked: bool) -> None:
     """Run the shootout described by CONFIG (default bench.toml)."""
     from bench.config import load_config
     from bench.report.terminal import diagnostics_table, shootout_table
@@ -71,7 +73,7 @@ def run(config: Path, k: int | None, results: Path | None, cache_dir: Path | Non
     from bench.runner import run_shootout
 
     outcome = run_shootout(cfg, _stderr(), use_cache=not no_cache, allow_unlocked=allow_unlocked,
-                           only=only, skip=skip)
+                           only=only, skip=skip, remeasure=remeasure)
     out = _stdout()
     out.print(shootout_table(outcome.summary))
     out.print(diagnostics_table(outcome.summary))

@@ -93,8 +93,12 @@ class DenseRetriever:
         self.query_stats = EmbedStats()
         return BuildStats(dims=self.vectors.shape[1], embed_seconds=t1 - t0, index_build_seconds=t2 - t1,
                           index_bytes=index_bytes(self.index), factory=factory, embed=embed_stats,
-                          chunk_tokens=self.embedder.count_tokens(table.texts), billed_tokens=billed,
+                          chunk_tokens=self.count_tokens(table.texts), billed_tokens=billed,
                           hourly_usd=hourly_usd(self.spec))
+
+    def count_tokens(self, texts: list[str]) -> np.ndarray:
+        """Tokens per text in the model's own tokenizer (kept in the cache beside the vectors)."""
+        return self.cache.count_tokens(self.embedder, texts)
 
     @property
     def _call_size(self) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -38,12 +40,13 @@ class RunOutcome:
 
 
 def run_shootout(config: Config, console: Console | None = None, use_cache: bool = True,
-                 allow_unlocked: bool = False, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()
-                 ) -> RunOutcome:
+                 allow_unlocked: bool = False, only: tuple[str, ...] = (), skip: tuple[str, ...] = (),
+                 remeasure: bool = False) -> RunOutcome:
     """Index the corpus under every candidate, ask every question, write results/<run_id>/.
 
     A goldset whose lock no longer matches (goldset or corpus changed) is refused unless
     ``allow_unlocked``; a goldset with no lock runs with a warning. The manifest says which.
+    ``remeasure`` times query encoding again even where this machine's timings are cached.
     """
     console = console or terminal.console(stderr=True)
     started = datetime.now(timezone.utc)
@@ -64,7 +67,8 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
     depth = config.retrieval_depth
     root = paths.cache_root(config.cache_dir, config.cache_override)
     cache = EmbeddingCache(paths.embeddings_dir(root)) if use_cache else NoCache()
-    models = ModelPool(config, cache, paths.models_dir(root), console)
+    models = ModelPool(config, cache, paths.models_dir(root), console, remeasure=remeasure,
+                       measured_at=started.isoformat(timespec="seconds"))
     console.print(
         f"[bold]bench run[/] {run_id}: {len(corpus)} documents, {len(goldset.questions)} questions "
         f"({goldset.unit} unit), {len(candidates)} candidates, k={config.k}"
@@ -203,8 +207,10 @@ def _search_params(config: Config, cand: Candidate) -> dict:
 class ModelPool:
     """Loads each model's weights once per run and hands out retrievers over the shared cache."""
 
-    def __init__(self, config: Config, cache: EmbeddingCache, models_dir: Path, console: Console) -> None:
+    def __init__(self, config: Config, cache: EmbeddingCache, models_dir: Path, console: Console,
+                 remeasure: bool = False, measured_at: str = "") -> None:
         self.config, self.cache, self.models_dir, self.console = config, cache, models_dir, console
+        self.remeasure, self.measured_at = remeasure, measured_at
         self._embedders: dict[str, Embedder] = {}
         self._latency: dict[str, dict] = {}
 
@@ -219,9 +225,27 @@ class ModelPool:
         return self._embedders[name]
 
     def query_latency(self, name: str, retriever: Retriever, questions: list[str]) -> dict:
-        """Query-encoding latency depends on the model alone: measured once per model and run."""
-        if name not in self._latency:
-            self._latency[name] = _query_embed_latency(retriever, questions)
+        """Query-encoding latency depends on the model and the machine, not on chunks or index.
+
+        Measured once per model and run; a model running in this process keeps its timings in
+        the cache under this machine, the library versions and the questions, so a rerun need
+        not load the model. An API's latency is always measured again: the service may have
+        changed. ``remeasure`` measures everything again.
+        """
+        if name in self._latency:
+            return self._latency[name]
+        spec = self.config.model(name)
+        keep = not spec.lexical and spec.loader != "openai"
+        key = _latency_key(spec, questions)
+        stored = self.cache.latency(spec.cache_key, key) if keep and not self.remeasure else None
+        if stored is not None:
+            seconds, measured = stored
+        else:
+            seconds, measured = _query_embed_seconds(retriever, questions), self.measured_at
+            if keep and seconds:
+                self.cache.store_latency(spec.cache_key, key, seconds, measured)
+        self._latency[name] = {**ops.latency_summary("query_embed", seconds),
+                               "query_embed_measured": measured, "query_embed_from_cache": stored is not None}
         return self._latency[name]
 
     def passage_embedding(self, name: str):
@@ -261,9 +285,8 @@ def _run_candidate(cand: Candidate, retriever: Retriever, build: BuildStats, tab
     recall = retriever.recall_against_exact(queries, depth)
     tokens = {"index_tokens": None, "question_tokens_mean": None}
     if build.chunk_tokens is not None:
-        embedder = retriever.embedder
         tokens = ops.token_figures(build.chunk_tokens, retriever.spec.max_tokens)
-        tokens["question_tokens_mean"] = float(np.mean(embedder.count_tokens(questions))) if questions else None
+        tokens["question_tokens_mean"] = float(np.mean(retriever.count_tokens(questions))) if questions else None
         share = build.embed.embedded / len(table) if len(table) else 0.0
         tokens["tokens_per_second"] = round(tokens["index_tokens"] * share / build.embed_seconds, 1) \
             if build.embed.embedded and build.embed_seconds > 0 else None
@@ -344,17 +367,24 @@ def _score(score: float) -> float | None:
     return None if score != score else float(score)
 
 
-def _query_embed_latency(retriever: Retriever, questions: list[str]) -> dict:
-    """Each question encoded alone, live (never from the cache), after a warm-up call."""
+def _query_embed_seconds(retriever: Retriever, questions: list[str]) -> list[float]:
+    """Each question encoded alone, live (never from the vector cache), after a warm-up call."""
     if not questions:
-        return ops.latency_summary("query_embed", [])
+        return []
     retriever.encode_live(questions[:1])
     seconds = []
     for text in questions:
         t0 = time.perf_counter()
         retriever.encode_live([text])
         seconds.append(time.perf_counter() - t0)
-    return ops.latency_summary("query_embed", seconds)
+    return seconds
+
+
+def _latency_key(spec, questions: list[str]) -> bytes:
+    """What a latency measurement depends on: the model as configured, this machine, the
+    libraries that run it and the questions timed."""
+    identity = {"spec": repr(spec), "machine": ops.machine(), "versions": ops.versions(), "questions": questions}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).digest()
 
 
 def _search_latency(retriever: Retriever, queries, n: int, depth: int) -> dict:

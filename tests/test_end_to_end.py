@@ -107,6 +107,24 @@ def test_second_run_reuses_the_cache_and_gives_identical_results(project: Path):
                for c in dense)
 
 
+def test_query_latency_is_kept_per_machine_and_remeasured_on_request(project: Path):
+    def latency(run: Path) -> dict:
+        _, summary, _ = _load_run(run)
+        [c] = [c for c in summary["candidates"] if c["id"] == "hash/tok24/flat"]
+        return {key: value for key, value in c["ops"].items() if key.startswith("query_embed")}
+
+    for extra in ((), (), ("--remeasure",)):
+        assert run_cli("run", str(project), *extra).returncode == 0
+    first, second, third = map(latency, finished_runs(project.parent / "results"))
+    assert first["query_embed_from_cache"] is False and first["query_embed_ms_p50"] > 0
+    assert second["query_embed_from_cache"] is True
+    assert second == {**first, "query_embed_from_cache": True}  # the very same samples
+    assert third["query_embed_from_cache"] is False and third["query_embed_measured"] >= first["query_embed_measured"]
+    _, summary, _ = _load_run(finished_runs(project.parent / "results")[1])
+    bm25 = [c for c in summary["candidates"] if c["model"] == "bm25"]
+    assert all(c["ops"]["query_embed_from_cache"] is False for c in bm25)  # lexical: nothing to keep
+
+
 def test_report_recomputes_exactly_what_the_run_wrote(project: Path):
     assert run_cli("run", str(project)).returncode == 0
     [run] = finished_runs(project.parent / "results")

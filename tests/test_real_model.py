@@ -57,3 +57,40 @@ def test_default_shootout_ranks_nine_candidates(tmp_path: Path):
     assert "minilm/" in result.stdout and "mrr@5" in result.stdout
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["locked"] is True  # the bundled goldset is reviewed and locked
+
+
+@pytest.mark.slow
+def test_a_warm_rerun_never_loads_the_model(tmp_path: Path):
+    """Vectors, token counts and latency all come from the cache: torch is never imported."""
+    import os
+    import subprocess
+    import sys
+
+    for name in ("corpora", "goldsets"):
+        shutil.copytree(REPO / name, tmp_path / name)
+    config = (REPO / "bench.toml").read_text().replace('models  = ["minilm", "static", "bm25"]', 'models  = ["minilm"]')
+    (tmp_path / "bench.toml").write_text(config)
+    script = (
+        "import sys; from pathlib import Path; from bench.config import load_config; "
+        "from bench.runner import run_shootout; "
+        f"cfg = load_config(Path({str(tmp_path / 'bench.toml')!r})).with_overrides(cache_override=Path({str(tmp_path / 'c')!r})); "
+        "out = run_shootout(cfg, only=('minilm/md256/*',)); "
+        "print('torch' in sys.modules, out.summary['candidates'][0]['ops']['query_embed_from_cache'])"
+    )
+    runs = [subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": str(REPO)}) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[-1].stderr
+    assert runs[0].stdout.split() == ["True", "False"]  # cold: the model is loaded and timed
+    assert runs[1].stdout.split() == ["False", "True"]  # warm: nothing of it is loaded
+
+
+def test_a_wrong_declared_width_is_caught_when_the_model_loads():
+    from dataclasses import replace
+
+    from bench.embedders import MODELS, load_embedder
+    from bench.errors import BenchError
+
+    embedder = load_embedder(replace(MODELS.get("minilm"), dims=128))
+    assert embedder.dims == 128  # declared, nothing loaded yet
+    with pytest.raises(BenchError, match="dims = 128 is configured but the model makes 384"):
+        embedder.embed(["a question"], "query")

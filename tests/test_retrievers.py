@@ -74,6 +74,29 @@ def test_dense_vectors_come_from_the_cache_the_second_time(tmp_path):
     assert np.array_equal(second_retriever.vectors, fresh.vectors)
 
 
+def test_token_counts_are_counted_once_and_kept_beside_the_vectors(tmp_path):
+    embedder = load_embedder(MODELS.get("hash"))
+    calls = []
+    real_count = embedder.count_tokens
+    embedder.count_tokens = lambda texts: calls.append(list(texts)) or real_count(texts)
+    cache = EmbeddingCache(tmp_path)
+    texts = ["one two three", "four five", "one two three", "six"]
+    first = cache.count_tokens(embedder, texts)
+    assert calls == [["one two three", "four five", "six"]]  # each distinct text once
+    again = cache.count_tokens(embedder, [*texts, "seven eight"])
+    assert calls[1:] == [["seven eight"]]
+    assert first.tolist() == real_count(texts).tolist() == again[:4].tolist()
+    assert NoCache().count_tokens(embedder, texts).tolist() == first.tolist()
+
+
+def test_latency_samples_round_trip_and_other_keys_miss(tmp_path):
+    cache = EmbeddingCache(tmp_path)
+    assert cache.latency("m", b"k") is None
+    cache.store_latency("m", b"k", [0.001, 0.0025], "2026-01-01T00:00:00+00:00")
+    assert cache.latency("m", b"k") == ([0.001, 0.0025], "2026-01-01T00:00:00+00:00")
+    assert cache.latency("m", b"other") is None and cache.latency("other model", b"k") is None
+
+
 def test_a_corrupted_cache_entry_is_recomputed(tmp_path):
     import sqlite3
 

@@ -7,6 +7,8 @@ from typing import Protocol
 
 import numpy as np
 
+from bench.errors import BenchError
+
 QUERY, PASSAGE = "query", "passage"
 
 
@@ -53,6 +55,13 @@ class Embedder(Protocol):
 
     def count_tokens(self, texts: list[str]) -> np.ndarray:
         """Tokens each text is, for this model, before any truncation (special tokens included)."""
+
+
+def check_dims(spec: ModelSpec, actual: int) -> None:
+    """A declared width must be the model's: cached vectors are looked up by it before loading."""
+    if spec.dims and spec.dims != actual:
+        raise BenchError(f"model {spec.name!r}: dims = {spec.dims} is configured but the model makes "
+                         f"{actual}-dimensional vectors; set dims = {actual} in [model.{spec.name}]")
 
 
 def normalise(vectors: np.ndarray) -> np.ndarray:

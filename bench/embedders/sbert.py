@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from pathlib import Path
 
 import numpy as np
 
-from bench.embedders.base import QUERY, ModelSpec, normalise
+from bench.embedders.base import QUERY, ModelSpec, check_dims, normalise
 from bench.errors import BenchError
 
 
@@ -35,10 +36,17 @@ def is_hub_name(source: str) -> bool:
 
 
 class SentenceTransformerEmbedder:
+    """Weights load on first use: a run answered wholly from the cache never imports torch."""
+
     def __init__(self, spec: ModelSpec, batch_size: int = 32) -> None:
-        hub = is_hub_name(spec.source)
-        if not hub:
-            path = str(resolve_source(spec.source))
+        self.spec = spec
+        self.batch_size = batch_size
+        # A local folder is checked now, so a wrong path fails before any work is done.
+        self._path = None if is_hub_name(spec.source) else str(resolve_source(spec.source))
+
+    @functools.cached_property
+    def model(self):
+        if self._path is not None:
             # Weights are local; never let the hub client reach for the network.
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -48,22 +56,26 @@ class SentenceTransformerEmbedder:
 
         hf_logging.disable_progress_bar()  # our own progress bars say what is happening
         hf_logging.set_verbosity_error()
-        self.spec = spec
-        self.batch_size = batch_size
-        if hub:
+        spec = self.spec
+        if self._path is None:
             name = spec.source.removeprefix("hub:")
             try:
-                self.model = SentenceTransformer(name, device="cpu", revision=spec.revision or None)
+                model = SentenceTransformer(name, device="cpu", revision=spec.revision or None)
             except OSError as e:
                 raise BenchError(f"model {spec.name!r}: cannot load {name!r} from the model hub ({e.__class__.__name__}); "
                                  "without a network, download it elsewhere and give its folder as source") from None
         else:
-            self.model = SentenceTransformer(path, device="cpu", local_files_only=True)
+            model = SentenceTransformer(self._path, device="cpu", local_files_only=True)
         if spec.max_tokens:
-            self.model.max_seq_length = spec.max_tokens
+            model.max_seq_length = spec.max_tokens
+        get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        check_dims(spec, int(get()))
+        return model
 
     @property
     def dims(self) -> int:
+        if self.spec.dims:
+            return self.spec.dims
         get = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         return int(get())
 

@@ -8,6 +8,7 @@ any other source is a folder holding a saved model2vec model.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import shutil
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.embedders.base import QUERY, ModelSpec, normalise
+from bench.embedders.base import QUERY, ModelSpec, check_dims, normalise
 from bench.errors import BenchError
 
 
@@ -59,15 +60,23 @@ def distil(spec: ModelSpec, teacher: ModelSpec, models_dir: Path) -> Path:
 
 
 class StaticEmbedder:
+    """The lookup table loads on first use, like every local model."""
+
     def __init__(self, spec: ModelSpec, path: Path) -> None:
+        self.spec = spec
+        self.path = path
+
+    @functools.cached_property
+    def model(self):
         from model2vec import StaticModel
 
-        self.spec = spec
-        self.model = StaticModel.from_pretrained(str(path))
+        model = StaticModel.from_pretrained(str(self.path))
+        check_dims(self.spec, int(model.dim))
+        return model
 
     @property
     def dims(self) -> int:
-        return int(self.model.dim)
+        return self.spec.dims or int(self.model.dim)
 
     def count_tokens(self, texts: list[str]) -> np.ndarray:
         encoded = self.model.tokenizer.encode_batch(list(texts), add_special_tokens=False)

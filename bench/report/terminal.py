@@ -45,6 +45,12 @@ def shootout_table(summary: dict, title: str = "") -> Table:
         latency = f"{_num(opsf.get('query_embed_ms_p50'), '{:.1f}')}/{_num(opsf.get('query_embed_ms_p95'), '{:.1f}')}"
         table.add_row(str(c["rank"]), c["id"], *cells, str(opsf.get("n_chunks", "")), embed, latency,
                       _usd(opsf.get("index_cost_usd")), _usd(opsf.get("cost_per_1k_queries_usd")))
+    kept = {c["model"]: c["ops"].get("query_embed_measured") for c in summary["candidates"]
+            if c["ops"].get("query_embed_from_cache")}
+    if kept:
+        when = ", ".join(f"{model} at {measured}" for model, measured in sorted(kept.items()))
+        table.caption = f"query latency timed earlier on this machine ({when}); --remeasure times it again"
+        table.caption_justify = "left"
     return table
 
 
