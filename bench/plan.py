@@ -35,6 +35,16 @@ def chunk_stats(name: str, kind: str, table: ChunkTable) -> ChunkStats:
     return ChunkStats(name, kind, len(table), int(tokens.sum()), int(chars.sum()), _sizes(tokens), _sizes(chars))
 
 
+def chunk_sizes(table: ChunkTable, bins: int = 30) -> dict:
+    """What summary.json keeps of a chunking: counts, size quantiles and a token histogram."""
+    tokens = np.array([count_tokens(t) for t in table.texts], dtype=float)
+    chars = (table.end - table.start).astype(float)
+    counts, edges = np.histogram(tokens, bins=bins) if len(tokens) else (np.zeros(0), np.zeros(0))
+    return {"chunks": len(table), "tokens": int(tokens.sum()), "token_sizes": _sizes(tokens),
+            "char_sizes": _sizes(chars),
+            "token_histogram": {"edges": [round(float(e), 3) for e in edges], "counts": counts.astype(int).tolist()}}
+
+
 def _sizes(values: np.ndarray) -> dict[str, float]:
     if not len(values):
         return {"min": 0, "p50": 0, "p95": 0, "max": 0, "mean": 0}

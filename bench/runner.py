@@ -24,6 +24,7 @@ from bench.goldset import CHUNK, Goldset, load_goldset
 from bench.errors import BenchError
 from bench.index import compression_ratio
 from bench.lock import check_lock
+from bench.plan import chunk_sizes
 from bench.relevance import Judgment, judge
 from bench.report import terminal
 from bench.retrievers import BM25Retriever, BuildStats, DenseRetriever, Retriever
@@ -107,7 +108,8 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
         ranked = rank_candidates(summaries, config.k)
         summary_doc = {"k": config.k, "depth": depth, "unit": goldset.unit, "ndcg_gain": config.ndcg_gain,
                        "min_overlap": config.min_overlap, "candidates": ranked,
-                       "recommendation": recommendation(ranked, config.k, config.recommend_margin)}
+                       "recommendation": recommendation(ranked, config.k, config.recommend_margin),
+                       "chunkers": {name: chunk_sizes(table) for name, table in tables.items()}}
         manifest = {
             "run_id": run_id,
             "bench_version": __version__,
@@ -128,6 +130,7 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
             "percentile_method": ops.PERCENTILE_METHOD,
         }
         store.write_jsonl(staging / store.PER_QUESTION, records)
+        store.write_jsonl(staging / store.TEXTS, store.referenced_texts(records, corpus))
         store.write_json(staging / store.SUMMARY, summary_doc)
         store.write_json(staging / store.MANIFEST, manifest)
     return RunOutcome(config.results / run_id, summary_doc, manifest)
@@ -274,6 +277,8 @@ def _run_candidate(cand: Candidate, retriever: Retriever, build: BuildStats, tab
         records.append({
             "candidate": cand.id,
             "question_id": question.id,
+            "question": question.text,
+            "tags": list(question.tags),
             "ranking": _entries(units, scores, judgment.grade_of(units), table, doc_unit),
             "expected": _entries(judgment.units, expected_scores, judgment.grades, table, doc_unit),
             "evidence": [{"doc": e.doc, "start": e.start, "end": e.end, "grade": e.grade} for e in question.evidence],

@@ -18,6 +18,11 @@ from pathlib import Path
 from bench.errors import BenchError
 
 MANIFEST, SUMMARY, PER_QUESTION = "manifest.json", "summary.json", "per_question.jsonl"
+TEXTS = "texts.jsonl"  # the text of every unit a ranking or an expected list names, once each
+
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 def new_run_id(results: Path, config_hash: str, now: datetime | None = None) -> str:
@@ -36,6 +41,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # as an ordinary file would be, not mkstemp's owner-only
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
             f.flush()
@@ -76,6 +82,14 @@ def run_folder(results: Path, run_id: str):
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def referenced_texts(records: Iterable[dict], corpus) -> list[dict]:
+    """One row per distinct (doc_id, start, end) that the records name, with its text, so reports
+    show what was retrieved without the corpus."""
+    spans = {(e["doc_id"], e["start"], e["end"]) for r in records for e in (*r["ranking"], *r["expected"])}
+    return [{"doc_id": doc_id, "start": start, "end": end, "text": corpus.get(doc_id).text[start:end]}
+            for doc_id, start, end in sorted(spans)]
 
 
 def find_run(ref: str | Path, results: Path = Path("results")) -> Path:

@@ -10,7 +10,7 @@ import pytest
 
 from bench import metrics
 from bench.metrics import Grades
-from tests.conftest import QUESTIONS, finished_runs, run_cli, write_project
+from tests.conftest import DOCS, QUESTIONS, finished_runs, run_cli, write_project
 
 K, DEPTH = 3, 6
 
@@ -27,8 +27,17 @@ def test_run_writes_the_three_files_and_a_ranked_table(project: Path):
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     [run] = finished_runs(project.parent / "results")
-    assert sorted(p.name for p in run.iterdir()) == ["manifest.json", "per_question.jsonl", "summary.json"]
+    assert {"manifest.json", "per_question.jsonl", "summary.json", "texts.jsonl"} <= {p.name for p in run.iterdir()}
+    assert all(p.stat().st_mode & 0o044 for p in run.iterdir())  # readable by others, as ordinary files
     manifest, summary, rows = _load_run(run)
+    texts = {(t["doc_id"], t["start"], t["end"]): t["text"]
+             for t in map(json.loads, (run / "texts.jsonl").read_text().splitlines())}
+    for row in rows:  # every unit a report shows has its text, the corpus's own characters
+        for e in row["ranking"] + row["expected"]:
+            assert texts[(e["doc_id"], e["start"], e["end"])] == DOCS[e["doc_id"]][e["start"]:e["end"]]
+        assert row["question"] == next(q[1] for q in QUESTIONS if q[0] == row["question_id"]) and row["tags"] == ["t"]
+    assert summary["chunkers"]["tok24"]["chunks"] == sum(c["ops"]["n_chunks"] for c in summary["candidates"]
+                                                        if c["id"] == "hash/tok24/flat")
 
     ids = {c["id"] for c in summary["candidates"]}
     assert ids == {"hash/tok24/flat", "hash/rec24/flat", "bm25/tok24/inverted", "bm25/rec24/inverted"}
