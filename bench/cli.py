@@ -51,6 +51,8 @@ def main() -> None:
 @click.option("--cache-dir", type=click.Path(path_type=Path),
               help="Embedding cache folder; overrides the config and $BENCH_CACHE_DIR.")
 @click.option("--no-cache", is_flag=True, help="Embed everything again instead of reusing cached vectors.")
+@click.option("--no-report", is_flag=True,
+              help="Skip plots, report.pdf and inspector.html (`bench report RUN` writes them later).")
 @click.option("--remeasure", is_flag=True,
               help="Time query encoding again instead of reusing this machine's earlier timings.")
 @click.option("--only", multiple=True, metavar="PATTERN", help="Run only candidates whose id matches (glob).")
@@ -58,7 +60,7 @@ def main() -> None:
 @click.option("--dry-run", is_flag=True, help="Show the grid, token counts and estimated cost; embed nothing.")
 @click.option("--allow-unlocked", is_flag=True, help="Run even if the goldset or corpus changed since its lock.")
 def run(config: Path, k: int | None, results: Path | None, cache_dir: Path | None, no_cache: bool,
-        remeasure: bool, only: tuple[str, ...], skip: tuple[str, ...], dry_run: bool, allow_unlocked: bool) -> None:
+        no_report: bool, remeasure: bool, only: tuple[str, ...], skip: tuple[str, ...], dry_run: bool, allow_unlocked: bool) -> None:
     """Run the shootout described by CONFIG (default bench.toml)."""
     from bench.config import load_config
     from bench.report.terminal import diagnostics_table, shootout_table
@@ -73,12 +75,14 @@ def run(config: Path, k: int | None, results: Path | None, cache_dir: Path | Non
     from bench.runner import run_shootout
 
     outcome = run_shootout(cfg, _stderr(), use_cache=not no_cache, allow_unlocked=allow_unlocked,
-                           only=only, skip=skip, remeasure=remeasure)
+                           only=only, skip=skip, remeasure=remeasure, reports=not no_report)
     out = _stdout()
     out.print(shootout_table(outcome.summary))
     out.print(diagnostics_table(outcome.summary))
     out.print(outcome.summary["recommendation"]["line"])
     out.print(f"results: {outcome.path}")
+    if not no_report:
+        out.print(f"report: {outcome.path / 'report.pdf'}   inspector: {outcome.path / 'inspector.html'}")
 
 
 @main.command()
@@ -101,7 +105,9 @@ def chunk(config: Path) -> None:
 @click.option("--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
               help="Folder holding runs, for RUN given as an id or 'latest'.")
 def report(run_ref: str, results: Path) -> None:
-    """Recompute a stored run's metrics from its rankings (no model is loaded) and show them."""
+    """Recompute a stored run's metrics from its rankings (no model is loaded), show them, and
+    write rank_matrix.csv, plots/, report.pdf and inspector.html again."""
+    from bench.report.artifacts import write_reports
     from bench.report.recompute import recompute
     from bench.report.terminal import diagnostics_table, shootout_table
 
@@ -109,10 +115,43 @@ def report(run_ref: str, results: Path) -> None:
     out = _stdout()
     out.print(shootout_table(summary, title=f"{path.name}: recomputed from stored rankings"))
     out.print(diagnostics_table(summary))
+    with _stderr().status("writing rank_matrix.csv, plots, report.pdf and inspector.html"):
+        written = write_reports(path, summary)
+    out.print(f"wrote {len(written.files)} files under {path} (report.pdf: {written.pdf_pages} pages)")
     if differences:
         click.echo(f"bench: warning: {len(differences)} figures differ from summary.json, e.g. {differences[0]}",
                    err=True)
         sys.exit(1)
+
+
+@main.command()
+@click.argument("run_ref", metavar="RUN")
+@click.option("--a", "a", metavar="ID", help="First candidate of a head-to-head (with --b).")
+@click.option("--b", "b", metavar="ID", help="Second candidate of a head-to-head (with --a).")
+@click.option("--metric", metavar="NAME", help="Metric of the all-pairs table (default mrr@k).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the randomisation test and bootstrap.")
+@click.option("--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
+              help="Folder holding runs, for RUN given as an id or 'latest'.")
+def compare(run_ref: str, a: str | None, b: str | None, metric: str | None, seed: int, results: Path) -> None:
+    """Paired significance tests between candidates of one run: every pair on one metric, or
+    --a ID --b ID head to head on every headline metric."""
+    from bench import compare as stats
+    from bench import store
+    from bench.report.terminal import head_to_head_table, pairs_table
+
+    if (a is None) != (b is None):
+        raise BenchError("give both --a ID and --b ID for a head-to-head, or neither for every pair")
+    path = store.find_run(run_ref, results)
+    summary, records = store.load_json(path / store.SUMMARY), store.load_jsonl(path / store.PER_QUESTION)
+    out = _stdout()
+    if a is not None:
+        out.print(head_to_head_table(stats.head_to_head(summary, records, a, b, seed=seed)))
+        return
+    metric = metric or f"mrr@{summary['k']}"
+    known = summary["candidates"][0]["quality"] if summary["candidates"] else {}
+    if metric not in known:
+        raise BenchError(f"--metric {metric}: not in this run; choose one of {', '.join(known)}")
+    out.print(pairs_table(stats.all_pairs(summary, records, metric=metric, seed=seed), metric))
 
 
 @main.group(invoke_without_command=True)

@@ -42,12 +42,13 @@ class RunOutcome:
 
 def run_shootout(config: Config, console: Console | None = None, use_cache: bool = True,
                  allow_unlocked: bool = False, only: tuple[str, ...] = (), skip: tuple[str, ...] = (),
-                 remeasure: bool = False) -> RunOutcome:
+                 remeasure: bool = False, reports: bool = True) -> RunOutcome:
     """Index the corpus under every candidate, ask every question, write results/<run_id>/.
 
     A goldset whose lock no longer matches (goldset or corpus changed) is refused unless
     ``allow_unlocked``; a goldset with no lock runs with a warning. The manifest says which.
     ``remeasure`` times query encoding again even where this machine's timings are cached.
+    ``reports`` writes plots, report.pdf and inspector.html once the results are safely in place.
     """
     console = console or terminal.console(stderr=True)
     started = datetime.now(timezone.utc)
@@ -133,7 +134,13 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
         store.write_jsonl(staging / store.TEXTS, store.referenced_texts(records, corpus))
         store.write_json(staging / store.SUMMARY, summary_doc)
         store.write_json(staging / store.MANIFEST, manifest)
-    return RunOutcome(config.results / run_id, summary_doc, manifest)
+    path = config.results / run_id
+    if reports:
+        from bench.report.artifacts import write_reports
+
+        with console.status("writing rank_matrix.csv, plots, report.pdf and inspector.html"):
+            write_reports(path, summary_doc, records)
+    return RunOutcome(path, summary_doc, manifest)
 
 
 def _progress(console: Console) -> Progress:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.table import Table
 
 from bench.costs import resolve_price
@@ -164,3 +164,63 @@ def stats_tables(stats: dict, title: str) -> list[Table]:
     for t, c in stats["tags"].items():
         counts.add_row("tag", t, str(c))
     return [head, counts]
+
+
+def _p(value: float) -> str:
+    text = "<0.001" if value < 0.001 else f"{value:.3f}"
+    return f"[bold]{text}[/]" if value < 0.05 else text
+
+
+def pairs_table(pairs: list[dict], metric: str) -> Table:
+    """``bench compare RUN``: every pair on one metric, Holm-corrected across pairs."""
+    n = pairs[0]["n"] if pairs else 0
+    table = Table(title=f"Every pair on {metric}, paired over {n} questions "
+                        f"(p-values Holm-corrected across {len(pairs)} pairs; bold: p < 0.05)", title_justify="left")
+    for col in ("A", "B", "A wins/ties/losses", "mean A−B", "Wilcoxon p", "t-test p", "randomisation p",
+                "rank-biserial", "Cohen's dz"):
+        table.add_column(col, justify="left" if col in ("A", "B") else "right")
+    for p in pairs:
+        table.add_row(p["a"], p["b"], f"{p['wins']}/{p['ties']}/{p['losses']}", f"{p['mean_diff']:+.3f}",
+                      _p(p["wilcoxon_p_holm"]), _p(p["t_p_holm"]), _p(p["randomisation_p_holm"]),
+                      f"{p['rank_biserial']:+.2f}", f"{p['cohens_dz']:+.2f}")
+    if n and n < 30:
+        table.caption = f"only {n} questions: trust the Wilcoxon signed-rank test"
+        table.caption_justify = "left"
+    return table
+
+
+def head_to_head_table(h2h: dict) -> Group:
+    """``bench compare RUN --a ID --b ID``: every headline metric, wins, tests, intervals."""
+    fr = h2h["first_relevant_rank"]
+    table = Table(title=f"{h2h['a']} (A) vs {h2h['b']} (B), {h2h['n_questions']} questions; first relevant rank: "
+                        f"A better on {fr['wins']}, equal on {fr['ties']}, worse on {fr['losses']}",
+                  title_justify="left")
+    for col in ("metric", "A wins/ties/losses", "mean A [95% CI]", "mean B [95% CI]", "Wilcoxon p", "t-test p",
+                "randomisation p", "rank-biserial", "Cohen's dz"):
+        table.add_column(col, justify="left" if col == "metric" else "right")
+    for metric, m in h2h["metrics"].items():
+        table.add_row(metric, f"{m['wins']}/{m['ties']}/{m['losses']}", _ci(m["mean_a"], m["ci_a"]),
+                      _ci(m["mean_b"], m["ci_b"]), _p(m["wilcoxon_p_holm"]), _p(m["t_p_holm"]),
+                      _p(m["randomisation_p_holm"]), f"{m['rank_biserial']:+.2f}", f"{m['cohens_dz']:+.2f}")
+    table.caption = "p-values Holm-corrected across these metrics; bold: p < 0.05. " + h2h["advice"]
+    table.caption_justify = "left"
+    parts: list = [table]
+    if h2h.get("disagreements"):
+        worst = Table(title="Where they disagree most (first relevant rank; miss = none within depth)",
+                      title_justify="left")
+        for col in ("question", "A", "B", "text"):
+            worst.add_column(col, justify="right" if col in ("A", "B") else "left")
+        for d in h2h["disagreements"]:
+            worst.add_row(d["question_id"], _rank(d["rank_a"]), _rank(d["rank_b"]), d["question"])
+        parts.append(worst)
+    return Group(*parts)
+
+
+def _ci(value: float, ci) -> str:
+    if not ci or any(v != v for v in ci):
+        return f"{value:.3f}"
+    return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _rank(rank: int | None) -> str:
+    return "miss" if rank is None else str(rank)

@@ -1,0 +1,53 @@
+"""Everything a run hands to people, from the stored results alone: rank_matrix.csv, plots/*.png,
+report.pdf and inspector.html. ``bench run`` writes them at the end; ``bench report`` again."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import compare, store
+from bench.report import plots
+from bench.report.inspector import write_inspector
+from bench.report.pdf import write_pdf
+
+RANK_MATRIX, PLOTS, PDF, INSPECTOR = "rank_matrix.csv", "plots", "report.pdf", "inspector.html"
+
+
+@dataclass
+class Written:
+    files: list[Path]
+    pdf_pages: int
+
+
+def write_reports(run: Path, summary: dict | None = None, records: list[dict] | None = None) -> Written:
+    """Write (or rewrite) the run's reports; each file atomically, so a failure leaves old ones whole."""
+    summary = summary if summary is not None else store.load_json(run / store.SUMMARY)
+    records = records if records is not None else store.load_jsonl(run / store.PER_QUESTION)
+    manifest = store.load_json(run / store.MANIFEST)
+    texts = store.load_jsonl(run / store.TEXTS) if (run / store.TEXTS).is_file() else []
+    files = []
+
+    matrix = compare.rank_matrix(summary, records)
+    renderer = plots.Renderer(summary, records, matrix)  # draws while the statistics are computed
+    compare.write_rank_matrix_csv(run / RANK_MATRIX, *matrix)
+    files.append(run / RANK_MATRIX)
+    write_inspector(run / INSPECTOR, summary, records, texts, manifest)
+    files.append(run / INSPECTOR)
+    stats = {"cis": compare.confidence_intervals(summary, records),
+             "pairs": compare.all_pairs(summary, records),
+             "head_to_head": _best_two(summary, records),
+             "per_tag": compare.per_tag(summary, records)}
+
+    rendered = renderer.result()
+    for name, (_, png) in rendered.items():
+        store.write_atomic(run / PLOTS / plots.FILES[name], png)
+        files.append(run / PLOTS / plots.FILES[name])
+    pages = write_pdf(run / PDF, summary, manifest, rendered, stats)
+    files.append(run / PDF)
+    return Written(files, pages)
+
+
+def _best_two(summary: dict, records: list[dict]) -> dict | None:
+    ids = [c["id"] for c in summary["candidates"]]
+    return compare.head_to_head(summary, records, ids[0], ids[1]) if len(ids) >= 2 else None

@@ -1,0 +1,241 @@
+"""report.pdf: the summary, the plots, head-to-head statistics, the rank matrix, tags and provenance.
+
+Pages are matplotlib figures (A4 landscape) gathered with PdfPages; text is embedded as
+text so the PDF can be searched and read back: in the PDF core fonts when every string fits their
+Latin-1 alphabet (laid out several times faster), else embedded TrueType. Plot pages place the PNGs already rendered
+for plots/ (drawing every chart a second time as vectors would double the report's cost),
+with each chart's title as a hidden text layer so those pages can be searched too.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+import matplotlib.image
+from matplotlib.patches import Rectangle
+from matplotlib.text import Text
+from matplotlib.backends.backend_pdf import PdfPages
+from matplotlib.figure import Figure
+
+from bench import store
+
+PAGE = (11.69, 8.27)  # A4 landscape, inches
+ROWS_PER_PAGE = 26
+
+
+def write_pdf(path: Path, summary: dict, manifest: dict, plots: dict[str, tuple[str, bytes]], stats: dict) -> int:
+    """Write the report atomically; return its page count.
+
+    ``plots``: name → (title, PNG bytes) of the rendered charts; ``stats``: ``cis``, ``pairs``,
+    ``head_to_head`` and ``per_tag`` from ``bench.compare``.
+    """
+    pages = [*_summary_pages(summary, manifest, stats["cis"])]
+    for name in ("hit_rate_curves", "first_rank", "score_gaps", "quality_vs_cost", "quality_vs_latency",
+                 "chunk_sizes"):
+        if name in plots:
+            pages.append(_image_page(*plots[name]))
+    pages += _pair_pages(summary, stats["pairs"])
+    if stats.get("head_to_head"):
+        pages += _head_to_head_pages(stats["head_to_head"])
+    if "rank_matrix" in plots:
+        pages.append(_image_page(*plots["rank_matrix"]))
+    pages += _tag_pages(summary, stats["per_tag"])
+    pages += _provenance_pages(manifest)
+    buffer = io.BytesIO()
+    core = all(_latin1(t.get_text()) for fig in pages for t in fig.findobj(Text))
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)  # core fonts have no files to find
+    with matplotlib.rc_context({"pdf.fonttype": 42, "pdf.use14corefonts": core}), \
+            PdfPages(buffer, metadata={"Title": f"bench shootout {manifest.get('run_id', '')}",
+                                       "Creator": "bench", "Producer": "bench", "CreationDate": None}) as pdf:
+        for fig in pages:
+            fig.set_size_inches(*PAGE)
+            pdf.savefig(fig)
+    store.write_atomic(path, buffer.getvalue())
+    return len(pages)
+
+
+def _summary_pages(summary: dict, manifest: dict, cis: dict) -> list[Figure]:
+    k = summary["k"]
+    mrr, recall = f"mrr@{k}", f"recall@{k}"
+    header = ["#", "candidate", f"{mrr} [95% CI]", f"{recall} [95% CI]", f"hit_rate@{k}", f"ndcg@{k}",
+              f"precision@{k}", "p95 ms", "$ / 1k q"]
+    rows = []
+    for c in summary["candidates"]:
+        q, o = c["quality"], c["ops"]
+        rows.append([str(c["rank"]), c["id"], _with_ci(q[mrr], cis.get(c["id"], {}).get(mrr)),
+                     _with_ci(q[recall], cis.get(c["id"], {}).get(recall)), f"{q[f'hit_rate@{k}']:.3f}",
+                     f"{q[f'ndcg@{k}']:.3f}", f"{q[f'precision@{k}']:.3f}", _ms(_p95(o)),
+                     _usd(o.get("cost_per_1k_queries_usd"))])
+    corpus, goldset = manifest.get("corpus", {}), manifest.get("goldset", {})
+    lead = (f"Run {manifest.get('run_id', '?')}: {corpus.get('documents', '?')} documents, "
+            f"{goldset.get('questions', '?')} questions ({summary['unit']} unit), "
+            f"{len(summary['candidates'])} candidates, k = {k}, retrieval depth {summary['depth']}.\n"
+            f"Ranked by {mrr}, then {recall}. Intervals: bootstrap 95% over questions.")
+    rec = (summary.get("recommendation") or {}).get("line")
+    if rec:
+        lead += f"\nRecommendation: {rec}"
+    return _table_pages("bench shootout: summary", lead, header, rows, widths=[0.03, 0.25, 0.12, 0.12, 0.08,
+                                                                              0.07, 0.08, 0.07, 0.07])
+
+
+def _pair_pages(summary: dict, pairs: list[dict]) -> list[Figure]:
+    if not pairs:
+        return []
+    metric = f"mrr@{summary['k']}"
+    header = ["A", "B", "W / T / L", "mean A - B", "Wilcoxon p", "t-test p", "randomisation p",
+              "rank-biserial", "Cohen's dz"]
+    rows = [[p["a"], p["b"], f"{p['wins']} / {p['ties']} / {p['losses']}", f"{p['mean_diff']:+.3f}",
+             _p(p["wilcoxon_p_holm"]), _p(p["t_p_holm"]), _p(p["randomisation_p_holm"]),
+             f"{p['rank_biserial']:+.2f}", f"{p['cohens_dz']:+.2f}"] for p in pairs]
+    n = pairs[0]["n"]
+    lead = (f"Every pair of candidates on {metric}, per question (paired); A is the better-ranked candidate. "
+            f"W / T / L: questions where A beats, ties or loses to B.\np-values Holm-corrected across the "
+            f"{len(pairs)} pairs; * marks p < 0.05.")
+    if n < 30:
+        lead += f"\nOnly {n} questions: trust the Wilcoxon signed-rank test (no normality assumed)."
+    return _table_pages("Head to head: all pairs", lead, header, rows,
+                        widths=[0.2, 0.2, 0.1, 0.07, 0.08, 0.08, 0.1, 0.08, 0.07])
+
+
+def _head_to_head_pages(h2h: dict) -> list[Figure]:
+    header = ["metric", "W / T / L", "mean A [95% CI]", "mean B [95% CI]", "Wilcoxon p", "t-test p",
+              "randomisation p", "rank-biserial", "Cohen's dz"]
+    rows = []
+    for metric, m in h2h["metrics"].items():
+        rows.append([metric, f"{m['wins']} / {m['ties']} / {m['losses']}", _with_ci(m["mean_a"], m["ci_a"]),
+                     _with_ci(m["mean_b"], m["ci_b"]), _p(m["wilcoxon_p_holm"]), _p(m["t_p_holm"]),
+                     _p(m["randomisation_p_holm"]), f"{m['rank_biserial']:+.2f}", f"{m['cohens_dz']:+.2f}"])
+    fr = h2h["first_relevant_rank"]
+    lead = (f"A = {h2h['a']}  vs  B = {h2h['b']}, {h2h['n_questions']} questions. First relevant rank: A better on "
+            f"{fr['wins']}, equal on {fr['ties']}, worse on {fr['losses']}. p-values Holm-corrected across "
+            f"metrics.\n{h2h['advice']}")
+    pages = _table_pages("Head to head: the two best candidates", lead, header, rows,
+                         widths=[0.1, 0.12, 0.15, 0.15, 0.08, 0.08, 0.1, 0.08, 0.08])
+    if h2h.get("disagreements"):
+        rows = [[d["question_id"], _rank(d["rank_a"]), _rank(d["rank_b"]), _clip(d["question"], 90)]
+                for d in h2h["disagreements"]]
+        pages += _table_pages("Head to head: where they disagree most",
+                              f"First relevant rank of A = {h2h['a']} and B = {h2h['b']} (miss = none in depth).",
+                              ["question", "rank A", "rank B", "text"], rows, widths=[0.08, 0.07, 0.07, 0.78])
+    return pages
+
+
+def _tag_pages(summary: dict, per_tag: dict) -> list[Figure]:
+    tags = per_tag.get("tags", {})
+    if not tags:
+        return []
+    ids = [c["id"] for c in summary["candidates"]]
+    header = ["tag", "questions", *(i.replace("/", "/\n") for i in ids)]  # ids stack: model / chunker / index
+    rows = [[tag, str(tags[tag]), *(f"{per_tag['means'][tag].get(i, float('nan')):.3f}" for i in ids)]
+            for tag in tags]
+    width = 0.8 / max(len(ids), 1)
+    return _table_pages(f"Per tag: mean mrr@{summary['k']}",
+                        "Each row averages only the questions carrying that tag (a question may carry several).",
+                        header, rows, widths=[0.12, 0.08, *([width] * len(ids))], header_lines=3)
+
+
+def _provenance_pages(manifest: dict) -> list[Figure]:
+    corpus, goldset, lock = manifest.get("corpus", {}), manifest.get("goldset", {}), manifest.get("lock") or {}
+    rows = [
+        ["run id", str(manifest.get("run_id", ""))],
+        ["started / finished (UTC)", f"{manifest.get('started', '')} / {manifest.get('finished', '')}"],
+        ["config", f"{manifest.get('config_path', '')} (hash {manifest.get('config_hash', '')})"],
+        ["corpus", f"{corpus.get('path', '')}: {corpus.get('documents', '?')} documents"],
+        ["corpus sha256", str(corpus.get("sha256", ""))],
+        ["goldset", f"{goldset.get('path', '')}: {goldset.get('questions', '?')} questions, {goldset.get('unit', '')}"],
+        ["goldset sha256", str(goldset.get("sha256", ""))],
+        ["locked", "yes" if manifest.get("locked") else "no"],
+        *[[f"lock {key}", str(value)] for key, value in sorted(lock.items())],
+        *[[f"version {name}", str(v)] for name, v in sorted((manifest.get("versions") or {}).items())],
+        *[[f"machine {name}", str(v)] for name, v in sorted((manifest.get("machine") or {}).items())],
+        ["peak memory", f"{manifest.get('peak_rss_mb', '?')} MB"],
+        ["latency percentiles", str(manifest.get("percentile_method", ""))],
+    ]
+    return _table_pages("Provenance", "Where these numbers came from; a rerun with the same fingerprints, "
+                        "config and versions gives the same quality figures.", ["what", "value"],
+                        [[k, _clip(v, 110)] for k, v in rows], widths=[0.22, 0.78])
+
+
+def _image_page(title: str, png: bytes) -> Figure:
+    """One chart on a page, unresampled, under an invisible copy of its title for search."""
+    fig = Figure(figsize=PAGE)
+    fig.text(0.5, 0.98, title, ha="center", va="top", fontsize=12, alpha=0.0)
+    ax = fig.add_axes((0.03, 0.03, 0.94, 0.94))
+    ax.imshow(matplotlib.image.imread(io.BytesIO(png), format="png"), interpolation="none")
+    ax.axis("off")
+    return fig
+
+
+def _table_pages(title: str, lead: str, header: list[str], rows: list[list[str]], widths: Sequence[float],
+                 header_lines: int = 1) -> list[Figure]:
+    """A table over as many pages as it needs, drawn as plain text on stripes (matplotlib's own table
+    lays every cell out several times and is several times slower)."""
+    pages = []
+    chunks = [rows[i: i + ROWS_PER_PAGE] for i in range(0, len(rows), ROWS_PER_PAGE)] or [[]]
+    size = 7.5 if len(header) > 6 else 8.5
+    line = size * 1.9 / 72 / PAGE[1]  # one row's height, as a fraction of the page
+    for n, part in enumerate(chunks, start=1):
+        fig = Figure(figsize=PAGE)
+        page_title = title if len(chunks) == 1 else f"{title} ({n} of {len(chunks)})"
+        fig.text(0.04, 0.95, page_title, fontsize=16, weight="bold", va="top")
+        fig.text(0.04, 0.905, lead, fontsize=9, va="top", wrap=True)
+        top = 0.80
+        head_height = line * header_lines
+        fig.add_artist(Rectangle((0.04, top - head_height), 0.92, head_height, transform=fig.transFigure,
+                                 facecolor="#eef2f7", edgecolor="none"))
+        for i in range(1, len(part), 2):  # zebra stripes guide the eye along wide rows
+            fig.add_artist(Rectangle((0.04, top - head_height - (i + 1) * line), 0.92, line,
+                                     transform=fig.transFigure, facecolor="#f6f6f6", edgecolor="none"))
+        x = 0.045
+        for col, (name, width) in enumerate(zip(header, widths)):
+            fig.text(x, top - head_height / 2, name, fontsize=size, weight="bold", va="center")
+            for i, row in enumerate(part):
+                fig.text(x, top - head_height - (i + 0.5) * line, row[col], fontsize=size, va="center")
+            x += width * 0.92
+        pages.append(fig)
+    return pages
+
+
+def _latin1(text: str) -> bool:
+    try:
+        text.encode("cp1252")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _with_ci(value: float, ci) -> str:
+    if not ci or any(v != v for v in ci):
+        return f"{value:.3f}"
+    return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _p95(ops: dict) -> float | None:
+    parts = [ops.get("query_embed_ms_p95"), ops.get("search_ms_p95")]
+    return None if all(p is None for p in parts) else sum(p or 0.0 for p in parts)
+
+
+def _ms(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}"
+
+
+def _usd(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.4f}"
+
+
+def _p(value: float) -> str:
+    text = "<0.001" if value < 0.001 else f"{value:.3f}"
+    return text + (" *" if value < 0.05 else "")
+
+
+def _rank(rank: int | None) -> str:
+    return "miss" if rank is None else str(rank)
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
