@@ -16,10 +16,10 @@ from pathlib import Path
 
 import matplotlib
 import matplotlib.image
-from matplotlib.patches import Rectangle
-from matplotlib.text import Text
 from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+from matplotlib.text import Text
 
 from bench import store
 

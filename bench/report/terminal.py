@@ -11,6 +11,7 @@ from bench.costs import resolve_price
 from bench.embedders import MODELS
 from bench.metrics import metric_key
 
+
 def console(stderr: bool = False) -> Console:
     """A console for stdout or stderr; when it is a file or a pipe, wide enough that lines do not wrap."""
     stream = sys.stderr if stderr else sys.stdout
