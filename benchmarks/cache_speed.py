@@ -7,7 +7,8 @@ again). Warm: the same command again on that cache, then once more with only k c
 fresh `bench run` process, as a user would type it, so interpreter start-up and library imports
 count. Prints wall times, their ratio, and what the warm runs still embedded (nothing is expected:
 vectors, token counts and this machine's query timings all come from the cache), then one more warm
-run with --remeasure, which loads the models again to time their queries.
+run with --remeasure, which loads the models again to time their queries, and one with --no-report
+(every run otherwise ends by drawing its plots, report.pdf and inspector.html, a few seconds).
 """
 
 from __future__ import annotations
@@ -58,11 +59,13 @@ def main() -> None:
         warm_s, warm_summary = min(warm, key=lambda w: w[0])
         k_s, k_summary = bench_run(config, cache, results, "--k", "3")
         remeasure_s, remeasure = bench_run(config, cache, results, "--remeasure")
+        bare_s, bare = bench_run(config, cache, results, "--no-report")
     print(f"config: {config}  ({len(cold['candidates'])} candidates; {os.cpu_count()} CPUs)")
     print(f"{'run':<28}{'seconds':>9}{'chunks embedded':>17}{'questions embedded':>20}")
     for name, seconds, summary in (("cold (empty cache)", cold_s, cold), ("warm (same config)", warm_s, warm_summary),
                                    ("warm, only k changed", k_s, k_summary),
-                                   ("warm, --remeasure", remeasure_s, remeasure)):
+                                   ("warm, --remeasure", remeasure_s, remeasure),
+                                   ("warm, --no-report", bare_s, bare)):
         chunks, questions = embedded(summary)
         print(f"{name:<28}{seconds:>9.1f}{chunks:>17,}{questions:>20,}")
     print(f"cold / warm: {cold_s / warm_s:.1f}x   cold / warm with k changed: {cold_s / k_s:.1f}x   "
