@@ -33,6 +33,8 @@ from bench.store import write_atomic
 HEADLINE = ("mrr", "recall", "ndcg", "hit_rate", "precision")
 SMALL_SAMPLE = 30  # below this many questions only the Wilcoxon test is trustworthy
 ALPHA = 0.05
+PERMUTATIONS = 10_000  # sign flips of the randomisation test
+RESAMPLES = 2000  # bootstrap resamples of the questions
 MAX_DISAGREEMENTS = 10
 _DECIMALS = 12
 _BLOCK_CELLS = 1_000_000  # random draws per block: bounds memory whatever the number of questions
@@ -42,7 +44,7 @@ _BLOCK_CELLS = 1_000_000  # random draws per block: bounds memory whatever the n
 # Paired tests on two vectors
 
 
-def paired_tests(a: np.ndarray, b: np.ndarray, seed: int = 0, permutations: int = 10_000) -> dict:
+def paired_tests(a: np.ndarray, b: np.ndarray, seed: int = 0, permutations: int = PERMUTATIONS) -> dict:
     """Wilcoxon, paired t and sign-flip randomisation tests of ``a`` against ``b``, with effect sizes.
 
     Keys: ``n, mean_a, mean_b, mean_diff, wilcoxon_p, wilcoxon_statistic, rank_biserial, t_p, t_statistic,
@@ -177,7 +179,7 @@ def holm(pvalues: Sequence[float]) -> np.ndarray:
     return adjusted
 
 
-def bootstrap_ci(values: np.ndarray, seed: int = 0, resamples: int = 2000, level: float = 0.95) -> tuple[float, float]:
+def bootstrap_ci(values: np.ndarray, seed: int = 0, resamples: int = RESAMPLES, level: float = 0.95) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean, resampling questions with replacement."""
     values = np.asarray(values, dtype=float).ravel()
     if not len(values):
@@ -325,7 +327,7 @@ def _batch_tests(pairs: list[tuple[np.ndarray, np.ndarray]], seed: int, permutat
 
 
 def head_to_head(summary: dict, records: list[dict], a: str, b: str, metrics: Sequence[str] | None = None,
-                 seed: int = 0, permutations: int = 10_000) -> dict:
+                 seed: int = 0, permutations: int = PERMUTATIONS) -> dict:
     """Candidate ``a`` against ``b`` on each metric, with Holm correction across those metrics.
 
     ``metrics`` defaults to the headline metrics at k that both candidates report.
@@ -345,7 +347,7 @@ def head_to_head(summary: dict, records: list[dict], a: str, b: str, metrics: Se
         per_metric[m] = {"wins": wins, "ties": ties, "losses": losses, **tests}
     _with_holm(list(per_metric.values()))
     for row, (va, vb) in zip(per_metric.values(), pairs):
-        ci_a, ci_b = _bootstrap_cis(np.column_stack([va, vb]), seed, 2000, 0.95) if len(va) else [(math.nan,) * 2] * 2
+        ci_a, ci_b = _bootstrap_cis(np.column_stack([va, vb]), seed, RESAMPLES, 0.95) if len(va) else [(math.nan,) * 2] * 2
         row["ci_a"], row["ci_b"] = list(ci_a), list(ci_b)
     n = len(run.questions)
     first_a = [row[ja] for row in run.first]
@@ -386,7 +388,7 @@ def _disagreements(run: _Run, ja: int, jb: int) -> list[dict]:
 
 
 def all_pairs(summary: dict, records: list[dict], metric: str | None = None, seed: int = 0,
-              permutations: int = 10_000) -> list[dict]:
+              permutations: int = PERMUTATIONS) -> list[dict]:
     """Every unordered pair of candidates on one metric (default ``mrr@k``), better-ranked one as A,
     with Holm correction across all pairs (one family per test type)."""
     run = _read(summary, records)
@@ -396,14 +398,16 @@ def all_pairs(summary: dict, records: list[dict], metric: str | None = None, see
     rows = []
     for (i, j), (va, vb), tests in zip(index, pairs, _batch_tests(pairs, seed, permutations)):
         wins, ties, losses = wins_ties_losses(va, vb)
+        first = rank_outcomes([row[i] for row in run.first], [row[j] for row in run.first])
         rows.append({"a": run.candidates[i], "b": run.candidates[j],
-                     "wins": wins, "ties": ties, "losses": losses, **tests})
+                     "wins": wins, "ties": ties, "losses": losses,
+                     "first_relevant_rank": dict(zip(("wins", "ties", "losses"), first)), **tests})
     _with_holm(rows)
     return rows
 
 
 def confidence_intervals(summary: dict, records: list[dict], metrics: Sequence[str] | None = None, seed: int = 0,
-                         resamples: int = 2000) -> dict[str, dict[str, list[float]]]:
+                         resamples: int = RESAMPLES) -> dict[str, dict[str, list[float]]]:
     """Candidate id → metric → [lo, hi], the 95% bootstrap interval of the mean per-question value.
 
     Every candidate and metric is resampled with the same question indices (a paired bootstrap).

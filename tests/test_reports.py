@@ -16,8 +16,11 @@ from tests.conftest import QUESTIONS, finished_runs, run_cli
 PLOTS = {"hit_rate_curves.png", "first_rank.png", "score_gaps.png", "quality_vs_cost.png", "quality_vs_latency.png",
          "chunk_sizes.png", "rank_matrix.png"}
 PAGE_TITLES = ["bench shootout: summary", "Hit rate by cutoff", "Where the first relevant unit landed", "Score gap",
-               "Quality vs cost", "Quality vs", "Chunk sizes per chunker", "Head to head: all pairs",
-               "Head to head: the two best candidates", "Rank matrix", "Per tag", "Provenance"]
+               "Quality vs cost", "Quality vs", "Chunk sizes per chunker", "Bootstrap 95% intervals",
+               "Head to head: all pairs on mrr@3", "Head to head: all pairs on recall@3",
+               "Head to head: all pairs on ndcg@3", "Head to head: all pairs on hit_rate@3",
+               "Head to head: all pairs on precision@3", "Head to head: the two best candidates", "Rank matrix",
+               "Per tag", "Provenance"]
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +42,15 @@ def _records(run: Path) -> list[dict]:
 
 def test_a_run_writes_every_report_file(run: Path):
     assert {p.name for p in (run / "plots").iterdir()} == PLOTS
+    stats = json.loads((run / "statistics.json").read_text())
+    summary = json.loads((run / "summary.json").read_text())
+    n = len(summary["candidates"])
+    assert set(stats["pairs"]) == {"mrr@3", "recall@3", "ndcg@3", "hit_rate@3", "precision@3"}
+    assert all(len(rows) == n * (n - 1) // 2 for rows in stats["pairs"].values())
+    for c in summary["candidates"]:  # an interval for every mean metric, around that mean
+        assert set(stats["cis"][c["id"]]) == set(c["quality"])
+        for metric, (lo, hi) in stats["cis"][c["id"]].items():
+            assert lo - 1e-12 <= c["quality"][metric] <= hi + 1e-12
     assert (run / "report.pdf").read_bytes().startswith(b"%PDF")
     assert (run / "inspector.html").read_text().lstrip().lower().startswith("<!doctype html")
     assert not [p for p in run.rglob(".*") if p.is_file()]  # no temporary files left behind

@@ -1,5 +1,5 @@
-"""Everything a run hands to people, from the stored results alone: rank_matrix.csv, plots/*.png,
-report.pdf and inspector.html. ``bench run`` writes them at the end; ``bench report`` again."""
+"""Everything a run hands to people, from the stored results alone: rank_matrix.csv, statistics.json,
+plots/*.png, report.pdf and inspector.html. ``bench run`` writes them at the end; ``bench report`` again."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from bench.report.inspector import write_inspector
 from bench.report.pdf import write_pdf
 
 RANK_MATRIX, PLOTS, PDF, INSPECTOR = "rank_matrix.csv", "plots", "report.pdf", "inspector.html"
+STATISTICS = "statistics.json"  # intervals, every pair on every headline metric, the head-to-head
 
 
 @dataclass
@@ -35,9 +36,12 @@ def write_reports(run: Path, summary: dict | None = None, records: list[dict] | 
     write_inspector(run / INSPECTOR, summary, records, texts, manifest)
     files.append(run / INSPECTOR)
     stats = {"cis": compare.confidence_intervals(summary, records),
-             "pairs": compare.all_pairs(summary, records),
+             "pairs": {m: compare.all_pairs(summary, records, metric=m) for m in _headline(summary)},
              "head_to_head": _best_two(summary, records),
              "per_tag": compare.per_tag(summary, records)}
+    store.write_json(run / STATISTICS, {"seed": 0, "permutations": compare.PERMUTATIONS,
+                                        "bootstrap_resamples": compare.RESAMPLES, **stats})
+    files.append(run / STATISTICS)
 
     rendered = renderer.result()
     for name, (_, png) in rendered.items():
@@ -46,6 +50,11 @@ def write_reports(run: Path, summary: dict | None = None, records: list[dict] | 
     pages = write_pdf(run / PDF, summary, manifest, rendered, stats)
     files.append(run / PDF)
     return Written(files, pages)
+
+
+def _headline(summary: dict) -> list[str]:
+    present = summary["candidates"][0]["quality"] if summary["candidates"] else {}
+    return [m for m in (f"{name}@{summary['k']}" for name in compare.HEADLINE) if m in present]
 
 
 def _best_two(summary: dict, records: list[dict]) -> dict | None:

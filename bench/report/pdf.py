@@ -30,15 +30,17 @@ ROWS_PER_PAGE = 26
 def write_pdf(path: Path, summary: dict, manifest: dict, plots: dict[str, tuple[str, bytes]], stats: dict) -> int:
     """Write the report atomically; return its page count.
 
-    ``plots``: name → (title, PNG bytes) of the rendered charts; ``stats``: ``cis``, ``pairs``,
-    ``head_to_head`` and ``per_tag`` from ``bench.compare``.
+    ``plots``: name → (title, PNG bytes) of the rendered charts; ``stats``: ``cis``, ``pairs``
+    (metric → all pairs), ``head_to_head`` and ``per_tag`` from ``bench.compare``.
     """
     pages = [*_summary_pages(summary, manifest, stats["cis"])]
     for name in ("hit_rate_curves", "first_rank", "score_gaps", "quality_vs_cost", "quality_vs_latency",
                  "chunk_sizes"):
         if name in plots:
             pages.append(_image_page(*plots[name]))
-    pages += _pair_pages(summary, stats["pairs"])
+    pages += _interval_pages(summary, stats["cis"])
+    for metric, pairs in stats["pairs"].items():
+        pages += _pair_pages(summary, metric, pairs)
     if stats.get("head_to_head"):
         pages += _head_to_head_pages(stats["head_to_head"])
     if "rank_matrix" in plots:
@@ -82,23 +84,40 @@ def _summary_pages(summary: dict, manifest: dict, cis: dict) -> list[Figure]:
                                                                               0.07, 0.08, 0.07, 0.07])
 
 
-def _pair_pages(summary: dict, pairs: list[dict]) -> list[Figure]:
+def _pair_pages(summary: dict, metric: str, pairs: list[dict]) -> list[Figure]:
     if not pairs:
         return []
-    metric = f"mrr@{summary['k']}"
-    header = ["A", "B", "W / T / L", "mean A - B", "Wilcoxon p", "t-test p", "randomisation p",
-              "rank-biserial", "Cohen's dz"]
-    rows = [[p["a"], p["b"], f"{p['wins']} / {p['ties']} / {p['losses']}", f"{p['mean_diff']:+.3f}",
+    header = ["A", "B", "rank W/T/L", "W/T/L", "mean A - B", "Wilcoxon p", "t-test p",
+              "randomisation p", "rank-biserial", "Cohen's dz"]
+    rows = [[p["a"], p["b"], _wtl(p["first_relevant_rank"]), _wtl(p), f"{p['mean_diff']:+.3f}",
              _p(p["wilcoxon_p_holm"]), _p(p["t_p_holm"]), _p(p["randomisation_p_holm"]),
              f"{p['rank_biserial']:+.2f}", f"{p['cohens_dz']:+.2f}"] for p in pairs]
     n = pairs[0]["n"]
-    lead = (f"Every pair of candidates on {metric}, per question (paired); A is the better-ranked candidate. "
-            f"W / T / L: questions where A beats, ties or loses to B.\np-values Holm-corrected across the "
-            f"{len(pairs)} pairs; * marks p < 0.05.")
+    lead = (f"Every pair of candidates, per question (paired); A is the better-ranked candidate. W/T/L: questions "
+            f"where A beats, ties or loses to B on {metric}; rank W/T/L: the same on the first relevant rank (lower "
+            f"wins, a miss loses).\nTests on {metric}; p-values Holm-corrected across the {len(pairs)} pairs; "
+            f"* marks p < 0.05.")
     if n < 30:
-        lead += f"\nOnly {n} questions: trust the Wilcoxon signed-rank test (no normality assumed)."
-    return _table_pages("Head to head: all pairs", lead, header, rows,
-                        widths=[0.2, 0.2, 0.1, 0.07, 0.08, 0.08, 0.1, 0.08, 0.07])
+        lead += f" Only {n} questions: trust the Wilcoxon signed-rank test (no normality assumed)."
+    return _table_pages(f"Head to head: all pairs on {metric}", lead, header, rows,
+                        widths=[0.17, 0.17, 0.08, 0.08, 0.07, 0.08, 0.08, 0.1, 0.09, 0.08])
+
+
+def _interval_pages(summary: dict, cis: dict) -> list[Figure]:
+    """Bootstrap 95% intervals of every mean metric, four metrics a page."""
+    if not summary["candidates"]:
+        return []
+    metrics = list(summary["candidates"][0]["quality"])
+    pages = []
+    for lo in range(0, len(metrics), 4):
+        group = metrics[lo: lo + 4]
+        rows = [[c["id"], *(_with_ci(c["quality"][m], cis.get(c["id"], {}).get(m)) for m in group)]
+                for c in summary["candidates"]]
+        pages += _table_pages("Bootstrap 95% intervals of the means",
+                              "2,000 resamples of the questions (percentile method), the same resamples for every "
+                              "candidate; overlapping intervals do not settle a difference: the paired tests do.",
+                              ["candidate", *group], rows, widths=[0.28, *([0.18] * len(group))])
+    return pages
 
 
 def _head_to_head_pages(h2h: dict) -> list[Figure]:
@@ -206,6 +225,10 @@ def _latin1(text: str) -> bool:
         return True
     except UnicodeEncodeError:
         return False
+
+
+def _wtl(counts: dict) -> str:
+    return f"{counts['wins']} / {counts['ties']} / {counts['losses']}"
 
 
 def _with_ci(value: float, ci) -> str:

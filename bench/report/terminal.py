@@ -177,11 +177,13 @@ def pairs_table(pairs: list[dict], metric: str) -> Table:
     n = pairs[0]["n"] if pairs else 0
     table = Table(title=f"Every pair on {metric}, paired over {n} questions "
                         f"(p-values Holm-corrected across {len(pairs)} pairs; bold: p < 0.05)", title_justify="left")
-    for col in ("A", "B", "A wins/ties/losses", "mean A−B", "Wilcoxon p", "t-test p", "randomisation p",
-                "rank-biserial", "Cohen's dz"):
+    for col in ("A", "B", "first rank W/T/L", "A wins/ties/losses", "mean A−B", "Wilcoxon p", "t-test p",
+                "randomisation p", "rank-biserial", "Cohen's dz"):
         table.add_column(col, justify="left" if col in ("A", "B") else "right")
     for p in pairs:
-        table.add_row(p["a"], p["b"], f"{p['wins']}/{p['ties']}/{p['losses']}", f"{p['mean_diff']:+.3f}",
+        fr = p["first_relevant_rank"]
+        table.add_row(p["a"], p["b"], f"{fr['wins']}/{fr['ties']}/{fr['losses']}",
+                      f"{p['wins']}/{p['ties']}/{p['losses']}", f"{p['mean_diff']:+.3f}",
                       _p(p["wilcoxon_p_holm"]), _p(p["t_p_holm"]), _p(p["randomisation_p_holm"]),
                       f"{p['rank_biserial']:+.2f}", f"{p['cohens_dz']:+.2f}")
     if n and n < 30:
