@@ -38,6 +38,7 @@ class RunOutcome:
     path: Path
     summary: dict
     manifest: dict
+    records: list[dict]
 
 
 def run_shootout(config: Config, console: Console | None = None, use_cache: bool = True,
@@ -140,7 +141,7 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
 
         with console.status("writing rank_matrix.csv, plots, report.pdf and inspector.html"):
             write_reports(path, summary_doc, records)
-    return RunOutcome(path, summary_doc, manifest)
+    return RunOutcome(path, summary_doc, manifest, records)
 
 
 def _progress(console: Console) -> Progress:

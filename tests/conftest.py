@@ -92,8 +92,14 @@ def project(tmp_path: Path) -> Path:
     return write_project(tmp_path)
 
 
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Run the real command line in a fresh interpreter."""
+def run_cli(*args: str, cwd: Path | None = None, reports: bool = False) -> subprocess.CompletedProcess:
+    """Run the real command line in a fresh interpreter.
+
+    `bench run` skips its plots, PDF and inspector here unless ``reports``: they take seconds and
+    only the report tests look at them.
+    """
+    if args and args[0] == "run" and not reports and "--no-report" not in args:
+        args = (*args, "--no-report")
     env = {key: value for key, value in os.environ.items() if key != "BENCH_CACHE_DIR"}
     env["PYTHONPATH"] = str(REPO)
     return subprocess.run([sys.executable, "-m", "bench", *args], cwd=cwd, env=env,

@@ -36,8 +36,9 @@ def test_default_shootout_ranks_nine_candidates(tmp_path: Path):
     for name in ("corpora", "goldsets"):
         shutil.copytree(REPO / name, tmp_path / name)
     shutil.copy(REPO / "bench.toml", tmp_path / "bench.toml")
-    result = run_cli("run", "--cache-dir", str(tmp_path / "cache"), cwd=tmp_path)
+    result = run_cli("run", "--cache-dir", str(tmp_path / "cache"), cwd=tmp_path, reports=True)
     assert result.returncode == 0, result.stderr
+    assert "Diagnosis" in result.stdout
     [run] = finished_runs(tmp_path / "results")
     summary = json.loads((run / "summary.json").read_text())
     assert len(summary["candidates"]) == 9
@@ -57,6 +58,8 @@ def test_default_shootout_ranks_nine_candidates(tmp_path: Path):
     assert "minilm/" in result.stdout and "mrr@5" in result.stdout
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["locked"] is True  # the bundled goldset is reviewed and locked
+    for name in ("report.pdf", "inspector.html", "rank_matrix.csv", "statistics.json", "plots/rank_matrix.png"):
+        assert (run / name).stat().st_size > 0, name  # what `make run` hands over
 
 
 @pytest.mark.slow

@@ -29,7 +29,7 @@ def run(tmp_path_factory) -> Path:
 
     root = tmp_path_factory.mktemp("reports")
     config = write_project(root)
-    result = run_cli("run", str(config))
+    result = run_cli("run", str(config), reports=True)
     assert result.returncode == 0, result.stderr
     assert "report.pdf" in result.stdout
     [folder] = finished_runs(root / "results")
@@ -81,6 +81,14 @@ def test_report_pdf_has_its_pages_in_order_and_none_is_blank(run: Path, tmp_path
         assert found is not None, f"no page titled {title!r} after page {position + 1}"
         position = found
     assert "minilm" not in texts[0] and "hash/tok24/flat" in texts[0]  # the summary names this run's candidates
+    from bench.diagnosis import diagnose, findings_lines
+
+    summary = json.loads((run / "summary.json").read_text())
+    lines = findings_lines(diagnose(summary, _records(run)))
+    diagnosis = [t for t in texts if "Diagnosis: what the numbers suggest" in t]
+    assert bool(diagnosis) == bool(lines)
+    for line in lines:  # every finding is on the page (the PDF wraps long lines)
+        assert " ".join(line.split()[:6]) in " ".join(" ".join(diagnosis).split())
     manifest = json.loads((run / "manifest.json").read_text())
     provenance = " ".join(texts[position:])
     assert manifest["corpus"]["sha256"] in provenance and manifest["goldset"]["sha256"] in provenance
@@ -145,3 +153,19 @@ def test_compare_bad_input_is_one_line_and_exit_2(run: Path, args, message):
     assert result.returncode == 2
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
+
+
+def test_a_second_run_of_the_same_goldset_adds_a_history_page(tmp_path: Path):
+    from pypdf import PdfReader
+
+    from tests.conftest import write_project
+
+    config = write_project(tmp_path)
+    for _ in range(2):
+        result = run_cli("run", str(config), reports=True)
+        assert result.returncode == 0, result.stderr
+    first, second = finished_runs(tmp_path / "results")
+    assert not (first / "plots" / "history.png").exists()  # nothing earlier to compare with
+    assert (second / "plots" / "history.png").stat().st_size > 0
+    texts = [page.extract_text() for page in PdfReader(second / "report.pdf").pages]
+    assert any("History: mrr@3" in t for t in texts)

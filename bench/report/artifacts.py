@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import compare, store
+from bench.diagnosis import diagnose, findings_lines
+from bench.history import history_for_report
 from bench.report import plots
 from bench.report.inspector import write_inspector
 from bench.report.pdf import write_pdf
@@ -43,7 +45,13 @@ def write_reports(run: Path, summary: dict | None = None, records: list[dict] | 
                                         "bootstrap_resamples": compare.RESAMPLES, **stats})
     files.append(run / STATISTICS)
 
+    stats["diagnosis"] = findings_lines(diagnose(summary, records))
+
     rendered = renderer.result()
+    trends = history_for_report(run.parent, summary, manifest, f"mrr@{summary['k']}")
+    if any(len(t.points) >= 2 for t in trends):
+        history = plots.history_trends(summary, trends, f"mrr@{summary['k']}")
+        rendered["history"] = (history.get_suptitle(), plots.png_bytes(history))
     for name, (_, png) in rendered.items():
         store.write_atomic(run / PLOTS / plots.FILES[name], png)
         files.append(run / PLOTS / plots.FILES[name])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import logging
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -31,9 +32,12 @@ def write_pdf(path: Path, summary: dict, manifest: dict, plots: dict[str, tuple[
     """Write the report atomically; return its page count.
 
     ``plots``: name → (title, PNG bytes) of the rendered charts; ``stats``: ``cis``, ``pairs``
-    (metric → all pairs), ``head_to_head`` and ``per_tag`` from ``bench.compare``.
+    (metric → all pairs), ``head_to_head`` and ``per_tag`` from ``bench.compare``, and
+    ``diagnosis``, plain lines from ``bench.diagnosis``.
     """
     pages = [*_summary_pages(summary, manifest, stats["cis"])]
+    if stats.get("diagnosis"):
+        pages += _text_pages("Diagnosis: what the numbers suggest", stats["diagnosis"])
     for name in ("hit_rate_curves", "first_rank", "score_gaps", "quality_vs_cost", "quality_vs_latency",
                  "chunk_sizes"):
         if name in plots:
@@ -46,6 +50,8 @@ def write_pdf(path: Path, summary: dict, manifest: dict, plots: dict[str, tuple[
     if "rank_matrix" in plots:
         pages.append(_image_page(*plots["rank_matrix"]))
     pages += _tag_pages(summary, stats["per_tag"])
+    if "history" in plots:
+        pages.append(_image_page(*plots["history"]))
     pages += _provenance_pages(manifest)
     buffer = io.BytesIO()
     core = all(_latin1(t.get_text()) for fig in pages for t in fig.findobj(Text))
@@ -177,6 +183,20 @@ def _provenance_pages(manifest: dict) -> list[Figure]:
     return _table_pages("Provenance", "Where these numbers came from; a rerun with the same fingerprints, "
                         "config and versions gives the same quality figures.", ["what", "value"],
                         [[k, _clip(v, 110)] for k, v in rows], widths=[0.22, 0.78])
+
+
+def _text_pages(title: str, lines: list[str], per_page: int = 30) -> list[Figure]:
+    """Plain paragraphs, wrapped to the page, as many pages as they need."""
+    wrapped = []
+    for line in lines:
+        wrapped += textwrap.wrap(line, 150, subsequent_indent="    ") + [""]
+    pages = []
+    for n in range(0, max(len(wrapped), 1), per_page):
+        fig = Figure(figsize=PAGE)
+        fig.text(0.04, 0.95, title, fontsize=16, weight="bold", va="top")
+        fig.text(0.04, 0.88, "\n".join(wrapped[n: n + per_page]), fontsize=9, va="top", linespacing=1.5)
+        pages.append(fig)
+    return pages
 
 
 def _image_page(title: str, png: bytes) -> Figure:

@@ -50,6 +50,7 @@ FILES = {
     "quality_vs_latency": "quality_vs_latency.png",
     "chunk_sizes": "chunk_sizes.png",
     "rank_matrix": "rank_matrix.png",
+    "history": "history.png",  # only when earlier runs of the same corpus and goldset exist
 }
 
 
@@ -644,6 +645,34 @@ def rank_matrix_heatmap(questions: list[str], candidates: list[str], matrix: lis
     return fig
 
 
+# --- history: one metric over earlier runs of the same corpus and goldset ------------------------------------
+
+
+def history_trends(summary: dict, trends: Sequence, metric: str) -> Figure:
+    """``metric`` of every candidate over the runs in ``trends`` (``bench.history.CandidateTrend``), oldest
+    first; x is the run, labelled by its start date."""
+    title = f"History: {metric} over earlier runs of this corpus and goldset"
+    shown = [t for t in trends if len(t.points) >= 2]
+    if not shown:
+        return _message_figure(title, "fewer than two runs of this corpus and goldset: no history yet")
+    runs = sorted({p.run_id for t in shown for p in t.points})
+    fig, body = _new_figure(title, "one point per run (same corpus and goldset fingerprints); higher is better")
+    ax = body.subplots()
+    styles = candidate_styles(summary)
+    for t in shown:
+        st = styles.get(t.candidate)
+        xs = [runs.index(p.run_id) for p in t.points]
+        ax.plot(xs, [p.value for p in t.points], color=st.colour if st else "0.5",
+                linestyle=st.linestyle if st else "-", marker=st.marker if st else "o", markersize=3.5,
+                linewidth=1.6, label=wrap_id(t.candidate), gid=t.candidate)
+    ax.set_xticks(range(len(runs)), [r[:8] + "\n" + r[9:15] for r in runs], fontsize=7)
+    ax.set_xlabel("run (UTC date and time)")
+    ax.set_ylabel(metric)
+    ax.grid(alpha=0.3)
+    _legend_outside(fig, body, ax)
+    return fig
+
+
 # --- 7. all figures, and writing them ------------------------------------------------------------------------
 
 
@@ -660,7 +689,7 @@ _BUILDERS = {  # name → figure from (summary, records, rank_matrix); the costl
 
 def figures(summary: dict, records: list[dict], rank_matrix: tuple | None = None) -> dict[str, Figure]:
     """Every plot of a run by name (the keys of ``FILES``); ``rank_matrix`` = (questions, candidates, matrix)."""
-    return {name: _BUILDERS[name](summary, records, rank_matrix) for name in FILES
+    return {name: build(summary, records, rank_matrix) for name, build in _BUILDERS.items()
             if name != "rank_matrix" or rank_matrix is not None}
 
 
@@ -688,7 +717,7 @@ class Renderer:
                 self._pool.close()
                 self._pool.join()
             _JOB = None
-        return {name: out for name, out in sorted(zip(self._names, drawn), key=lambda x: list(FILES).index(x[0]))}
+        return dict(sorted(zip(self._names, drawn), key=lambda item: list(FILES).index(item[0])))
 
 
 _JOB: tuple | None = None
