@@ -11,7 +11,13 @@ from pathlib import Path
 
 import numpy as np
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from bench import __version__, costs, ops, paths, store
 from bench.cache import EmbeddingCache, NoCache
@@ -19,9 +25,9 @@ from bench.config import Candidate, Config
 from bench.corpus import Corpus, load_corpus
 from bench.embedders import PASSAGE, Embedder, load_embedder
 from bench.embedders.static import needs_distillation
+from bench.errors import BenchError
 from bench.evaluate import rank_candidates, recommendation, score_candidate
 from bench.goldset import CHUNK, Goldset, load_goldset
-from bench.errors import BenchError
 from bench.index import compression_ratio
 from bench.lock import check_lock
 from bench.plan import chunk_sizes

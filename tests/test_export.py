@@ -15,7 +15,15 @@ import pytest
 from bench import store
 from bench.errors import BenchError
 from bench.evaluate import grades_from_records
-from bench.export import FORMATS, ID_COLUMNS, export_id, export_run, export_scores, safe_name, safe_names
+from bench.export import (
+    FORMATS,
+    ID_COLUMNS,
+    export_id,
+    export_run,
+    export_scores,
+    safe_name,
+    safe_names,
+)
 from bench.metrics import quality
 from tests.conftest import CONFIG, QUESTIONS, finished_runs, run_cli, write_project
 

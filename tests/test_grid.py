@@ -17,7 +17,14 @@ from bench.config import load_config
 from bench.corpus import load_corpus
 from bench.tokens import count_tokens
 from bench.units import ChunkTable
-from tests.conftest import CONFIG, DOCS, QUESTIONS, finished_runs, run_cli, write_project
+from tests.conftest import (
+    CONFIG,
+    DOCS,
+    QUESTIONS,
+    finished_runs,
+    run_cli,
+    write_project,
+)
 
 DEPTH = 6
 RECALL = f"recall_vs_exact@{DEPTH}"

@@ -17,7 +17,13 @@ from pathlib import Path
 import pytest
 
 from bench.errors import BenchError
-from bench.model_install import INSTALLABLE, MPNET, assemble, install_model, installed_path
+from bench.model_install import (
+    INSTALLABLE,
+    MPNET,
+    assemble,
+    install_model,
+    installed_path,
+)
 
 FILES = {
     "modules.json": json.dumps([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},

@@ -20,8 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.embedders import PASSAGE, QUERY, ModelSpec
-from bench.embedders import openai_http
+from bench.embedders import PASSAGE, QUERY, ModelSpec, openai_http
 from bench.embedders.openai_http import OpenAIEmbedder
 from bench.errors import BenchError
 from bench.tokens import count_tokens

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import difflib
 import inspect
-
 from collections.abc import Callable
 
 from bench.chunking.base import Chunk, Chunker, chunk_id

@@ -6,9 +6,17 @@ from pathlib import Path
 
 from bench.corpus import load_corpus
 from bench.errors import BenchError
+from bench.importers.base import (
+    Destination,
+    ImportResult,
+    document_goldset,
+    read_lines,
+    read_qrels,
+    write_documents_jsonl,
+    write_goldset,
+    write_starter_config,
+)
 from bench.textfiles import json_object
-from bench.importers.base import (Destination, ImportResult, document_goldset, read_lines, read_qrels,
-                                  write_documents_jsonl, write_goldset, write_starter_config)
 
 
 def import_beir(source: Path, dest: Destination, split: str = "test") -> ImportResult:

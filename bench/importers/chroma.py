@@ -15,7 +15,12 @@ from pathlib import Path
 from bench import store
 from bench.corpus import TEXT_SUFFIXES
 from bench.errors import BenchError
-from bench.importers.base import Destination, ImportResult, write_goldset, write_starter_config
+from bench.importers.base import (
+    Destination,
+    ImportResult,
+    write_goldset,
+    write_starter_config,
+)
 
 
 def import_chroma(source: Path, dest: Destination) -> ImportResult:

@@ -12,8 +12,16 @@ from pathlib import Path
 
 from bench.corpus import load_corpus
 from bench.errors import BenchError
-from bench.importers.base import (Destination, ImportResult, document_goldset, read_lines, read_qrels,
-                                  write_documents_jsonl, write_goldset, write_starter_config)
+from bench.importers.base import (
+    Destination,
+    ImportResult,
+    document_goldset,
+    read_lines,
+    read_qrels,
+    write_documents_jsonl,
+    write_goldset,
+    write_starter_config,
+)
 
 TOPIC_FIELDS = ("title", "desc", "title+desc")
 _TOP = re.compile(r"<top>(.*?)</top>", re.S | re.I)
