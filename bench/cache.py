@@ -2,9 +2,9 @@
 
 One SQLite file per model, which also keeps each text's token count in that model's tokenizer
 and the model's query-latency samples on this machine, so a run answered from the cache never
-loads the model at all. Each batch is committed as soon as it is embedded, so an
-interrupted run loses at most one batch, and a chunking sweep embeds only texts it has not
-seen. An entry whose stored checksum or width does not match is treated as missing.
+loads the model at all. Each batch is committed as soon as it is embedded, so an interrupted
+run loses at most the batch in flight (batches an API already answered are kept), and a
+chunking sweep embeds only texts it has not seen. An entry whose stored checksum or width does not match is treated as missing.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.embedders import Embedder
+from bench.errors import PartialEmbeddingError
 
 _LOOKUP_BATCH = 500
 _TOKENS = "tokens"  # token counts do not depend on the role a text is embedded in
@@ -110,14 +111,14 @@ class EmbeddingCache:
             todo = list(missing)
             for lo in range(0, len(todo), batch_size):
                 batch = todo[lo: lo + batch_size]
-                vectors = embedder.embed([texts[missing[k][0]] for k in batch], role)
-                rows = []
+                try:
+                    vectors = embedder.embed([texts[missing[k][0]] for k in batch], role)
+                except PartialEmbeddingError as partial:  # keep what the API already answered (and billed)
+                    self._store(db, [batch[i] for i in partial.positions.tolist()], partial.vectors, dims)
+                    raise
+                self._store(db, batch, vectors, dims)
                 for key, vec in zip(batch, vectors):
                     out[missing[key]] = vec
-                    blob = np.ascontiguousarray(vec, dtype=np.float32).tobytes()
-                    rows.append((key, dims, blob, _checksum(blob)))
-                db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
-                db.commit()
                 stats.embedded += len(batch)
                 if progress:
                     progress(sum(len(missing[k]) for k in batch))
@@ -159,6 +160,15 @@ class EmbeddingCache:
                        (key, measured, np.asarray(seconds, dtype=np.float64).tobytes()))
             db.commit()
         db.close()
+
+    @staticmethod
+    def _store(db: sqlite3.Connection, keys: list[bytes], vectors: np.ndarray, dims: int) -> None:
+        rows = []
+        for key, vec in zip(keys, vectors):
+            blob = np.ascontiguousarray(vec, dtype=np.float32).tobytes()
+            rows.append((key, dims, blob, _checksum(blob)))
+        db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
+        db.commit()
 
     @staticmethod
     def _lookup(db: sqlite3.Connection, keys: list[bytes], dims: int) -> dict[bytes, np.ndarray]:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from bench.errors import BenchError
+
+if TYPE_CHECKING:
+    from bench.config import Config
 
 EXIT_BAD_INPUT = 2
 
@@ -66,6 +71,7 @@ def run(config: Path, k: int | None, results: Path | None, cache_dir: Path | Non
     from bench.report.terminal import diagnostics_table, shootout_table
 
     cfg = load_config(config).with_overrides(k=k, results=results, cache_override=cache_dir)
+    _refuse_before_running(cfg, only, skip, writes=not dry_run)
     if dry_run:
         from bench.report.terminal import plan_table
         from bench.runner import dry_run as plan_run
@@ -80,10 +86,30 @@ def run(config: Path, k: int | None, results: Path | None, cache_dir: Path | Non
     out.print(shootout_table(outcome.summary))
     out.print(diagnostics_table(outcome.summary))
     _print_diagnosis(out, outcome.summary, outcome.records)
-    out.print(outcome.summary["recommendation"]["line"])
+    out.print(outcome.summary["recommendation"]["line"], markup=False)
     out.print(f"results: {outcome.path}")
     if not no_report:
         out.print(f"report: {outcome.path / 'report.pdf'}   inspector: {outcome.path / 'inspector.html'}")
+
+
+def _refuse_before_running(cfg: Config, only: tuple[str, ...], skip: tuple[str, ...], writes: bool) -> None:
+    """Refuse what the run would reject only after printing its header (an empty grid, a results
+    folder that cannot be made), so that the error is the only line."""
+    if not cfg.candidates(only, skip):
+        raise BenchError(f"{cfg.path}: no candidate is left after exclude, --only and --skip; loosen them")
+    if writes:
+        _check_results_folder(cfg.results)
+
+
+def _check_results_folder(results: Path) -> None:
+    """The nearest existing folder on the way to ``results`` must be a writable folder; nothing is created."""
+    existing = results
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    problem = ("is not a folder" if not existing.is_dir() else
+               "is not writable" if not os.access(existing, os.W_OK | os.X_OK) else None)
+    if problem:
+        raise BenchError(f"{results}: cannot write results there ({existing} {problem}); pass --results DIR")
 
 
 def _print_diagnosis(out, summary: dict, records: list[dict]) -> None:

@@ -9,6 +9,7 @@ import difflib
 import fnmatch
 import hashlib
 import json
+import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -18,6 +19,7 @@ from bench.embedders import LOADERS, MODELS, ModelSpec
 from bench.errors import BenchError
 from bench.index import INDEXES, LEXICAL_INDEX, IndexSpec, index_spec_from_table
 from bench.metrics import GAINS
+from bench.textfiles import read_text
 
 MAX_K = 50
 
@@ -164,11 +166,9 @@ def load_config(path: str | Path) -> Config:
     if not path.is_file():
         raise BenchError(f"{path}: config not found; pass a bench.toml (see README.md)")
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+        raw = tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as e:
-        raise BenchError(f"{path}: invalid TOML ({e}); fix the syntax") from None
-    except UnicodeDecodeError:
-        raise BenchError(f"{path}: not UTF-8 text; save the config as UTF-8") from None
+        raise BenchError(f"{_toml_where(path, e)}: invalid TOML ({e}); fix the syntax") from None
     where = str(path)
     for key in raw:
         if key not in _TOP_KEYS:
@@ -220,6 +220,12 @@ def load_config(path: str | Path) -> Config:
     )
     _check_numbers(config, where)
     return config
+
+
+def _toml_where(path: Path, error: tomllib.TOMLDecodeError) -> str:
+    """``file:line`` when tomllib's message names a line (it says "(at line 5, column 3)"), else the file."""
+    found = re.search(r"\(at line (\d+), column \d+\)", str(error))
+    return f"{path}:{found.group(1)}" if found else str(path)
 
 
 def _check_numbers(config: Config, where: str) -> None:

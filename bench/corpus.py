@@ -25,6 +25,7 @@ class Corpus:
 
     path: Path
     documents: tuple[Document, ...]
+    empty: frozenset[str] = frozenset()  # ids left out for having no text, so evidence naming one can say so
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_id", {d.id: d for d in self.documents})
@@ -59,12 +60,17 @@ def load_corpus(path: str | Path) -> Corpus:
         docs = _load_jsonl(path / "corpus.jsonl", beir=True)
     elif path.is_dir():
         docs = _load_folder(path)
+    elif path.suffix.lower() in TEXT_SUFFIXES:  # read as JSONL it would only say "invalid JSON"
+        raise BenchError(f"{path}: one document is not a corpus; give the folder that holds it, or a .jsonl file")
     else:
         docs = _load_jsonl(path, beir=False)
+    # Whitespace-only documents are left out: they have nothing to retrieve (BEIR sets carry some).
+    empty = frozenset(d.id for d in docs if not d.text.strip())
+    docs = [d for d in docs if d.id not in empty]
     if not docs:
         raise BenchError(f"{path}: the corpus has no documents; add .md/.txt files or JSONL lines")
     docs.sort(key=lambda d: d.id)
-    return Corpus(path=path, documents=tuple(docs))
+    return Corpus(path=path, documents=tuple(docs), empty=empty)
 
 
 def _load_folder(root: Path) -> list[Document]:
@@ -76,15 +82,12 @@ def _load_folder(root: Path) -> list[Document]:
         rel = file.relative_to(root).as_posix()
         if not file.resolve().is_relative_to(root_resolved):
             raise BenchError(f"{file}: links outside the corpus folder {root}; copy the file in instead")
-        text = read_text(file)
-        if text.strip():
-            docs.append(Document(id=rel, text=text))
+        docs.append(Document(id=rel, text=read_text(file)))
     return docs
 
 
 def _load_jsonl(file: Path, beir: bool) -> list[Document]:
     docs: dict[str, Document] = {}
-    seen: set[str] = set()
     for lineno, line in numbered_lines(read_text(file)):
         where = f"{file}:{lineno}"
         row = json_object(line, where, '"id" and "text"')
@@ -93,18 +96,15 @@ def _load_jsonl(file: Path, beir: bool) -> list[Document]:
         if not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool) or str(doc_id) == "":
             raise BenchError(f"{where}: missing or empty \"id\"; give every document a unique string id")
         if not isinstance(body, str):
-            raise BenchError(f"{where}: \"text\" must be a string")
+            raise BenchError(f"{where}: \"text\" is missing or not a string; give every document its text as a string")
         doc_id = str(doc_id)
-        if doc_id in seen:
+        if doc_id in docs:
             raise BenchError(f"{where}: duplicate document id {doc_id!r}; ids must be unique")
-        seen.add(doc_id)
         title = row.get("title") or ""
         if not isinstance(title, str):
-            raise BenchError(f"{where}: \"title\" must be a string")
+            raise BenchError(f"{where}: \"title\" must be a string; give the title as text or leave it out")
         if beir:
             # BEIR convention: the indexed text is the title and the body.
             body = f"{title} {body}".strip()
-        body = body.replace("\r\n", "\n")
-        if body.strip():
-            docs[doc_id] = Document(id=doc_id, text=body, title=title)
+        docs[doc_id] = Document(id=doc_id, text=body.replace("\r\n", "\n"), title=title)
     return list(docs.values())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,9 @@ from bench.errors import BenchError
 from bench.textfiles import json_object, numbered_lines, read_text
 
 CHUNK, DOCUMENT = "chunk", "document"
+# Far beyond what any embedding model reads; a longer "question" is a document pasted by mistake.
+MAX_QUESTION_CHARS = 100_000
+_SUGGEST_MAX_DOCS = 20_000  # "did you mean" compares against every id: skip it for huge corpora
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,13 +69,15 @@ def validate_goldset(path: str | Path, corpus: Corpus) -> list[str]:
 def read_goldset(path: str | Path, corpus: Corpus) -> tuple[Goldset | None, list[str]]:
     """The goldset and the list of all its problems; the goldset is None when there are any."""
     path = Path(path)
+    if path.is_dir():
+        return None, [f"{path}: a folder, not a goldset file; give the JSONL file with one question per line"]
     if not path.is_file():
         return None, [f"{path}: goldset not found; give a JSONL file with one question per line"]
-    raw = path.read_bytes()
     try:
         text = read_text(path)
     except BenchError as e:
         return None, [str(e)]
+    raw = path.read_bytes()
     questions: list[Question] = []
     errors: list[str] = []
     seen: dict[str, int] = {}
@@ -120,10 +126,14 @@ def _parse_question(line: str, where: str, corpus: Corpus) -> Question:
         raise BenchError(f"{where}: missing or empty \"id\"; give every question a unique string id")
     question = row.get("question")
     if not isinstance(question, str) or not question.strip():
-        raise BenchError(f"{where}: question {qid!r} has no \"question\" text")
+        raise BenchError(f"{where}: question {qid!r} has no \"question\" text; add the question as a string")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise BenchError(f"{where}: question {qid!r} is {len(question):,} characters long; shorten it to at most "
+                         f"{MAX_QUESTION_CHARS:,} (no embedding model reads more)")
     evidence = row.get("evidence")
     if not isinstance(evidence, list) or not evidence:
-        raise BenchError(f"{where}: question {qid!r} needs a non-empty \"evidence\" list")
+        raise BenchError(f"{where}: question {qid!r} needs a non-empty \"evidence\" list; "
+                         "give items like {\"doc\": ..., \"quote\": ...}")
     tags = row.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise BenchError(f"{where}: question {qid!r}: \"tags\" must be a list of strings")
@@ -143,7 +153,7 @@ def _parse_evidence(item: object, where: str, corpus: Corpus) -> Evidence:
         raise BenchError(f"{where}: expected an object like {{\"doc\": ..., \"quote\": ...}}")
     doc_id = item.get("doc")
     if not isinstance(doc_id, str) or doc_id not in corpus:
-        raise BenchError(f"{where}: unknown document {doc_id!r}; use a document id of the corpus {corpus.path}")
+        raise BenchError(f"{where}: {_not_in_corpus(doc_id, corpus)}")
     grade = item.get("grade", 1)
     if isinstance(grade, bool) or not isinstance(grade, int) or grade < 1:
         raise BenchError(f"{where}: grade {grade!r} must be a positive integer (2 answers, 1 supports)")
@@ -162,6 +172,17 @@ def _parse_evidence(item: object, where: str, corpus: Corpus) -> Evidence:
             f"{where}: span {start}..{end} is not inside {doc_id!r} (0..{len(text)}); need 0 <= start < end <= length"
         )
     return Evidence(doc_id, grade, start, end)
+
+
+def _not_in_corpus(doc_id: object, corpus: Corpus) -> str:
+    """Why evidence names no document of the corpus, and what to write instead."""
+    if isinstance(doc_id, str) and doc_id in corpus.empty:
+        return f"document {doc_id!r} is empty, so it is not in the corpus; add its text or drop this evidence"
+    close = []
+    if isinstance(doc_id, str) and len(corpus) <= _SUGGEST_MAX_DOCS:
+        close = difflib.get_close_matches(doc_id, [d.id for d in corpus.documents], n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"unknown document {doc_id!r}; {hint}use a document id of the corpus {corpus.path}"
 
 
 def resolve_quote(text: str, quote: object, where: str) -> tuple[int, int]:

