@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -30,13 +33,19 @@ def test_minilm_loads_offline_and_embeds_meaningfully(minilm):
     assert similar > unrelated + 0.2
 
 
-@pytest.mark.slow
-def test_default_shootout_ranks_nine_candidates(tmp_path: Path):
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     """`bench run` on the bundled corpus, as `make run` does (results and cache kept out of the repo)."""
+    root = tmp_path_factory.mktemp("default")
     for name in ("corpora", "goldsets"):
-        shutil.copytree(REPO / name, tmp_path / name)
-    shutil.copy(REPO / "bench.toml", tmp_path / "bench.toml")
-    result = run_cli("run", "--cache-dir", str(tmp_path / "cache"), cwd=tmp_path, reports=True)
+        shutil.copytree(REPO / name, root / name)
+    shutil.copy(REPO / "bench.toml", root / "bench.toml")
+    return root, run_cli("run", "--cache-dir", str(root / "cache"), cwd=root, reports=True)
+
+
+@pytest.mark.slow
+def test_default_shootout_ranks_nine_candidates(default_run):
+    tmp_path, result = default_run
     assert result.returncode == 0, result.stderr
     assert "Diagnosis" in result.stdout
     [run] = finished_runs(tmp_path / "results")
@@ -63,28 +72,30 @@ def test_default_shootout_ranks_nine_candidates(tmp_path: Path):
 
 
 @pytest.mark.slow
-def test_a_warm_rerun_never_loads_the_model(tmp_path: Path):
-    """Vectors, token counts and latency all come from the cache: torch is never imported."""
-    import os
-    import subprocess
-    import sys
-
-    for name in ("corpora", "goldsets"):
-        shutil.copytree(REPO / name, tmp_path / name)
-    config = (REPO / "bench.toml").read_text().replace('models  = ["minilm", "static", "bm25"]', 'models  = ["minilm"]')
-    (tmp_path / "bench.toml").write_text(config)
+def test_a_warm_rerun_never_loads_the_model(default_run):
+    """After the default run, vectors, token counts and latency all come from the cache: a rerun in a
+    fresh interpreter never imports torch."""
+    root, first = default_run
+    assert first.returncode == 0, first.stderr
     script = (
         "import sys; from pathlib import Path; from bench.config import load_config; "
         "from bench.runner import run_shootout; "
-        f"cfg = load_config(Path({str(tmp_path / 'bench.toml')!r})).with_overrides(cache_override=Path({str(tmp_path / 'c')!r})); "
-        "out = run_shootout(cfg, only=('minilm/md256/*',)); "
-        "print('torch' in sys.modules, out.summary['candidates'][0]['ops']['query_embed_from_cache'])"
+        f"cfg = load_config(Path({str(root / 'bench.toml')!r})).with_overrides("
+        f"cache_override=Path({str(root / 'cache')!r}), results=Path({str(root / 'warm')!r})); "
+        "out = run_shootout(cfg, only=('minilm/*',), reports=False); "
+        "ops = [c['ops'] for c in out.summary['candidates']]; "
+        "print('torch' in sys.modules, all(o['query_embed_from_cache'] for o in ops), "
+        "sum(o['chunks_embedded'] for o in ops))"
     )
-    runs = [subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
-                           env={**os.environ, "PYTHONPATH": str(REPO)}) for _ in range(2)]
-    assert [r.returncode for r in runs] == [0, 0], runs[-1].stderr
-    assert runs[0].stdout.split() == ["True", "False"]  # cold: the model is loaded and timed
-    assert runs[1].stdout.split() == ["False", "True"]  # warm: nothing of it is loaded
+    warm = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert warm.returncode == 0, warm.stderr
+    assert warm.stdout.split() == ["False", "True", "0"]  # nothing of the model is loaded or embedded
+    [cold_run] = finished_runs(root / "results")
+    [warm_run] = finished_runs(root / "warm")
+    cold = {c["id"]: c["quality"] for c in json.loads((cold_run / "summary.json").read_text())["candidates"]}
+    for c in json.loads((warm_run / "summary.json").read_text())["candidates"]:
+        assert c["quality"] == cold[c["id"]]  # identical figures from the cache
 
 
 def test_a_wrong_declared_width_is_caught_when_the_model_loads():
