@@ -4,6 +4,7 @@ plots/*.png, report.pdf and inspector.html. ``bench run`` writes them at the end
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from bench import compare, store
@@ -11,6 +12,7 @@ from bench.diagnosis import diagnose, findings_lines
 from bench.history import history_for_report
 from bench.report import plots
 from bench.report.inspector import write_inspector
+from bench.report.parallel import Jobs
 from bench.report.pdf import write_pdf
 
 RANK_MATRIX, PLOTS, PDF, INSPECTOR = "rank_matrix.csv", "plots", "report.pdf", "inspector.html"
@@ -32,26 +34,31 @@ def write_reports(run: Path, summary: dict | None = None, records: list[dict] | 
     files = []
 
     matrix = compare.rank_matrix(summary, records)
-    renderer = plots.Renderer(summary, records, matrix)  # draws while the statistics are computed
+    headline = _headline(summary)
+    mrr = f"mrr@{summary['k']}"
+    trends = history_for_report(run.parent, summary, manifest, mrr)
+    jobs = {f"plot:{name}": partial(plots.drawn, name, summary, records, matrix) for name in plots.names(matrix)}
+    if any(len(t.points) >= 2 for t in trends):
+        jobs["plot:history"] = partial(plots.drawn_history, summary, trends, mrr)
+    jobs |= {f"pairs:{m}": partial(compare.all_pairs, summary, records, metric=m) for m in headline}
+    jobs["inspector"] = partial(write_inspector, run / INSPECTOR, summary, records, texts, manifest)
+    running = Jobs(jobs)  # drawn and tested on the other cores while this process does the rest
+
     compare.write_rank_matrix_csv(run / RANK_MATRIX, *matrix)
     files.append(run / RANK_MATRIX)
-    write_inspector(run / INSPECTOR, summary, records, texts, manifest)
-    files.append(run / INSPECTOR)
     stats = {"cis": compare.confidence_intervals(summary, records),
-             "pairs": {m: compare.all_pairs(summary, records, metric=m) for m in _headline(summary)},
              "head_to_head": _best_two(summary, records),
              "per_tag": compare.per_tag(summary, records)}
+    diagnosis = findings_lines(diagnose(summary, records))
+
+    done = running.results()
+    files.append(run / INSPECTOR)
+    stats["pairs"] = {m: done[f"pairs:{m}"] for m in headline}
     store.write_json(run / STATISTICS, {"seed": 0, "permutations": compare.PERMUTATIONS,
                                         "bootstrap_resamples": compare.RESAMPLES, **stats})
     files.append(run / STATISTICS)
-
-    stats["diagnosis"] = findings_lines(diagnose(summary, records))
-
-    rendered = renderer.result()
-    trends = history_for_report(run.parent, summary, manifest, f"mrr@{summary['k']}")
-    if any(len(t.points) >= 2 for t in trends):
-        history = plots.history_trends(summary, trends, f"mrr@{summary['k']}")
-        rendered["history"] = (history.get_suptitle(), plots.png_bytes(history))
+    stats["diagnosis"] = diagnosis
+    rendered = {name.removeprefix("plot:"): value for name, value in done.items() if name.startswith("plot:")}
     for name, (_, png) in rendered.items():
         store.write_atomic(run / PLOTS / plots.FILES[name], png)
         files.append(run / PLOTS / plots.FILES[name])

@@ -25,7 +25,7 @@ from matplotlib.text import Text
 from bench import store
 
 PAGE = (11.69, 8.27)  # A4 landscape, inches
-ROWS_PER_PAGE = 26
+ROWS_PER_PAGE = 36  # smaller type past 26 rows, so an all-pairs table of 9 candidates fits a page
 
 
 def write_pdf(path: Path, summary: dict, manifest: dict, plots: dict[str, tuple[str, bytes]], stats: dict) -> int:
@@ -43,8 +43,10 @@ def write_pdf(path: Path, summary: dict, manifest: dict, plots: dict[str, tuple[
         if name in plots:
             pages.append(_image_page(*plots[name]))
     pages += _interval_pages(summary, stats["cis"])
-    for metric, pairs in stats["pairs"].items():
-        pages += _pair_pages(summary, metric, pairs)
+    metrics = list(stats["pairs"])
+    if metrics:
+        pages += _pair_pages(summary, metrics[0], stats["pairs"][metrics[0]])
+        pages += _other_metric_pages(stats["pairs"], metrics[1:])
     if stats.get("head_to_head"):
         pages += _head_to_head_pages(stats["head_to_head"])
     if "rank_matrix" in plots:
@@ -54,9 +56,10 @@ def write_pdf(path: Path, summary: dict, manifest: dict, plots: dict[str, tuple[
         pages.append(_image_page(*plots["history"]))
     pages += _provenance_pages(manifest)
     buffer = io.BytesIO()
-    core = all(_latin1(t.get_text()) for fig in pages for t in fig.findobj(Text))
+    core = all(_latin1(t.get_text()) for fig in pages for t in fig.texts)
     logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)  # core fonts have no files to find
-    with matplotlib.rc_context({"pdf.fonttype": 42, "pdf.use14corefonts": core}), \
+    # light compression: the page images are already compressed PNGs, a harder pass buys little
+    with matplotlib.rc_context({"pdf.fonttype": 42, "pdf.use14corefonts": core, "pdf.compression": 3}), \
             PdfPages(buffer, metadata={"Title": f"bench shootout {manifest.get('run_id', '')}",
                                        "Creator": "bench", "Producer": "bench", "CreationDate": None}) as pdf:
         for fig in pages:
@@ -107,6 +110,22 @@ def _pair_pages(summary: dict, metric: str, pairs: list[dict]) -> list[Figure]:
         lead += f" Only {n} questions: trust the Wilcoxon signed-rank test (no normality assumed)."
     return _table_pages(f"Head to head: all pairs on {metric}", lead, header, rows,
                         widths=[0.17, 0.17, 0.08, 0.08, 0.07, 0.08, 0.08, 0.1, 0.09, 0.08])
+
+
+def _other_metric_pages(pairs: dict[str, list[dict]], metrics: list[str]) -> list[Figure]:
+    """Every pair on the other headline metrics, compactly: wins/ties/losses and the Holm-corrected
+    Wilcoxon p per metric (all tests of every metric are in statistics.json and `bench compare`)."""
+    if not metrics:
+        return []
+    rows = [[a["a"], a["b"], *(f"{_wtl(by[m])}   {_p(by[m]['wilcoxon_p_holm'])}" for m in metrics)]
+            for a, *rest in zip(*(pairs[m] for m in metrics))
+            for by in [dict(zip(metrics, (a, *rest)))]]
+    lead = ("Every pair on the other headline metrics: A's wins / ties / losses against B, then the Wilcoxon "
+            "signed-rank p-value, Holm-corrected across the pairs of that metric; * marks p < 0.05.")
+    width = 0.66 / len(metrics)
+    return _table_pages("Head to head: all pairs on the other metrics", lead,
+                        ["A", "B", *(f"{m}  W/T/L   p" for m in metrics)], rows,
+                        widths=[0.17, 0.17, *([width] * len(metrics))])
 
 
 def _interval_pages(summary: dict, cis: dict) -> list[Figure]:
@@ -204,7 +223,7 @@ def _image_page(title: str, png: bytes) -> Figure:
     fig = Figure(figsize=PAGE)
     fig.text(0.5, 0.98, title, ha="center", va="top", fontsize=12, alpha=0.0)
     ax = fig.add_axes((0.03, 0.03, 0.94, 0.94))
-    ax.imshow(matplotlib.image.imread(io.BytesIO(png), format="png"), interpolation="none")
+    ax.imshow(matplotlib.image.imread(io.BytesIO(png), format="png")[..., :3], interpolation="none")
     ax.axis("off")
     return fig
 
@@ -215,8 +234,9 @@ def _table_pages(title: str, lead: str, header: list[str], rows: list[list[str]]
     lays every cell out several times and is several times slower)."""
     pages = []
     chunks = [rows[i: i + ROWS_PER_PAGE] for i in range(0, len(rows), ROWS_PER_PAGE)] or [[]]
-    size = 7.5 if len(header) > 6 else 8.5
-    line = size * 1.9 / 72 / PAGE[1]  # one row's height, as a fraction of the page
+    crowded = max(len(part) for part in chunks) > 26
+    size = 6.5 if crowded else 7.5 if len(header) > 6 else 8.5
+    line = size * (1.75 if crowded else 1.9) / 72 / PAGE[1]  # one row's height, as a fraction of the page
     for n, part in enumerate(chunks, start=1):
         fig = Figure(figsize=PAGE)
         page_title = title if len(chunks) == 1 else f"{title} ({n} of {len(chunks)})"

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import io
 import math
-import multiprocessing
-import os
-import sys
 import textwrap
 from collections.abc import Sequence
 from itertools import pairwise
@@ -693,45 +690,27 @@ def figures(summary: dict, records: list[dict], rank_matrix: tuple | None = None
             if name != "rank_matrix" or rank_matrix is not None}
 
 
-class Renderer:
-    """Draws every plot to PNG — name → (title, bytes) — in forked worker processes where the
-    machine has more than one core (drawing holds the GIL), so the caller can work meanwhile."""
-
-    def __init__(self, summary: dict, records: list[dict], rank_matrix: tuple | None = None) -> None:
-        global _JOB
-        names = [n for n in _BUILDERS if n != "rank_matrix" or rank_matrix is not None]
-        self._pool = self._pending = None
-        self._names = names
-        _JOB = (summary, records, rank_matrix)  # inherited by forked workers, never pickled
-        workers = min(len(names), os.cpu_count() or 1)
-        if workers > 1 and "fork" in multiprocessing.get_all_start_methods() and sys.platform == "linux":
-            self._pool = multiprocessing.get_context("fork").Pool(workers)
-            self._pending = self._pool.map_async(_draw, names, chunksize=1)
-
-    def result(self) -> dict[str, tuple[str, bytes]]:
-        global _JOB
-        try:
-            drawn = self._pending.get() if self._pending is not None else [_draw(n) for n in self._names]
-        finally:
-            if self._pool is not None:
-                self._pool.close()
-                self._pool.join()
-            _JOB = None
-        return dict(sorted(zip(self._names, drawn), key=lambda item: list(FILES).index(item[0])))
-
-
-_JOB: tuple | None = None
-
-
-def _draw(name: str) -> tuple[str, bytes]:
-    fig = _BUILDERS[name](*_JOB)
+def drawn(name: str, summary: dict, records: list[dict], rank_matrix: tuple | None = None) -> tuple[str, bytes]:
+    """One plot by name, drawn to PNG: (title, bytes)."""
+    fig = _BUILDERS[name](summary, records, rank_matrix)
     return fig.get_suptitle(), png_bytes(fig)
+
+
+def drawn_history(summary: dict, trends: Sequence, metric: str) -> tuple[str, bytes]:
+    fig = history_trends(summary, trends, metric)
+    return fig.get_suptitle(), png_bytes(fig)
+
+
+def names(rank_matrix: tuple | None) -> list[str]:
+    """The plots of a run, the costliest to draw first."""
+    return [n for n in _BUILDERS if n != "rank_matrix" or rank_matrix is not None]
 
 
 def png_bytes(fig: Figure) -> bytes:
     """The figure as PNG; without a software/date stamp, so identical figures give identical bytes."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
+    # zlib level 3: a third of level 6's time for files about a tenth larger
+    fig.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None}, pil_kwargs={"compress_level": 3})
     return buffer.getvalue()
 
 
