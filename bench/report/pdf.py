@@ -20,7 +20,6 @@ import matplotlib.image
 from matplotlib.backends.backend_pdf import PdfPages
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
-from matplotlib.text import Text
 
 from bench import store
 
