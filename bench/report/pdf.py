@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from bench import store
+from bench.report.formats import p_value, rank, with_ci
 
 PAGE = (11.69, 8.27)  # A4 landscape, inches
 ROWS_PER_PAGE = 36  # smaller type past 26 rows, so an all-pairs table of 9 candidates fits a page
@@ -76,8 +77,8 @@ def _summary_pages(summary: dict, manifest: dict, cis: dict) -> list[Figure]:
     rows = []
     for c in summary["candidates"]:
         q, o = c["quality"], c["ops"]
-        rows.append([str(c["rank"]), c["id"], _with_ci(q[mrr], cis.get(c["id"], {}).get(mrr)),
-                     _with_ci(q[recall], cis.get(c["id"], {}).get(recall)), f"{q[f'hit_rate@{k}']:.3f}",
+        rows.append([str(c["rank"]), c["id"], with_ci(q[mrr], cis.get(c["id"], {}).get(mrr)),
+                     with_ci(q[recall], cis.get(c["id"], {}).get(recall)), f"{q[f'hit_rate@{k}']:.3f}",
                      f"{q[f'ndcg@{k}']:.3f}", f"{q[f'precision@{k}']:.3f}", _ms(_p95(o)),
                      _usd(o.get("cost_per_1k_queries_usd"))])
     corpus, goldset = manifest.get("corpus", {}), manifest.get("goldset", {})
@@ -135,7 +136,7 @@ def _interval_pages(summary: dict, cis: dict) -> list[Figure]:
     pages = []
     for lo in range(0, len(metrics), 4):
         group = metrics[lo: lo + 4]
-        rows = [[c["id"], *(_with_ci(c["quality"][m], cis.get(c["id"], {}).get(m)) for m in group)]
+        rows = [[c["id"], *(with_ci(c["quality"][m], cis.get(c["id"], {}).get(m)) for m in group)]
                 for c in summary["candidates"]]
         pages += _table_pages("Bootstrap 95% intervals of the means",
                               "2,000 resamples of the questions (percentile method), the same resamples for every "
@@ -149,8 +150,8 @@ def _head_to_head_pages(h2h: dict) -> list[Figure]:
               "randomisation p", "rank-biserial", "Cohen's dz"]
     rows = []
     for metric, m in h2h["metrics"].items():
-        rows.append([metric, f"{m['wins']} / {m['ties']} / {m['losses']}", _with_ci(m["mean_a"], m["ci_a"]),
-                     _with_ci(m["mean_b"], m["ci_b"]), _p(m["wilcoxon_p_holm"]), _p(m["t_p_holm"]),
+        rows.append([metric, f"{m['wins']} / {m['ties']} / {m['losses']}", with_ci(m["mean_a"], m["ci_a"]),
+                     with_ci(m["mean_b"], m["ci_b"]), _p(m["wilcoxon_p_holm"]), _p(m["t_p_holm"]),
                      _p(m["randomisation_p_holm"]), f"{m['rank_biserial']:+.2f}", f"{m['cohens_dz']:+.2f}"])
     fr = h2h["first_relevant_rank"]
     lead = (f"A = {h2h['a']}  vs  B = {h2h['b']}, {h2h['n_questions']} questions. First relevant rank: A better on "
@@ -159,7 +160,7 @@ def _head_to_head_pages(h2h: dict) -> list[Figure]:
     pages = _table_pages("Head to head: the two best candidates", lead, header, rows,
                          widths=[0.1, 0.12, 0.15, 0.15, 0.08, 0.08, 0.1, 0.08, 0.08])
     if h2h.get("disagreements"):
-        rows = [[d["question_id"], _rank(d["rank_a"]), _rank(d["rank_b"]), _clip(d["question"], 90)]
+        rows = [[d["question_id"], rank(d["rank_a"]), rank(d["rank_b"]), _clip(d["question"], 90)]
                 for d in h2h["disagreements"]]
         pages += _table_pages("Head to head: where they disagree most",
                               f"First relevant rank of A = {h2h['a']} and B = {h2h['b']} (miss = none in depth).",
@@ -270,12 +271,6 @@ def _wtl(counts: dict) -> str:
     return f"{counts['wins']} / {counts['ties']} / {counts['losses']}"
 
 
-def _with_ci(value: float, ci) -> str:
-    if not ci or any(v != v for v in ci):
-        return f"{value:.3f}"
-    return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
-
-
 def _p95(ops: dict) -> float | None:
     parts = [ops.get("query_embed_ms_p95"), ops.get("search_ms_p95")]
     return None if all(p is None for p in parts) else sum(p or 0.0 for p in parts)
@@ -290,12 +285,7 @@ def _usd(value: float | None) -> str:
 
 
 def _p(value: float) -> str:
-    text = "<0.001" if value < 0.001 else f"{value:.3f}"
-    return text + (" *" if value < 0.05 else "")
-
-
-def _rank(rank: int | None) -> str:
-    return "miss" if rank is None else str(rank)
+    return p_value(value) + (" *" if value < 0.05 else "")
 
 
 def _clip(text: str, n: int) -> str:

@@ -10,6 +10,7 @@ from rich.table import Table
 from bench.costs import resolve_price
 from bench.embedders import MODELS
 from bench.metrics import metric_key
+from bench.report.formats import p_value, rank, with_ci
 
 
 def console(stderr: bool = False) -> Console:
@@ -168,8 +169,7 @@ def stats_tables(stats: dict, title: str) -> list[Table]:
 
 
 def _p(value: float) -> str:
-    text = "<0.001" if value < 0.001 else f"{value:.3f}"
-    return f"[bold]{text}[/]" if value < 0.05 else text
+    return f"[bold]{p_value(value)}[/]" if value < 0.05 else p_value(value)
 
 
 def pairs_table(pairs: list[dict], metric: str) -> Table:
@@ -202,8 +202,8 @@ def head_to_head_table(h2h: dict) -> Group:
                 "randomisation p", "rank-biserial", "Cohen's dz"):
         table.add_column(col, justify="left" if col == "metric" else "right")
     for metric, m in h2h["metrics"].items():
-        table.add_row(metric, f"{m['wins']}/{m['ties']}/{m['losses']}", _ci(m["mean_a"], m["ci_a"]),
-                      _ci(m["mean_b"], m["ci_b"]), _p(m["wilcoxon_p_holm"]), _p(m["t_p_holm"]),
+        table.add_row(metric, f"{m['wins']}/{m['ties']}/{m['losses']}", with_ci(m["mean_a"], m["ci_a"]),
+                      with_ci(m["mean_b"], m["ci_b"]), _p(m["wilcoxon_p_holm"]), _p(m["t_p_holm"]),
                       _p(m["randomisation_p_holm"]), f"{m['rank_biserial']:+.2f}", f"{m['cohens_dz']:+.2f}")
     table.caption = "p-values Holm-corrected across these metrics; bold: p < 0.05. " + h2h["advice"]
     table.caption_justify = "left"
@@ -214,16 +214,7 @@ def head_to_head_table(h2h: dict) -> Group:
         for col in ("question", "A", "B", "text"):
             worst.add_column(col, justify="right" if col in ("A", "B") else "left")
         for d in h2h["disagreements"]:
-            worst.add_row(d["question_id"], _rank(d["rank_a"]), _rank(d["rank_b"]), d["question"])
+            worst.add_row(d["question_id"], rank(d["rank_a"]), rank(d["rank_b"]), d["question"])
         parts.append(worst)
     return Group(*parts)
 
-
-def _ci(value: float, ci) -> str:
-    if not ci or any(v != v for v in ci):
-        return f"{value:.3f}"
-    return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
-
-
-def _rank(rank: int | None) -> str:
-    return "miss" if rank is None else str(rank)
