@@ -148,11 +148,11 @@ def report(run_ref: str, results: Path) -> None:
     """Recompute a stored run's metrics from its rankings (no model is loaded), show them, and
     write rank_matrix.csv, plots/, report.pdf and inspector.html again."""
     from bench import store
-    from bench.report.artifacts import write_reports
     from bench.report.recompute import recompute
     from bench.report.terminal import diagnostics_table, shootout_table
 
     summary, path, differences = recompute(run_ref, results)
+    from bench.report.artifacts import write_reports  # plotting libraries: only once the run is found
     out = _stdout()
     out.print(shootout_table(summary, title=f"{path.name}: recomputed from stored rankings"))
     out.print(diagnostics_table(summary))
