@@ -75,6 +75,7 @@ class Config:
     min_overlap: float = 0.5
     ndcg_gain: str = "exponential"
     batch_size: int = 64
+    latency_samples: int = 200  # single queries timed per model and index: the first N questions
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -148,7 +149,8 @@ class Config:
 
 
 _TOP_KEYS = {"corpus", "goldset", "results", "cache_dir", "models", "chunkers", "indexes", "k", "depth",
-             "min_overlap", "ndcg_gain", "batch_size", "model", "index", "exclude", "recommend_margin"}
+             "min_overlap", "ndcg_gain", "batch_size", "model", "index", "exclude", "recommend_margin",
+             "latency_samples"}
 _SPEC_FIELDS = {f.name for f in fields(ModelSpec)} - {"name", "params"}
 
 
@@ -216,6 +218,7 @@ def load_config(path: str | Path) -> Config:
         min_overlap=raw.get("min_overlap", 0.5),
         ndcg_gain=raw.get("ndcg_gain", "exponential"),
         batch_size=raw.get("batch_size", 64),
+        latency_samples=raw.get("latency_samples", 200),
         raw=raw,
     )
     _check_numbers(config, where)
@@ -245,6 +248,9 @@ def _check_numbers(config: Config, where: str) -> None:
     bs = config.batch_size
     if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1:
         raise BenchError(f"{where}: batch_size = {bs!r} must be a positive integer")
+    n = config.latency_samples
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise BenchError(f"{where}: latency_samples = {n!r} must be a positive integer; 200 is the default")
 
 
 def _string(raw: dict, key: str, where: str) -> str:

@@ -40,7 +40,6 @@ from bench.report import terminal
 from bench.retrievers import BM25Retriever, BuildStats, DenseRetriever, Retriever
 from bench.units import ChunkTable
 
-LATENCY_SAMPLES = 200  # single-query timings per candidate; the first N questions
 
 
 @dataclass
@@ -114,7 +113,7 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
         judgments = {name: judge(goldset, table, config.min_overlap) for name, table in tables.items()}
         summaries, records = [], []
         built: tuple[tuple[str, str, str], Retriever, BuildStats] | None = None
-        timed = [q.text for q in goldset.questions[:LATENCY_SAMPLES]]  # latency samples
+        timed = [q.text for q in goldset.questions[:config.latency_samples]]  # latency samples
         for cand in candidates:
             table = tables[cand.chunker]
             key = (cand.model, cand.chunker, cand.index)
@@ -130,7 +129,7 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
             cand_records, ops_figures = _run_candidate(cand, retriever, build, table, goldset,
                                                        judgments[cand.chunker], depth,
                                                        models.query_latency(cand.model, retriever, timed),
-                                                       config.price(cand.model))
+                                                       config.price(cand.model), config.latency_samples)
             summary = {"id": cand.id, "model": cand.model, "chunker": cand.chunker, "index": cand.index,
                        "search": cand.search, "rank": None,
                        **score_candidate(cand_records, k=config.k, depth=depth, gain=config.ndcg_gain,
@@ -309,7 +308,8 @@ class ModelPool:
 
 
 def _run_candidate(cand: Candidate, retriever: Retriever, build: BuildStats, table: ChunkTable, goldset: Goldset,
-                   judgments: list[Judgment], depth: int, query_latency: dict, price) -> tuple[list[dict], dict]:
+                   judgments: list[Judgment], depth: int, query_latency: dict, price,
+                   latency_samples: int) -> tuple[list[dict], dict]:
     questions = [q.text for q in goldset.questions]
     queries = retriever.encode(questions)
     doc_unit = goldset.unit != CHUNK
@@ -359,8 +359,8 @@ def _run_candidate(cand: Candidate, retriever: Retriever, build: BuildStats, tab
         **tokens,
         **_cost_figures(price, tokens, build, query_stats, getattr(retriever, "query_billed", None), len(table)),
         **query_latency,
-        **_search_latency(retriever, queries, min(len(questions), LATENCY_SAMPLES), depth),
-        "latency_samples": min(len(questions), LATENCY_SAMPLES),
+        **_search_latency(retriever, queries, min(len(questions), latency_samples), depth),
+        "latency_samples": min(len(questions), latency_samples),
         "peak_rss_mb": round(ops.peak_rss_mb(), 1),
     }
     if price.estimate and figures["query_embed_ms_mean"] is not None:

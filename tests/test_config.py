@@ -66,6 +66,8 @@ def test_override_k_is_validated(tmp_path, k):
     (lambda c: c.replace('goldset = "gold.jsonl"\n', ""), "missing setting 'goldset'"),
     (lambda c: c.replace("k = 3", 'k = 3\nindexes = ["flt"]'), "did you mean 'flat'"),
     (lambda c: c.replace("size = 24\noverlap = 4", "size = 24\nstride = 4"), "stride"),
+    (lambda c: c.replace("k = 3", "k = 3\nlatency_samples = 0"), "latency_samples = 0 must be a positive integer"),
+    (lambda c: c.replace("k = 3", "k = 3\nlatency_samples = true"), "latency_samples = True must be"),
 ])
 def test_bad_settings_say_what_to_fix(tmp_path, edit, message):
     with pytest.raises(BenchError, match=message):

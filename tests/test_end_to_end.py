@@ -223,3 +223,13 @@ def test_models_lists_without_loading_weights():
     result = run_cli("models")
     assert result.returncode == 0
     assert "minilm" in result.stdout and "bm25" in result.stdout and "384" in result.stdout
+
+
+def test_latency_is_sampled_on_the_configured_number_of_questions(tmp_path: Path):
+    config = write_project(tmp_path)
+    config.write_text(config.read_text().replace("k = 3", "k = 3\nlatency_samples = 4"))
+    result = run_cli("run", str(config))
+    assert result.returncode == 0, result.stderr
+    _, summary, _ = _load_run(finished_runs(tmp_path / "results")[0])
+    assert {c["ops"]["latency_samples"] for c in summary["candidates"]} == {4}
+    assert "the first 4 of 6 questions" in " ".join(result.stdout.split())

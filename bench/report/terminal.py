@@ -47,11 +47,18 @@ def shootout_table(summary: dict, title: str = "") -> Table:
         latency = f"{_num(opsf.get('query_embed_ms_p50'), '{:.1f}')}/{_num(opsf.get('query_embed_ms_p95'), '{:.1f}')}"
         table.add_row(str(c["rank"]), c["id"], *cells, str(opsf.get("n_chunks", "")), embed, latency,
                       _usd(opsf.get("index_cost_usd")), _usd(opsf.get("cost_per_1k_queries_usd")))
+    notes = []
+    sampled = {(c["ops"].get("latency_samples"), c.get("diagnostics", {}).get("n_questions"))
+               for c in summary["candidates"]}
+    notes += [f"latency timed on single queries: the first {n} of {total} questions (latency_samples)"
+              for n, total in sorted(sampled, key=str) if n and total and n < total]
     kept = {c["model"]: c["ops"].get("query_embed_measured") for c in summary["candidates"]
             if c["ops"].get("query_embed_from_cache")}
     if kept:
         when = ", ".join(f"{model} at {measured}" for model, measured in sorted(kept.items()))
-        table.caption = f"query latency timed earlier on this machine ({when}); --remeasure times it again"
+        notes.append(f"query latency timed earlier on this machine ({when}); --remeasure times it again")
+    if notes:
+        table.caption = "; ".join(notes)
         table.caption_justify = "left"
     return table
 
