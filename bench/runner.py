@@ -41,7 +41,6 @@ from bench.retrievers import BM25Retriever, BuildStats, DenseRetriever, Retrieve
 from bench.units import ChunkTable
 
 
-
 @dataclass
 class RunOutcome:
     path: Path
