@@ -152,9 +152,9 @@ def report(run_ref: str, results: Path) -> None:
     from bench.report.terminal import diagnostics_table, shootout_table
 
     summary, path, differences = recompute(run_ref, results)
-    from bench.report.artifacts import (
-        write_reports,  # plotting libraries: only once the run is found
-    )
+    # the plotting libraries load only once the run is found, so a wrong RUN fails at once
+    from bench.report.artifacts import write_reports
+
     out = _stdout()
     out.print(shootout_table(summary, title=f"{path.name}: recomputed from stored rankings"))
     out.print(diagnostics_table(summary))
