@@ -32,9 +32,14 @@ class Jobs:
         global _JOBS
         try:
             values = self._pending.get() if self._pending is not None else [_run(n) for n in self._names]
-        finally:
             if self._pool is not None:
                 self._pool.close()
+        except BaseException:  # a failed job or Ctrl-C: stop the other workers rather than wait for them
+            if self._pool is not None:
+                self._pool.terminate()
+            raise
+        finally:
+            if self._pool is not None:
                 self._pool.join()
             _JOBS = {}
         return dict(zip(self._names, values))
