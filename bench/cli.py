@@ -147,20 +147,19 @@ def chunk(config: Path) -> None:
 def report(run_ref: str, results: Path) -> None:
     """Recompute a stored run's metrics from its rankings (no model is loaded), show them, and
     write rank_matrix.csv, plots/, report.pdf and inspector.html again."""
-    from bench import store
     from bench.report.recompute import recompute
     from bench.report.terminal import diagnostics_table, shootout_table
 
-    summary, path, differences = recompute(run_ref, results)
+    summary, path, differences, records = recompute(run_ref, results)
     # the plotting libraries load only once the run is found, so a wrong RUN fails at once
     from bench.report.artifacts import write_reports
 
     out = _stdout()
     out.print(shootout_table(summary, title=f"{path.name}: recomputed from stored rankings"))
     out.print(diagnostics_table(summary))
-    _print_diagnosis(out, summary, store.load_jsonl(path / store.PER_QUESTION))
+    _print_diagnosis(out, summary, records)
     with _stderr().status("writing rank_matrix.csv, plots, report.pdf and inspector.html"):
-        written = write_reports(path, summary)
+        written = write_reports(path, summary, records)
     out.print(f"wrote {len(written.files)} files under {path} (report.pdf: {written.pdf_pages} pages)")
     if differences:
         click.echo(f"bench: warning: {len(differences)} figures differ from summary.json, e.g. {differences[0]}",

@@ -10,15 +10,11 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from bench import store
 from bench.errors import BenchError
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 HEADLINE = ("mrr", "recall", "ndcg", "hit_rate")
 SHORT = 12  # hex digits of a fingerprint shown to people: enough to tell corpora apart at a glance
@@ -240,40 +236,6 @@ def history_for_report(results: Path, summary: dict, manifest: dict, metric: str
                                             r.goldset_sha256)
                                  for r in runs if name in r.candidates.get(cid, {})])
             for cid in this.candidates]
-
-
-def trend_figure(points: list[TrendPoint], candidate: str, metric: str) -> Figure:
-    """A small line chart of one candidate's metric over runs; a dotted line where a fingerprint changed."""
-    # imported here so that `bench history` and `bench check` do not pay for matplotlib
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(6, 3), dpi=150, layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    ax.set_title(f"{metric} of {candidate} over {len(points)} runs", loc="left", fontsize=9)
-    ax.set_ylabel(metric, fontsize=8)
-    ax.tick_params(labelsize=7)
-    dates = [as_datetime(p.started) for p in points]
-    use_dates = all(dates)
-    xs = dates if use_dates else list(range(len(points)))
-    breaks = [i for i, (before, after) in enumerate(pairwise(points), start=1) if fingerprint_changed(before, after)]
-    for start, end in pairwise([0, *breaks, len(points)]):  # values across a break are not joined by a line
-        ax.plot(xs[start:end], [p.value for p in points[start:end]], marker="o", markersize=3, linewidth=1.2,
-                color="#1f77b4")
-    for i in breaks:
-        ax.axvline(xs[i - 1] + (xs[i] - xs[i - 1]) / 2, linestyle=":", color="0.35", linewidth=1)
-    if use_dates:
-        locator = AutoDateLocator()
-        ax.xaxis.set_major_locator(locator)
-        ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
-    else:
-        ax.set_xticks(xs, [p.run_id[:15] for p in points], rotation=30, ha="right")
-    if breaks:
-        ax.text(0.0, -0.28 if use_dates else -0.5, "dotted: corpus or goldset changed, values not comparable",
-                transform=ax.transAxes, fontsize=7, color="0.3")
-    return fig
 
 
 # --- two runs ------------------------------------------------------------------------------------------------

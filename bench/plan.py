@@ -29,16 +29,19 @@ class ChunkStats:
     char_sizes: dict[str, float]
 
 
+def _measure(table: ChunkTable) -> tuple[np.ndarray, np.ndarray]:
+    """Each chunk's size in cl100k tokens and in characters."""
+    return np.array([count_tokens(t) for t in table.texts], dtype=float), (table.end - table.start).astype(float)
+
+
 def chunk_stats(name: str, kind: str, table: ChunkTable) -> ChunkStats:
-    tokens = np.array([count_tokens(t) for t in table.texts], dtype=float)
-    chars = (table.end - table.start).astype(float)
+    tokens, chars = _measure(table)
     return ChunkStats(name, kind, len(table), int(tokens.sum()), int(chars.sum()), _sizes(tokens), _sizes(chars))
 
 
 def chunk_sizes(table: ChunkTable, bins: int = 30) -> dict:
     """What summary.json keeps of a chunking: counts, size quantiles and a token histogram."""
-    tokens = np.array([count_tokens(t) for t in table.texts], dtype=float)
-    chars = (table.end - table.start).astype(float)
+    tokens, chars = _measure(table)
     counts, edges = np.histogram(tokens, bins=bins) if len(tokens) else (np.zeros(0), np.zeros(0))
     return {"chunks": len(table), "tokens": int(tokens.sum()), "token_sizes": _sizes(tokens),
             "char_sizes": _sizes(chars),

@@ -6,7 +6,6 @@ folders pin the exact numbers (deltas, drops at and beyond the threshold).
 
 from __future__ import annotations
 
-import io
 import json
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -170,21 +169,6 @@ def test_history_cli_without_runs_and_with_half_a_trend(tmp_path: Path):
     for args in (["--metric", "mrr"], ["--candidate", "alpha"]):
         result = cli("history", "--results", tmp_path, *args)
         assert result.exit_code == 2 and "--candidate ID and --metric NAME" in result.stderr
-
-
-def test_trend_figure_marks_fingerprint_changes(results: Path):
-    make_run(results, "20260101T000000Z-aaaaaa", {"alpha": quality(mrr=0.4)})
-    make_run(results, "20260102T000000Z-aaaaaa", {"alpha": quality(mrr=0.5)})
-    make_run(results, "20260103T000000Z-aaaaaa", {"alpha": quality(mrr=0.6)}, corpus=CORPUS_B)
-    points = history.trend(results, "alpha", "mrr")
-    fig = history.trend_figure(points, "alpha", "mrr@5")
-    assert tuple(fig.get_size_inches()) == (6, 3)
-    [ax] = fig.axes
-    dotted = [line for line in ax.get_lines() if line.get_linestyle() == ":"]
-    assert len(dotted) == 1
-    solid = [list(line.get_ydata()) for line in ax.get_lines() if line.get_linestyle() != ":"]
-    assert solid == [[0.4, 0.5], [0.6]]  # no line joins values across the change
-    fig.savefig(io.BytesIO(), format="png")
 
 
 def test_history_for_report_keeps_runs_up_to_this_one_with_the_same_fingerprints(results: Path):

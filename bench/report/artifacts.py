@@ -59,9 +59,7 @@ def write_reports(run: Path, summary: dict | None = None, records: list[dict] | 
     files.append(run / STATISTICS)
     stats["diagnosis"] = diagnosis
     rendered = {name.removeprefix("plot:"): value for name, value in done.items() if name.startswith("plot:")}
-    for name, (_, png) in rendered.items():
-        store.write_atomic(run / PLOTS / plots.FILES[name], png)
-        files.append(run / PLOTS / plots.FILES[name])
+    files += [plots.save(run / PLOTS, name, png) for name, (_, png) in rendered.items()]
     pages = write_pdf(run / PDF, summary, manifest, rendered, stats)
     files.append(run / PDF)
     return Written(files, pages)

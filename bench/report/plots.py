@@ -685,9 +685,8 @@ _BUILDERS = {  # name → figure from (summary, records, rank_matrix); the costl
 
 
 def figures(summary: dict, records: list[dict], rank_matrix: tuple | None = None) -> dict[str, Figure]:
-    """Every plot of a run by name (the keys of ``FILES``); ``rank_matrix`` = (questions, candidates, matrix)."""
-    return {name: build(summary, records, rank_matrix) for name, build in _BUILDERS.items()
-            if name != "rank_matrix" or rank_matrix is not None}
+    """Every plot of a run by name, as figures to inspect or draw elsewhere."""
+    return {name: _BUILDERS[name](summary, records, rank_matrix) for name in names(rank_matrix)}
 
 
 def drawn(name: str, summary: dict, records: list[dict], rank_matrix: tuple | None = None) -> tuple[str, bytes]:
@@ -714,17 +713,13 @@ def png_bytes(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def save_pngs(folder: Path, figs: dict[str, Figure]) -> dict[str, Path]:
-    """Write each figure atomically as ``folder/<name>.png``; returns name → path."""
-    folder.mkdir(parents=True, exist_ok=True)
-    written = {}
-    for name, fig in figs.items():
-        path = folder / FILES.get(name, f"{name}.png")
-        store.write_atomic(path, png_bytes(fig))
-        written[name] = path
-    return written
+def save(folder: Path, name: str, png: bytes) -> Path:
+    """Write one drawn plot atomically as ``folder/<file name>``."""
+    path = folder / FILES[name]
+    store.write_atomic(path, png)
+    return path
 
 
 def write_plots(folder: Path, summary: dict, records: list[dict], rank_matrix: tuple | None = None) -> dict[str, Path]:
     """Render and save every plot of a run under ``folder`` (created); returns name → path."""
-    return save_pngs(folder, figures(summary, records, rank_matrix))
+    return {name: save(folder, name, drawn(name, summary, records, rank_matrix)[1]) for name in names(rank_matrix)}

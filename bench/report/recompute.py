@@ -9,8 +9,9 @@ from bench import store
 from bench.evaluate import rank_candidates, recommendation, score_candidate
 
 
-def recompute(run_ref: str, results: Path) -> tuple[dict, Path, list[str]]:
-    """The summary recomputed from per_question.jsonl, the run folder, and every figure that differs."""
+def recompute(run_ref: str, results: Path) -> tuple[dict, Path, list[str], list[dict]]:
+    """The summary recomputed from per_question.jsonl, the run folder, every figure that differs, and
+    the stored records (so callers need not read the file again)."""
     path = store.find_run(run_ref, results)
     stored = store.load_json(path / store.SUMMARY)
     records = store.load_jsonl(path / store.PER_QUESTION)
@@ -28,7 +29,7 @@ def recompute(run_ref: str, results: Path) -> tuple[dict, Path, list[str]]:
     if "recommendation" in stored:
         summary["recommendation"] = recommendation(ranked, k, stored["recommendation"]["margin"])
     differences = _differences(stored, summary) + _record_differences(records, by_candidate)
-    return summary, path, differences
+    return summary, path, differences, records
 
 
 def _differences(a, b, where: str = "summary") -> list[str]:
