@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from bench.embedders import Embedder
+from bench.engines import Engine, LocalEngine
 from bench.errors import PartialEmbeddingError
 
 _LOOKUP_BATCH = 500
@@ -91,8 +92,10 @@ class EmbeddingCache:
         role: str,
         batch_size: int = 64,
         progress: Callable[[int], None] | None = None,
+        engine: Engine | None = None,
     ) -> tuple[np.ndarray, EmbedStats]:
-        """Vectors for ``texts`` (rows in order), embedding only those not cached yet."""
+        """Vectors for ``texts`` (rows in order), embedding only those not cached yet, on ``engine``
+        (this process by default)."""
         dims = embedder.dims
         out = np.zeros((len(texts), dims), dtype=np.float32)
         keys = [text_key(role, t) for t in texts]
@@ -109,13 +112,19 @@ class EmbeddingCache:
             if progress and stats.cached:
                 progress(stats.cached)
             todo = list(missing)
-            for lo in range(0, len(todo), batch_size):
-                batch = todo[lo: lo + batch_size]
+            keys_of = [todo[lo: lo + batch_size] for lo in range(0, len(todo), batch_size)]
+            batches = _Batches(keys_of, missing, texts)
+            done = (engine or LocalEngine()).embed_batches(embedder, batches, role)
+            while True:
                 try:
-                    vectors = embedder.embed([texts[missing[k][0]] for k in batch], role)
+                    i, vectors = next(done)
+                except StopIteration:
+                    break
                 except PartialEmbeddingError as partial:  # keep what the API already answered (and billed)
-                    self._store(db, [batch[i] for i in partial.positions.tolist()], partial.vectors, dims)
+                    batch = keys_of[batches.last]  # the batch the engine was embedding
+                    self._store(db, [batch[j] for j in partial.positions.tolist()], partial.vectors, dims)
                     raise
+                batch = keys_of[i]
                 self._store(db, batch, vectors, dims)
                 for key, vec in zip(batch, vectors):
                     out[missing[key]] = vec
@@ -185,18 +194,35 @@ class EmbeddingCache:
         return found
 
 
+class _Batches(Sequence):
+    """The texts of each batch, read when an engine asks for it (``last`` is the latest asked for)."""
+
+    def __init__(self, keys_of: list[list[bytes]], rows: dict[bytes, list[int]], texts) -> None:
+        self.keys_of, self.rows, self.texts, self.last = keys_of, rows, texts, 0
+
+    def __len__(self) -> int:
+        return len(self.keys_of)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        self.last = i
+        return [self.texts[self.rows[k][0]] for k in self.keys_of[i]]
+
+
 class NoCache(EmbeddingCache):
     """Embeds everything every time (``--no-cache``)."""
 
     def __init__(self) -> None:
         super().__init__(Path())
 
-    def embed(self, embedder, texts, role, batch_size=64, progress=None):
+    def embed(self, embedder, texts, role, batch_size=64, progress=None, engine=None):
         out = np.zeros((len(texts), embedder.dims), dtype=np.float32)
-        for lo in range(0, len(texts), batch_size):
-            out[lo: lo + batch_size] = embedder.embed(texts[lo: lo + batch_size], role)
+        batches = [list(texts[lo: lo + batch_size]) for lo in range(0, len(texts), batch_size)]
+        for i, vectors in (engine or LocalEngine()).embed_batches(embedder, batches, role):
+            out[i * batch_size: i * batch_size + len(vectors)] = vectors
             if progress:
-                progress(min(batch_size, len(texts) - lo))
+                progress(len(vectors))
         return out, EmbedStats(embedded=len(texts))
 
     def count_tokens(self, embedder, texts):

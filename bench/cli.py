@@ -64,8 +64,11 @@ def main() -> None:
 @click.option("--skip", multiple=True, metavar="PATTERN", help="Leave out candidates whose id matches (glob).")
 @click.option("--dry-run", is_flag=True, help="Show the grid, token counts and estimated cost; embed nothing.")
 @click.option("--allow-unlocked", is_flag=True, help="Run even if the goldset or corpus changed since its lock.")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where corpus embedding runs: this process, or Ray (local, or the cluster in $RAY_ADDRESS).")
 def run(config: Path, k: int | None, results: Path | None, cache_dir: Path | None, no_cache: bool,
-        no_report: bool, remeasure: bool, only: tuple[str, ...], skip: tuple[str, ...], dry_run: bool, allow_unlocked: bool) -> None:
+        no_report: bool, remeasure: bool, only: tuple[str, ...], skip: tuple[str, ...], dry_run: bool,
+        allow_unlocked: bool, engine: str) -> None:
     """Run the shootout described by CONFIG (default bench.toml)."""
     from bench.config import load_config
     from bench.report.terminal import diagnostics_table, shootout_table
@@ -81,7 +84,8 @@ def run(config: Path, k: int | None, results: Path | None, cache_dir: Path | Non
     from bench.runner import run_shootout
 
     outcome = run_shootout(cfg, _stderr(), use_cache=not no_cache, allow_unlocked=allow_unlocked,
-                           only=only, skip=skip, remeasure=remeasure, reports=not no_report)
+                           only=only, skip=skip, remeasure=remeasure, reports=not no_report,
+                           engine=engine)
     out = _stdout()
     out.print(shootout_table(outcome.summary))
     out.print(diagnostics_table(outcome.summary))

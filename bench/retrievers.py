@@ -16,6 +16,7 @@ import numpy as np
 from bench.cache import EmbeddingCache, EmbedStats
 from bench.costs import hourly_usd
 from bench.embedders import PASSAGE, QUERY, Embedder, ModelSpec, load_embedder
+from bench.engines import Engine
 from bench.index import IndexSpec, exact_top, index_bytes, recall_against_exact
 from bench.units import ChunkTable
 
@@ -74,8 +75,9 @@ def top_n(scores: np.ndarray, tie_order: np.ndarray, n: int) -> np.ndarray:
 
 class DenseRetriever:
     def __init__(self, spec: ModelSpec, index_spec: IndexSpec, cache: EmbeddingCache, batch_size: int = 64,
-                 embedder: Embedder | None = None) -> None:
+                 embedder: Embedder | None = None, engine: Engine | None = None) -> None:
         self.spec = spec
+        self.engine = engine
         self.index_spec = index_spec
         self.cache = cache
         self.batch_size = batch_size
@@ -85,7 +87,8 @@ class DenseRetriever:
         self.tie_order = table.tie_order
         t0 = time.perf_counter()
         billed_before = getattr(self.embedder, "billed_tokens", None)
-        self.vectors, embed_stats = self.cache.embed(self.embedder, table.texts, PASSAGE, self._call_size, progress)
+        self.vectors, embed_stats = self.cache.embed(self.embedder, table.texts, PASSAGE, self._call_size, progress,
+                                                         engine=self.engine)
         billed = None if billed_before is None else self.embedder.billed_tokens - billed_before
         t1 = time.perf_counter()
         self.index, factory = self.index_spec.build_resolved(self.vectors)

@@ -29,6 +29,7 @@ from bench.config import Candidate, Config
 from bench.corpus import Corpus, load_corpus
 from bench.embedders import PASSAGE, Embedder, load_embedder
 from bench.embedders.static import needs_distillation
+from bench.engines import Engine, LocalEngine, make_engine
 from bench.errors import BenchError
 from bench.evaluate import rank_candidates, recommendation, score_candidate
 from bench.goldset import CHUNK, Goldset, load_goldset
@@ -72,13 +73,14 @@ def _terminate_as_interrupt() -> Iterator[None]:
 @_terminate_as_interrupt()
 def run_shootout(config: Config, console: Console | None = None, use_cache: bool = True,
                  allow_unlocked: bool = False, only: tuple[str, ...] = (), skip: tuple[str, ...] = (),
-                 remeasure: bool = False, reports: bool = True) -> RunOutcome:
+                 remeasure: bool = False, reports: bool = True, engine: str = "local") -> RunOutcome:
     """Index the corpus under every candidate, ask every question, write results/<run_id>/.
 
     A goldset whose lock no longer matches (goldset or corpus changed) is refused unless
     ``allow_unlocked``; a goldset with no lock runs with a warning. The manifest says which.
     ``remeasure`` times query encoding again even where this machine's timings are cached.
     ``reports`` writes plots, report.pdf and inspector.html once the results are safely in place.
+    ``engine`` says where corpus embedding runs (see ``bench.engines``).
     """
     console = console or terminal.console(stderr=True)
     started = datetime.now(timezone.utc)
@@ -100,7 +102,8 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
     root = paths.cache_root(config.cache_dir, config.cache_override)
     cache = EmbeddingCache(paths.embeddings_dir(root)) if use_cache else NoCache()
     models = ModelPool(config, cache, paths.models_dir(root), console, remeasure=remeasure,
-                       measured_at=started.isoformat(timespec="seconds"))
+                       measured_at=started.isoformat(timespec="seconds"),
+                       engine=make_engine(engine, paths.models_dir(root), config.batch_size))
     console.print(
         f"[bold]bench run[/] {run_id}: {len(corpus)} documents, {len(goldset.questions)} questions "
         f"({goldset.unit} unit), {len(candidates)} candidates, k={config.k}"
@@ -159,6 +162,7 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
             "peak_rss_mb": round(ops.peak_rss_mb(), 1),
             "prices": {name: vars(config.price(name)) for name in config.models},
             "percentile_method": ops.PERCENTILE_METHOD,
+            "engine": engine,
         }
         store.write_jsonl(staging / store.PER_QUESTION, records)
         store.write_jsonl(staging / store.TEXTS, store.referenced_texts(records, corpus))
@@ -253,9 +257,10 @@ class ModelPool:
     """Loads each model's weights once per run and hands out retrievers over the shared cache."""
 
     def __init__(self, config: Config, cache: EmbeddingCache, models_dir: Path, console: Console,
-                 remeasure: bool = False, measured_at: str = "") -> None:
+                 remeasure: bool = False, measured_at: str = "", engine: Engine | None = None) -> None:
         self.config, self.cache, self.models_dir, self.console = config, cache, models_dir, console
         self.remeasure, self.measured_at = remeasure, measured_at
+        self.engine = engine or LocalEngine()
         self._embedders: dict[str, Embedder] = {}
         self._latency: dict[str, dict] = {}
 
@@ -303,7 +308,7 @@ class ModelPool:
         if spec.lexical:
             return BM25Retriever(spec)
         return DenseRetriever(spec, self.config.index(cand.index), self.cache, self.config.batch_size,
-                              embedder=self.embedder(cand.model))
+                              embedder=self.embedder(cand.model), engine=self.engine)
 
 
 def _run_candidate(cand: Candidate, retriever: Retriever, build: BuildStats, table: ChunkTable, goldset: Goldset,
