@@ -36,6 +36,8 @@ _INTEGER_PARAMS = {"nlist", "m", "nbits", "efConstruction", "nprobe", "efSearch"
 _PROBE_DIMS = (768, 384, 1024, 1536, 20160)  # dims tried when checking a factory string before any vectors exist
 _PROBE_N = 100_000
 _TABLE_KEYS = ("factory", "build", "search", "description")
+ADD_BLOCK = 262_144  # vectors handed to FAISS per add(): bounds the copy of a memory-mapped table
+TRAIN_MAX = 200_000  # vectors a quantizer (IVF, PQ, SQ) is trained on at most
 
 
 # --- numbers that adapt to the corpus -------------------------------------------------------------------
@@ -101,7 +103,6 @@ class IndexSpec:
         """``(index, factory)``: the built index and the factory string it was built from."""
         import faiss
 
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         n, dims = vectors.shape
         factory = self.resolve_factory(n, dims)
         params = dict(self.build_params)
@@ -119,8 +120,9 @@ class IndexSpec:
         _quiet_template_training(index, self.factory)
         try:
             if not index.is_trained:
-                index.train(vectors)
-            index.add(vectors)
+                index.train(_training_sample(vectors))
+            for lo in range(0, n, ADD_BLOCK):  # a memory-mapped table is read one block at a time
+                index.add(np.ascontiguousarray(vectors[lo: lo + ADD_BLOCK], dtype=np.float32))
         except RuntimeError as e:
             raise BenchError(f"index {self.name!r}: faiss could not build {factory!r} on {n} vectors of {dims} dims "
                              f"({_faiss_message(e)}); use {{nlist}}/{{m}}/{{nbits}} in the factory so the numbers "
@@ -157,6 +159,16 @@ def configure(index, params: Mapping[str, object], name: str = "") -> None:
             what = f"index {name!r}" if name else "index"
             raise BenchError(f"{what}: query parameter {key!r} does not apply to this index; "
                              f"use one of: {', '.join(_accepted_search_params(index)) or 'none'}") from None
+
+
+def _training_sample(vectors: np.ndarray) -> np.ndarray:
+    """All vectors, or a fixed random sample of ``TRAIN_MAX`` of them: k-means on a million
+    points costs far more than it gains over a few hundred thousand (FAISS samples too)."""
+    n = len(vectors)
+    if n <= TRAIN_MAX:
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+    rows = np.sort(np.random.default_rng(0).choice(n, TRAIN_MAX, replace=False))
+    return np.ascontiguousarray(vectors[rows], dtype=np.float32)
 
 
 def _quiet_template_training(index, template: str) -> None:
@@ -348,10 +360,11 @@ def _did_you_mean(word: str, known: Iterable[str]) -> str:
 
 # --- exact reference and sizes -------------------------------------------------------------------------
 
-def exact_top(vectors: np.ndarray, queries: np.ndarray, n: int, batch: int = 256) -> np.ndarray:
+def exact_top(vectors: np.ndarray, queries: np.ndarray, n: int, batch: int = 256,
+              block: int = 65_536) -> np.ndarray:
     """Brute-force inner-product top-``n`` ids per query (descending score, ties by lower id), int64
-    of shape (queries, min(n, len(vectors)))."""
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    of shape (queries, min(n, len(vectors))). Vectors are scanned ``block`` rows at a time, so a
+    memory-mapped table of millions of rows needs no more memory than one block of scores."""
     queries = np.ascontiguousarray(queries, dtype=np.float32)
     total = len(vectors)
     n = min(n, total)
@@ -359,17 +372,28 @@ def exact_top(vectors: np.ndarray, queries: np.ndarray, n: int, batch: int = 256
     if n == 0:
         return out
     for start in range(0, len(queries), batch):
-        scores = queries[start:start + batch] @ vectors.T
-        if n < total:
-            cut = np.partition(scores, total - n, axis=1)[:, total - n]
-        for row, row_scores in enumerate(scores):
-            if n < total:
-                candidates = np.flatnonzero(row_scores >= cut[row])  # keeps everything tied with the n-th
-            else:
-                candidates = np.arange(total)
-            order = np.lexsort((candidates, -row_scores[candidates]))[:n]
-            out[start + row] = candidates[order]
+        q = queries[start:start + batch]
+        kept_ids: list[list[np.ndarray]] = [[] for _ in range(len(q))]
+        kept_scores: list[list[np.ndarray]] = [[] for _ in range(len(q))]
+        for lo in range(0, total, block):
+            part = np.ascontiguousarray(vectors[lo: lo + block], dtype=np.float32)
+            scores = q @ part.T
+            for row, (ids, row_scores) in enumerate(zip(_top_with_ties(scores, n), scores)):
+                kept_ids[row].append(ids + lo)
+                kept_scores[row].append(row_scores[ids])
+        for row in range(len(q)):
+            ids, scores = np.concatenate(kept_ids[row]), np.concatenate(kept_scores[row])
+            out[start + row] = ids[np.lexsort((ids, -scores))[:n]]
     return out
+
+
+def _top_with_ties(scores: np.ndarray, n: int) -> list[np.ndarray]:
+    """Per row, the columns scoring at least its n-th best (everything tied with it kept)."""
+    width = scores.shape[1]
+    if n >= width:
+        return [np.arange(width)] * len(scores)
+    cut = np.partition(scores, width - n, axis=1)[:, width - n]
+    return [np.flatnonzero(row >= c) for row, c in zip(scores, cut)]
 
 
 def recall_against_exact(approx_ids, exact_ids) -> float:

@@ -7,6 +7,9 @@ import os
 import platform
 import resource
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -38,6 +41,32 @@ def peak_rss_mb() -> float:
     """Peak resident memory of this process so far (the kernel's high-water mark)."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def rss_mb() -> float:
+    """Resident memory of this process now."""
+    import psutil
+
+    return psutil.Process().memory_info().rss / 2**20
+
+
+class Phases:
+    """Wall time and memory of each step of a run, in the order they ran (manifest ``phases``)."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict] = []
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(name, time.perf_counter() - t0)
+
+    def add(self, name: str, seconds: float) -> None:
+        self.rows.append({"phase": name, "seconds": round(seconds, 3), "rss_mb": round(rss_mb(), 1),
+                          "peak_rss_mb": round(peak_rss_mb(), 1)})
 
 
 def versions() -> dict[str, str | None]:

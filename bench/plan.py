@@ -14,7 +14,7 @@ from bench import costs
 from bench.config import Candidate, Config
 from bench.corpus import Corpus
 from bench.goldset import Goldset
-from bench.tokens import count_tokens
+from bench.tokens import count_tokens, count_tokens_each
 from bench.units import ChunkTable
 
 
@@ -31,7 +31,7 @@ class ChunkStats:
 
 def _measure(table: ChunkTable) -> tuple[np.ndarray, np.ndarray]:
     """Each chunk's size in cl100k tokens and in characters."""
-    return np.array([count_tokens(t) for t in table.texts], dtype=float), (table.end - table.start).astype(float)
+    return count_tokens_each(table.iter_texts()).astype(float), (table.end - table.start).astype(float)
 
 
 def chunk_stats(name: str, kind: str, table: ChunkTable) -> ChunkStats:
@@ -91,7 +91,7 @@ def plan(config: Config, candidates: list[Candidate], tables: dict[str, ChunkTab
          ) -> list[PlannedCandidate]:
     """Token counts are cl100k tokens: the billing unit of OpenAI models, an estimate for others."""
     question_tokens = sum(count_tokens(q.text) for q in goldset.questions)
-    corpus_tokens = {name: sum(count_tokens(t) for t in table.texts) for name, table in tables.items()}
+    corpus_tokens = {name: int(count_tokens_each(table.iter_texts()).sum()) for name, table in tables.items()}
     planned = []
     for cand in candidates:
         table = tables.get(cand.chunker)

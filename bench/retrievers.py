@@ -5,7 +5,6 @@ Rankings are deterministic: equal scores are ordered by unit id (``ChunkTable.ti
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,11 +12,12 @@ from typing import Protocol
 
 import numpy as np
 
-from bench.cache import EmbeddingCache, EmbedStats
+from bench.cache import EmbeddingCache, EmbedStats, drop_pages
 from bench.costs import hourly_usd
 from bench.embedders import PASSAGE, QUERY, Embedder, ModelSpec, load_embedder
 from bench.engines import Engine
 from bench.index import IndexSpec, exact_top, index_bytes, recall_against_exact
+from bench.lexical import BM25Index, Tokenizer
 from bench.units import ChunkTable
 
 # Extra neighbours fetched from FAISS so ties at the cut-off are ordered by unit id, not by
@@ -92,6 +92,7 @@ class DenseRetriever:
         billed = None if billed_before is None else self.embedder.billed_tokens - billed_before
         t1 = time.perf_counter()
         self.index, factory = self.index_spec.build_resolved(self.vectors)
+        drop_pages(self.vectors)
         t2 = time.perf_counter()
         self.query_stats = EmbedStats()
         return BuildStats(dims=self.vectors.shape[1], embed_seconds=t1 - t0, index_build_seconds=t2 - t1,
@@ -127,6 +128,7 @@ class DenseRetriever:
             return None
         approx = [units for units, _ in self.search(queries, n)]
         exact = exact_top(self.vectors, np.asarray(queries, dtype=np.float32), min(n, len(self.vectors)))
+        drop_pages(self.vectors)
         return recall_against_exact(approx, exact)
 
     def search(self, queries: np.ndarray, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -144,39 +146,24 @@ class DenseRetriever:
         return (self.vectors[chunks] @ queries[q]).astype(np.float64)
 
 
-_WORD = re.compile(r"\w+")
-
-
 class BM25Retriever:
-    """bm25s (Lucene BM25, k1=1.5, b=0.75) over lower-cased words minus English stopwords.
+    """Lucene BM25 (k1=1.5, b=0.75, bm25s's scores) over lower-cased words minus English stopwords.
 
     Only chunks sharing at least one term with the question are retrieved, as in any
     inverted index; so a ranking may be shorter than asked.
     """
 
     def __init__(self, spec: ModelSpec) -> None:
-        from bm25s.stopwords import STOPWORDS_EN
-
         self.spec = spec
-        self.stopwords = frozenset(STOPWORDS_EN)
-
-    def _tokens(self, text: str) -> list[str]:
-        return [w for w in _WORD.findall(text.lower()) if w not in self.stopwords]
+        self._tokens = Tokenizer()
 
     def build(self, table: ChunkTable, progress=None) -> BuildStats:
-        import bm25s
-
         self.tie_order = table.tie_order
         t0 = time.perf_counter()
-        corpus = []
-        for text in table.texts:
-            corpus.append(self._tokens(text))
-        if progress:
-            progress(len(corpus))
-        self.bm25 = bm25s.BM25()
-        self.bm25.index(corpus, show_progress=False)
+        self.bm25 = BM25Index()
+        self.bm25.build(map(self._tokens, table.iter_texts()), progress)
         elapsed = time.perf_counter() - t0
-        return BuildStats(dims=None, embed_seconds=0.0, index_build_seconds=elapsed)
+        return BuildStats(dims=None, embed_seconds=0.0, index_build_seconds=elapsed, index_bytes=self.bm25.nbytes)
 
     def encode(self, questions: list[str]) -> list[list[str]]:
         return [self._tokens(q) for q in questions]
@@ -190,9 +177,7 @@ class BM25Retriever:
         return None  # BM25 scores every matching chunk: it is exact
 
     def _all_scores(self, tokens: list[str]) -> np.ndarray:
-        if not tokens:
-            return np.zeros(len(self.tie_order))
-        return np.asarray(self.bm25.get_scores(tokens), dtype=np.float64)
+        return self.bm25.scores(tokens).astype(np.float64)
 
     def search(self, queries: list[list[str]], n: int) -> list[tuple[np.ndarray, np.ndarray]]:
         results = []

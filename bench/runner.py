@@ -84,9 +84,13 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
     """
     console = console or terminal.console(stderr=True)
     started = datetime.now(timezone.utc)
-    corpus = load_corpus(config.corpus)
-    goldset = load_goldset(config.goldset, corpus)
-    lock = check_lock(goldset, corpus)
+    phases = ops.Phases()
+    with phases("load corpus"):
+        corpus = load_corpus(config.corpus)
+    with phases("load goldset"):
+        goldset = load_goldset(config.goldset, corpus)
+    with phases("check lock"):
+        lock = check_lock(goldset, corpus)
     if lock.problem and not allow_unlocked:
         raise BenchError(lock.problem)
     if not lock.locked and not lock.problem:
@@ -111,8 +115,9 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
 
     with store.run_folder(config.results, run_id) as staging, _progress(console) as progress:
         needed = {c.chunker for c in candidates}
-        tables = _chunk_all(config, corpus, progress, models, needed)
-        judgments = {name: judge(goldset, table, config.min_overlap) for name, table in tables.items()}
+        tables = _chunk_all(config, corpus, progress, models, needed, phases)
+        with phases("judge relevance"):
+            judgments = {name: judge(goldset, table, config.min_overlap) for name, table in tables.items()}
         summaries, records = [], []
         built: tuple[tuple[str, str, str], Retriever, BuildStats] | None = None
         timed = [q.text for q in goldset.questions[:config.latency_samples]]  # latency samples
@@ -124,26 +129,31 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
                 retriever = models.retriever(cand)
                 verb = "indexing" if config.model(cand.model).lexical else "embedding"
                 task = progress.add_task(f"{verb} {cand.model}/{cand.chunker}/{cand.index}", total=len(table))
+                t0 = time.perf_counter()
                 built = (key, retriever, retriever.build(table, lambda n, t=task: progress.advance(t, n)))
+                _record_build(phases, "/".join(key), built[2], time.perf_counter() - t0)
                 _warn_truncation(console, cand, config.model(cand.model).max_tokens, built[2])
             _, retriever, build = built
             retriever.set_search(_search_params(config, cand))
+            with phases(f"time queries {cand.model}"):
+                latency = models.query_latency(cand.model, retriever, timed)
             cand_records, ops_figures = _run_candidate(cand, retriever, build, table, goldset,
-                                                       judgments[cand.chunker], depth,
-                                                       models.query_latency(cand.model, retriever, timed),
-                                                       config.price(cand.model), config.latency_samples)
+                                                       judgments[cand.chunker], depth, latency,
+                                                       config.price(cand.model), config.latency_samples, phases)
+            with phases(f"score {cand.id}"):
+                scored = score_candidate(cand_records, k=config.k, depth=depth, gain=config.ndcg_gain,
+                                         unit=goldset.unit, min_overlap=config.min_overlap)
             summary = {"id": cand.id, "model": cand.model, "chunker": cand.chunker, "index": cand.index,
-                       "search": cand.search, "rank": None,
-                       **score_candidate(cand_records, k=config.k, depth=depth, gain=config.ndcg_gain,
-                                         unit=goldset.unit, min_overlap=config.min_overlap),
-                       "ops": ops_figures}
+                       "search": cand.search, "rank": None, **scored, "ops": ops_figures}
             summaries.append(summary)
             records.extend(cand_records)
         ranked = rank_candidates(summaries, config.k)
+        with phases("measure chunk sizes"):
+            sizes = {name: chunk_sizes(table) for name, table in tables.items()}
         summary_doc = {"k": config.k, "depth": depth, "unit": goldset.unit, "ndcg_gain": config.ndcg_gain,
                        "min_overlap": config.min_overlap, "candidates": ranked,
                        "recommendation": recommendation(ranked, config.k, config.recommend_margin),
-                       "chunkers": {name: chunk_sizes(table) for name, table in tables.items()}}
+                       "chunkers": sizes}
         manifest = {
             "run_id": run_id,
             "bench_version": __version__,
@@ -163,18 +173,24 @@ def run_shootout(config: Config, console: Console | None = None, use_cache: bool
             "prices": {name: vars(config.price(name)) for name in config.models},
             "percentile_method": ops.PERCENTILE_METHOD,
             "engine": engine,
+            "phases": phases.rows,
         }
-        store.write_jsonl(staging / store.PER_QUESTION, records)
-        store.write_jsonl(staging / store.TEXTS, store.referenced_texts(records, corpus))
-        store.write_json(staging / store.SUMMARY, summary_doc)
-        store.write_json(staging / store.MANIFEST, manifest)
+        with phases("write results"):
+            store.write_jsonl(staging / store.PER_QUESTION, records)
+            store.write_jsonl(staging / store.TEXTS, store.referenced_texts(records, corpus))
+            store.write_json(staging / store.SUMMARY, summary_doc)
+            manifest["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            manifest["peak_rss_mb"] = round(ops.peak_rss_mb(), 1)
+            store.write_json(staging / store.MANIFEST, manifest)
     path = config.results / run_id
     if reports:
         try:
             from bench.report.artifacts import write_reports
 
             with console.status("writing rank_matrix.csv, plots, report.pdf and inspector.html"):
+                t0 = time.perf_counter()
                 write_reports(path, summary_doc, records)
+                _record_reports(path, manifest, time.perf_counter() - t0)
         except KeyboardInterrupt:  # the results are whole already; only the reports are missing
             console.print(f"interrupted while writing reports; the results in {path} are complete: "
                           f"`bench report {path}` writes the reports")
@@ -188,15 +204,33 @@ def _progress(console: Console) -> Progress:
 
 
 def _chunk_all(config: Config, corpus: Corpus, progress: Progress, models: ModelPool,
-               needed: set[str]) -> dict[str, ChunkTable]:
+               needed: set[str], phases: ops.Phases) -> dict[str, ChunkTable]:
     tables = {}
     for spec in config.chunkers:
         if spec.name not in needed:
             continue
         task = progress.add_task(f"chunking {spec.name}", total=len(corpus))
         chunker = spec.build(embed=models.passage_embedding(spec.model) if spec.model else None)
-        tables[spec.name] = ChunkTable.chunk_corpus(corpus, chunker, lambda n, t=task: progress.advance(t, n))
+        with phases(f"chunk {spec.name}"):
+            tables[spec.name] = ChunkTable.chunk_corpus(corpus, chunker, lambda n, t=task: progress.advance(t, n))
     return tables
+
+
+def _record_build(phases: ops.Phases, name: str, build: BuildStats, seconds: float) -> None:
+    """A build as its parts: embedding (dense models), the index, and the rest (token counts)."""
+    if build.dims is not None:
+        phases.add(f"embed {name.rsplit('/', 1)[0]}", build.embed_seconds)
+    phases.add(f"index {name}", build.index_build_seconds)
+    rest = seconds - build.embed_seconds - build.index_build_seconds
+    if build.dims is not None:
+        phases.add(f"count tokens {name.rsplit('/', 1)[0]}", rest)
+
+
+def _record_reports(path: Path, manifest: dict, seconds: float) -> None:
+    """The reports come after the results are safe; their time joins the manifest's phases then."""
+    manifest["phases"].append({"phase": "reports", "seconds": round(seconds, 3), "rss_mb": round(ops.rss_mb(), 1),
+                               "peak_rss_mb": round(ops.peak_rss_mb(), 1)})
+    store.write_json(path / store.MANIFEST, manifest)
 
 
 def _cost_figures(price, tokens: dict, build: BuildStats, query_stats, query_billed: int | None,
@@ -313,29 +347,32 @@ class ModelPool:
 
 def _run_candidate(cand: Candidate, retriever: Retriever, build: BuildStats, table: ChunkTable, goldset: Goldset,
                    judgments: list[Judgment], depth: int, query_latency: dict, price,
-                   latency_samples: int) -> tuple[list[dict], dict]:
+                   latency_samples: int, phases: ops.Phases) -> tuple[list[dict], dict]:
     questions = [q.text for q in goldset.questions]
-    queries = retriever.encode(questions)
-    doc_unit = goldset.unit != CHUNK
-    rankings = _document_rankings(retriever, queries, table, depth) if doc_unit \
-        else retriever.search(queries, depth)
-    records = []
-    for qi, (question, judgment, (units, scores)) in enumerate(zip(goldset.questions, judgments, rankings)):
-        expected_scores = _expected_scores(retriever, queries, qi, judgment, table, doc_unit)
-        records.append({
-            "candidate": cand.id,
-            "question_id": question.id,
-            "question": question.text,
-            "tags": list(question.tags),
-            "ranking": _entries(units, scores, judgment.grade_of(units), table, doc_unit),
-            "expected": _entries(judgment.units, expected_scores, judgment.grades, table, doc_unit),
-            "evidence": [{"doc": e.doc, "start": e.start, "end": e.end, "grade": e.grade} for e in question.evidence],
-            "first_relevant_rank": None,
-            "metrics": {},
-            "diagnostics": {},
-        })
+    with phases(f"search {cand.id}"):
+        queries = retriever.encode(questions)
+        doc_unit = goldset.unit != CHUNK
+        rankings = _document_rankings(retriever, queries, table, depth) if doc_unit \
+            else retriever.search(queries, depth)
+    with phases(f"collect rankings {cand.id}"):
+        records = []
+        for qi, (question, judgment, (units, scores)) in enumerate(zip(goldset.questions, judgments, rankings)):
+            expected_scores = _expected_scores(retriever, queries, qi, judgment, table, doc_unit)
+            records.append({
+                "candidate": cand.id,
+                "question_id": question.id,
+                "question": question.text,
+                "tags": list(question.tags),
+                "ranking": _entries(units, scores, judgment.grade_of(units), table, doc_unit),
+                "expected": _entries(judgment.units, expected_scores, judgment.grades, table, doc_unit),
+                "evidence": [{"doc": e.doc, "start": e.start, "end": e.end, "grade": e.grade} for e in question.evidence],
+                "first_relevant_rank": None,
+                "metrics": {},
+                "diagnostics": {},
+            })
     query_stats = getattr(retriever, "query_stats", None)
-    recall = retriever.recall_against_exact(queries, depth)
+    with phases(f"recall vs exact {cand.id}"):
+        recall = retriever.recall_against_exact(queries, depth)
     tokens = {"index_tokens": None, "question_tokens_mean": None}
     if build.chunk_tokens is not None:
         tokens = ops.token_figures(build.chunk_tokens, retriever.spec.max_tokens)
@@ -343,6 +380,8 @@ def _run_candidate(cand: Candidate, retriever: Retriever, build: BuildStats, tab
         share = build.embed.embedded / len(table) if len(table) else 0.0
         tokens["tokens_per_second"] = round(tokens["index_tokens"] * share / build.embed_seconds, 1) \
             if build.embed.embedded and build.embed_seconds > 0 else None
+    with phases(f"time searches {cand.id}"):
+        search_latency = _search_latency(retriever, queries, min(len(questions), latency_samples), depth)
     figures = {
         "n_chunks": len(table),
         "dims": build.dims,
@@ -363,7 +402,7 @@ def _run_candidate(cand: Candidate, retriever: Retriever, build: BuildStats, tab
         **tokens,
         **_cost_figures(price, tokens, build, query_stats, getattr(retriever, "query_billed", None), len(table)),
         **query_latency,
-        **_search_latency(retriever, queries, min(len(questions), latency_samples), depth),
+        **search_latency,
         "latency_samples": min(len(questions), latency_samples),
         "peak_rss_mb": round(ops.peak_rss_mb(), 1),
     }
@@ -410,8 +449,8 @@ def _entries(units: np.ndarray, scores: np.ndarray, grades: np.ndarray, table: C
             out.append({"id": doc_id, "doc_id": doc_id, "start": start, "end": end,
                         "score": _score(score), "grade": int(grade)})
         else:
-            c = table.chunks[unit]
-            out.append({"id": c.id, "doc_id": c.doc_id, "start": c.start, "end": c.end,
+            out.append({"id": table.ids[unit], "doc_id": table.doc_ids[int(table.doc[unit])],
+                        "start": int(table.start[unit]), "end": int(table.end[unit]),
                         "score": _score(score), "grade": int(grade)})
     return out
 

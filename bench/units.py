@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cached_property
 
 import numpy as np
@@ -12,56 +12,97 @@ from bench.chunking import Chunk, Chunker
 from bench.corpus import Corpus
 
 
-@dataclass(frozen=True)
 class ChunkTable:
     """Every chunk of a corpus under one chunker, in document order then start offset.
 
     Row ``i`` of every array describes chunk ``i``; ``doc`` holds the document's ordinal in
     ``doc_ids``. ``tie_order`` is each chunk's position in unit-id order: ranking ties are
     broken by unit id, so results never depend on index internals.
+
+    Chunk texts are not kept: a chunk is ``document.text[start:end]``, sliced when it is read
+    (``texts``, ``iter_texts``, ``chunks``), so a table of millions of chunks is a few arrays.
     """
 
-    chunks: tuple[Chunk, ...]
-    doc_ids: tuple[str, ...]
-    doc: np.ndarray  # int32, per chunk
-    start: np.ndarray  # int64, per chunk
-    end: np.ndarray  # int64, per chunk
-    doc_first: np.ndarray  # int64, per document: index of its first chunk (len(chunks) if none)
-    doc_stop: np.ndarray  # int64, per document: one past its last chunk
+    def __init__(self, doc_ids: Sequence[str], doc: np.ndarray, start: np.ndarray, end: np.ndarray,
+                 ids: Sequence[str], document_text: Callable[[int], str], headings: Sequence[str] | None = None):
+        self.doc_ids = tuple(doc_ids)
+        self.doc = doc  # int32, per chunk
+        self.start = start  # int64, per chunk
+        self.end = end  # int64, per chunk
+        self.ids = ids
+        self.headings = headings  # markdown heading path per chunk, when the chunker gives one
+        self._document_text = document_text  # document ordinal -> its text
+        positions = np.arange(len(self.doc_ids))
+        self.doc_first = np.searchsorted(doc, positions, side="left").astype(np.int64)  # len(chunks) if none
+        self.doc_stop = np.searchsorted(doc, positions, side="right").astype(np.int64)
 
     @classmethod
     def build(cls, doc_ids: Iterable[str], chunks: Iterable[Chunk]) -> ChunkTable:
+        """A table of chunks given with their texts."""
         doc_ids = tuple(doc_ids)
         ordinal = {d: i for i, d in enumerate(doc_ids)}
-        chunks = tuple(sorted(chunks, key=lambda c: (ordinal[c.doc_id], c.start, c.end)))
-        doc = np.fromiter((ordinal[c.doc_id] for c in chunks), dtype=np.int32, count=len(chunks))
-        start = np.fromiter((c.start for c in chunks), dtype=np.int64, count=len(chunks))
-        end = np.fromiter((c.end for c in chunks), dtype=np.int64, count=len(chunks))
-        ids = np.arange(len(doc_ids))
-        doc_first = np.searchsorted(doc, ids, side="left").astype(np.int64)
-        doc_stop = np.searchsorted(doc, ids, side="right").astype(np.int64)
-        return cls(chunks, doc_ids, doc, start, end, doc_first, doc_stop)
+        chunks = sorted(chunks, key=lambda c: (ordinal[c.doc_id], c.start, c.end))
+        texts = [c.text for c in chunks]
+        table = cls(doc_ids,
+                    np.fromiter((ordinal[c.doc_id] for c in chunks), dtype=np.int32, count=len(chunks)),
+                    np.fromiter((c.start for c in chunks), dtype=np.int64, count=len(chunks)),
+                    np.fromiter((c.end for c in chunks), dtype=np.int64, count=len(chunks)),
+                    [c.id for c in chunks], _no_document_text, _headings(c.heading for c in chunks))
+        table.__dict__["_texts"] = texts
+        return table
 
     @classmethod
     def chunk_corpus(cls, corpus: Corpus, chunker: Chunker, progress=None) -> ChunkTable:
-        """Chunk every document; ``progress(n)`` is called after each document."""
-        chunks: list[Chunk] = []
-        for d in corpus.documents:
-            chunks.extend(chunker.chunk(d.id, d.text))
+        """Chunk every document, one at a time; ``progress(n)`` is called after each document."""
+        doc, start, end = array("i"), array("q"), array("q")
+        ids: list[str] = []
+        headings: list[str] = []
+        for ordinal, d in enumerate(corpus.documents):
+            chunks = sorted(chunker.chunk(d.id, d.text), key=lambda c: (c.start, c.end))
+            doc.extend([ordinal] * len(chunks))
+            start.extend(c.start for c in chunks)
+            end.extend(c.end for c in chunks)
+            ids.extend(c.id for c in chunks)
+            headings.extend(c.heading for c in chunks)
             if progress:
                 progress(1)
-        return cls.build((d.id for d in corpus.documents), chunks)
+        return cls(corpus.ids, np.frombuffer(doc, dtype=np.int32), np.frombuffer(start, dtype=np.int64),
+                   np.frombuffer(end, dtype=np.int64), ids, lambda i: corpus.at(i).text, _headings(headings))
 
     def __len__(self) -> int:
-        return len(self.chunks)
+        return len(self.ids)
 
-    @cached_property
-    def ids(self) -> list[str]:
-        return [c.id for c in self.chunks]
+    def text(self, i: int) -> str:
+        texts = self.__dict__.get("_texts")
+        if texts is not None:
+            return texts[i]
+        return self._document_text(int(self.doc[i]))[int(self.start[i]): int(self.end[i])]
 
-    @cached_property
-    def texts(self) -> list[str]:
-        return [c.text for c in self.chunks]
+    def iter_texts(self, lo: int = 0, hi: int | None = None) -> Iterator[str]:
+        """Chunk texts in table order, each document read once."""
+        hi = len(self) if hi is None else hi
+        texts = self.__dict__.get("_texts")
+        if texts is not None:
+            yield from texts[lo:hi]
+            return
+        doc, start, end = self.doc, self.start, self.end
+        i = lo
+        while i < hi:
+            d = int(doc[i])
+            text = self._document_text(d)
+            stop = min(hi, int(self.doc_stop[d]))
+            for j in range(i, stop):
+                yield text[int(start[j]): int(end[j])]
+            i = stop
+
+    @property
+    def texts(self) -> _Texts:
+        """Every chunk's text, read on demand (a sequence, not a list)."""
+        return _Texts(self)
+
+    @property
+    def chunks(self) -> _Chunks:
+        return _Chunks(self)
 
     @cached_property
     def tie_order(self) -> np.ndarray:
@@ -75,7 +116,58 @@ class ChunkTable:
         return range(int(self.doc_first[doc_ordinal]), int(self.doc_stop[doc_ordinal]))
 
 
-def _rank_of(ids: list[str]) -> np.ndarray:
+class _Texts(Sequence):
+    def __init__(self, table: ChunkTable) -> None:
+        self.table = table
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            lo, hi, step = i.indices(len(self))
+            return list(self.table.iter_texts(lo, hi))[::step] if step > 0 else [self[j] for j in range(lo, hi, step)]
+        return self.table.text(_index(i, len(self)))
+
+    def __iter__(self) -> Iterator[str]:
+        return self.table.iter_texts()
+
+
+class _Chunks(Sequence):
+    def __init__(self, table: ChunkTable) -> None:
+        self.table = table
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        i = _index(i, len(self))
+        t = self.table
+        return Chunk(t.ids[i], t.doc_ids[int(t.doc[i])], int(t.start[i]), int(t.end[i]), t.text(i),
+                     t.headings[i] if t.headings is not None else "")
+
+
+def _index(i: int, n: int) -> int:
+    if i < 0:
+        i += n
+    if not 0 <= i < n:
+        raise IndexError(i)
+    return i
+
+
+def _headings(headings: Iterable[str]) -> list[str] | None:
+    """Heading paths, or None when no chunk has one (every chunker but markdown)."""
+    headings = list(headings)
+    return headings if any(headings) else None
+
+
+def _no_document_text(ordinal: int) -> str:
+    raise LookupError("this table was built from chunks; its texts are the chunks' own")
+
+
+def _rank_of(ids: Sequence[str]) -> np.ndarray:
     """Position of each id in sorted order (ids are unique)."""
     order = sorted(range(len(ids)), key=ids.__getitem__)
     rank = np.empty(len(ids), dtype=np.int64)

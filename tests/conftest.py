@@ -109,3 +109,20 @@ def run_cli(*args: str, cwd: Path | None = None, reports: bool = False) -> subpr
 def finished_runs(results: Path) -> list[Path]:
     return sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")) \
         if results.exists() else []
+
+
+def cached_vectors(embeddings: Path) -> dict:
+    """Every vector an embedding cache folder holds, read straight from its files: the SQLite
+    file maps each key to a row of the float32 file beside it."""
+    import sqlite3
+    from contextlib import closing
+
+    import numpy as np
+
+    found = {}
+    for path in embeddings.glob("*.sqlite"):
+        with closing(sqlite3.connect(path)) as db:
+            for key, dims, row in db.execute("SELECT key, dims, row FROM vectors"):
+                vectors = np.fromfile(path.with_suffix(f".{dims}d.f32"), dtype=np.float32).reshape(-1, dims)
+                found[key] = vectors[row]
+    return found

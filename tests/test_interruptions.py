@@ -201,7 +201,7 @@ def _cached_passages(config: Path, documents: int = 10) -> dict[str, np.ndarray]
     cache = EmbeddingCache(paths.embeddings_dir(cfg.cache_dir))
     with closing(cache._connect(embedder.spec.cache_key)) as db:  # opens as the next run would
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        found = cache._lookup(db, [text_key(PASSAGE, t) for t in texts], embedder.dims)
+    found = cache.lookup(embedder.spec.cache_key, embedder.dims, [text_key(PASSAGE, t) for t in texts])
     by_key = {text_key(PASSAGE, t): t for t in texts}
     return {by_key[key]: vector for key, vector in found.items()}
 

@@ -97,20 +97,24 @@ def test_latency_samples_round_trip_and_other_keys_miss(tmp_path):
     assert cache.latency("m", b"other") is None and cache.latency("other model", b"k") is None
 
 
-def test_a_corrupted_cache_entry_is_recomputed(tmp_path):
-    import sqlite3
-
+def test_a_damaged_or_truncated_vector_file_is_recomputed(tmp_path):
     table = _table()
     spec = MODELS.get("hash")
-    DenseRetriever(spec, INDEXES.get("flat"), EmbeddingCache(tmp_path)).build(table)
-    [db_path] = tmp_path.glob("*.sqlite")
-    with sqlite3.connect(db_path) as db:
-        db.execute("UPDATE vectors SET vec = zeroblob(length(vec)) WHERE rowid = 1")
-    again = DenseRetriever(spec, INDEXES.get("flat"), EmbeddingCache(tmp_path))
-    stats = again.build(table)
-    assert stats.embed.embedded >= 1
     reference = load_embedder(spec).embed(table.texts, "passage")
+    DenseRetriever(spec, INDEXES.get("flat"), EmbeddingCache(tmp_path)).build(table)
+    [vector_file] = tmp_path.glob("*.f32")
+    data = bytearray(vector_file.read_bytes())
+    data[4 * spec.dims: 8 * spec.dims] = bytes(4 * spec.dims)  # row 1 zeroed
+    vector_file.write_bytes(data)
+    again = DenseRetriever(spec, INDEXES.get("flat"), EmbeddingCache(tmp_path))
+    assert again.build(table).embed.embedded == 1
     assert np.array_equal(again.vectors, reference)
+
+    with open(vector_file, "r+b") as f:  # the last two rows lost, as after a crash mid-write
+        f.truncate(vector_file.stat().st_size - 8 * spec.dims)
+    third = DenseRetriever(spec, INDEXES.get("flat"), EmbeddingCache(tmp_path))
+    assert third.build(table).embed.embedded == 2
+    assert np.array_equal(third.vectors, reference)
 
 
 def test_bm25_retrieves_only_matching_chunks_with_exact_scores():

@@ -60,7 +60,13 @@ def distil(spec: ModelSpec, teacher: ModelSpec, models_dir: Path) -> Path:
 
 
 class StaticEmbedder:
-    """The lookup table loads on first use, like every local model."""
+    """The lookup table loads on first use, like every local model.
+
+    A text's vector does not depend on the others in its call, so calls carry many texts:
+    per-call overhead, not arithmetic, is what limits a lookup-table model.
+    """
+
+    call_size = 2048
 
     def __init__(self, spec: ModelSpec, path: Path) -> None:
         self.spec = spec
