@@ -416,10 +416,17 @@ def recall_against_exact(approx_ids, exact_ids) -> float:
 
 
 def index_bytes(index) -> int:
-    """Size of the index as FAISS serializes it."""
+    """Size of the index as FAISS serializes it (counted as it streams out, never held in memory)."""
     import faiss
 
-    return int(faiss.serialize_index(index).nbytes)
+    size = 0
+
+    def count(data: bytes) -> None:
+        nonlocal size
+        size += len(data)
+
+    faiss.write_index(index, faiss.PyCallbackIOWriter(count))
+    return size
 
 
 def compression_ratio(index, n: int, dims: int) -> float:

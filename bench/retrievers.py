@@ -18,6 +18,7 @@ from bench.embedders import PASSAGE, QUERY, Embedder, ModelSpec, load_embedder
 from bench.engines import Engine
 from bench.index import IndexSpec, exact_top, index_bytes, recall_against_exact
 from bench.lexical import BM25Index, Tokenizer
+from bench.ops import rss_mb
 from bench.units import ChunkTable
 
 # Extra neighbours fetched from FAISS so ties at the cut-off are ordered by unit id, not by
@@ -36,6 +37,7 @@ class BuildStats:
     chunk_tokens: np.ndarray | None = None  # per chunk, in the model's own tokenizer (dense models)
     billed_tokens: int | None = None  # what an API reported for this build's embedding calls
     hourly_usd: float | None = None  # compute price, when the model is costed by time
+    index_memory_mb: float | None = None  # resident memory the index build added (its structures)
 
 
 class Retriever(Protocol):
@@ -91,14 +93,16 @@ class DenseRetriever:
                                                          engine=self.engine)
         billed = None if billed_before is None else self.embedder.billed_tokens - billed_before
         t1 = time.perf_counter()
+        before = rss_mb()
         self.index, factory = self.index_spec.build_resolved(self.vectors)
         drop_pages(self.vectors)
+        index_memory = rss_mb() - before
         t2 = time.perf_counter()
         self.query_stats = EmbedStats()
         return BuildStats(dims=self.vectors.shape[1], embed_seconds=t1 - t0, index_build_seconds=t2 - t1,
                           index_bytes=index_bytes(self.index), factory=factory, embed=embed_stats,
                           chunk_tokens=self.count_tokens(table.texts), billed_tokens=billed,
-                          hourly_usd=hourly_usd(self.spec))
+                          hourly_usd=hourly_usd(self.spec), index_memory_mb=round(index_memory, 1))
 
     def count_tokens(self, texts: list[str]) -> np.ndarray:
         """Tokens per text in the model's own tokenizer (kept in the cache beside the vectors)."""
@@ -159,11 +163,12 @@ class BM25Retriever:
 
     def build(self, table: ChunkTable, progress=None) -> BuildStats:
         self.tie_order = table.tie_order
-        t0 = time.perf_counter()
+        t0, before = time.perf_counter(), rss_mb()
         self.bm25 = BM25Index()
         self.bm25.build(map(self._tokens, table.iter_texts()), progress)
         elapsed = time.perf_counter() - t0
-        return BuildStats(dims=None, embed_seconds=0.0, index_build_seconds=elapsed, index_bytes=self.bm25.nbytes)
+        return BuildStats(dims=None, embed_seconds=0.0, index_build_seconds=elapsed, index_bytes=self.bm25.nbytes,
+                          index_memory_mb=round(rss_mb() - before, 1))
 
     def encode(self, questions: list[str]) -> list[list[str]]:
         return [self._tokens(q) for q in questions]

@@ -398,6 +398,7 @@ def _run_candidate(cand: Candidate, retriever: Retriever, build: BuildStats, tab
         "questions_embedded": query_stats.embedded if query_stats else None,
         "questions_from_cache": query_stats.cached if query_stats else None,
         "index_build_seconds": round(build.index_build_seconds, 4),
+        "index_memory_mb": build.index_memory_mb,
         f"recall_vs_exact@{depth}": recall,
         **tokens,
         **_cost_figures(price, tokens, build, query_stats, getattr(retriever, "query_billed", None), len(table)),

@@ -10,7 +10,6 @@ process, which is what the command line calls, without paying its start-up each 
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import os
@@ -32,7 +31,7 @@ from rich.console import Console
 from bench import paths, store
 from bench.cache import EmbeddingCache, text_key
 from bench.config import load_config
-from bench.corpus import load_corpus
+from bench.corpus import Corpus, load_corpus
 from bench.embedders import PASSAGE, load_embedder
 from bench.errors import BenchError
 from bench.history import list_runs
@@ -195,7 +194,7 @@ def _cached_passages(config: Path, documents: int = 10) -> dict[str, np.ndarray]
     """The first documents' chunks (embedded first) that the cache holds a vector for, read through bench's cache."""
     cfg = load_config(config)
     corpus = load_corpus(cfg.corpus)
-    corpus = dataclasses.replace(corpus, documents=corpus.documents[:documents])
+    corpus = Corpus.from_documents(corpus.path, corpus.documents[:documents])
     texts = {c.text for spec in cfg.chunkers for c in ChunkTable.chunk_corpus(corpus, spec.build()).chunks}
     embedder = load_embedder(cfg.model("hash"))
     cache = EmbeddingCache(paths.embeddings_dir(cfg.cache_dir))

@@ -86,6 +86,10 @@ def _summary_pages(summary: dict, manifest: dict, cis: dict) -> list[Figure]:
             f"{goldset.get('questions', '?')} questions ({summary['unit']} unit), "
             f"{len(summary['candidates'])} candidates, k = {k}, retrieval depth {summary['depth']}.\n"
             f"Ranked by {mrr}, then {recall}. Intervals: bootstrap 95% over questions.")
+    timed = max((c["ops"].get("latency_samples") or 0 for c in summary["candidates"]), default=0)
+    if timed and isinstance(goldset.get("questions"), int) and timed < goldset["questions"]:
+        lead += (f"\nLatency is sampled: p95 ms is timed on single queries, the first {timed} of "
+                 f"{goldset['questions']} questions (latency_samples).")
     rec = (summary.get("recommendation") or {}).get("line")
     if rec:
         lead += f"\nRecommendation: {rec}"
