@@ -33,24 +33,32 @@ class Tokenizer:
         stop = self.stopwords
         return [w for w in _WORD.findall(text.lower()) if w not in stop]
 
+    def counts(self, text: str) -> Counter:
+        """Each term's count in ``text``: what indexing needs, counted without a list of every word."""
+        counts = Counter(_WORD.findall(text.lower()))
+        for word in self.stopwords.intersection(counts):
+            del counts[word]
+        return counts
+
 
 class BM25Index:
     def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
         self.vocab: dict[str, int] = {}
 
-    def build(self, token_lists: Iterable[list[str]], progress: Callable[[int], None] | None = None,
+    def build(self, term_counts: Iterable[Counter], progress: Callable[[int], None] | None = None,
               every: int = 10_000) -> None:
-        """Index documents given as token lists, one at a time (``progress(n)`` every ``every`` documents)."""
+        """Index documents given as term counts (``Tokenizer.counts``), one at a time
+        (``progress(n)`` every ``every`` documents)."""
         vocab = self.vocab
         terms, counts, distinct, lengths = array("i"), array("i"), array("i"), array("q")
         n = 0
-        for tokens in token_lists:
-            tf = Counter(vocab.setdefault(w, len(vocab)) for w in tokens)
-            terms.extend(tf.keys())
+        for tf in term_counts:
+            # Within a document the order of terms does not matter: entries are sorted by term, then document.
+            terms.extend([vocab.setdefault(w, len(vocab)) for w in tf])
             counts.extend(tf.values())
             distinct.append(len(tf))
-            lengths.append(len(tokens))
+            lengths.append(tf.total())
             n += 1
             if progress and n % every == 0:
                 progress(every)

@@ -165,7 +165,7 @@ class BM25Retriever:
         self.tie_order = table.tie_order
         t0, before = time.perf_counter(), rss_mb()
         self.bm25 = BM25Index()
-        self.bm25.build(map(self._tokens, table.iter_texts()), progress)
+        self.bm25.build(map(self._tokens.counts, table.iter_texts()), progress)
         elapsed = time.perf_counter() - t0
         return BuildStats(dims=None, embed_seconds=0.0, index_build_seconds=elapsed, index_bytes=self.bm25.nbytes,
                           index_memory_mb=round(rss_mb() - before, 1))

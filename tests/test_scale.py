@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections import Counter
 from pathlib import Path
 
 import bm25s
@@ -46,7 +47,7 @@ def test_bm25_scores_equal_bm25s_to_the_last_bit(docs, queries):
     tokens = [tokenize(" ".join(d)) for d in docs]
     assume(any(tokens))  # bm25s cannot index a corpus without a single term (see the test below)
     ours = BM25Index()
-    ours.build(iter(tokens))
+    ours.build(tokenize.counts(" ".join(d)) for d in docs)
     theirs = bm25s.BM25()
     theirs.index(tokens, show_progress=False)
     for q in queries:
@@ -58,14 +59,14 @@ def test_bm25_scores_equal_bm25s_to_the_last_bit(docs, queries):
 
 def test_bm25_over_documents_without_terms_scores_zero():
     index = BM25Index()
-    index.build(iter([[], [], []]))
+    index.build(Counter() for _ in range(3))
     assert index.scores(["anything"]).tolist() == [0.0, 0.0, 0.0] and index.scores([]).tolist() == [0.0] * 3
 
 
 def test_bm25_index_reports_progress_and_size():
     seen = []
     index = BM25Index()
-    index.build(([w] for w in ["a", "b", "a"] * 7), progress=seen.append, every=10)
+    index.build((Counter([w]) for w in ["a", "b", "a"] * 7), progress=seen.append, every=10)
     assert sum(seen) == 21 and seen == [10, 10, 1]
     assert index.nbytes == index.data.nbytes + index.indices.nbytes + index.indptr.nbytes > 0
 
@@ -121,6 +122,26 @@ def test_a_chunked_corpus_slices_the_same_texts_the_chunker_made(tmp_path: Path,
     assert list(table.chunks) == made  # ids, offsets, texts and markdown headings alike
     assert list(table.iter_texts(3, 11)) == [c.text for c in made[3:11]] == table.texts[3:11]
     assert table.texts[-1] == made[-1].text
+
+
+def test_chunk_sizes_of_a_very_large_table_come_from_an_even_sample(tmp_path: Path, monkeypatch):
+    import bench.plan
+    from bench.plan import chunk_sizes
+    from bench.tokens import count_tokens
+
+    rng = random.Random(9)
+    rows = [{"id": f"doc{i:02d}", "text": _text(rng, rng.randint(5, 80))} for i in range(40)]
+    (tmp_path / "c.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    table = ChunkTable.chunk_corpus(load_corpus(tmp_path / "c.jsonl"), FixedTokenChunker(10))
+    exact = chunk_sizes(table)
+    assert exact["tokens_sampled"] is None and exact["tokens"] == sum(count_tokens(t) for t in table.texts)
+    monkeypatch.setattr(bench.plan, "SIZE_SAMPLE", 25)
+    sampled = chunk_sizes(table)
+    rows_measured = np.unique(np.linspace(0, len(table) - 1, 25).astype(np.int64))
+    sizes = [count_tokens(table.text(int(i))) for i in rows_measured]
+    assert sampled["tokens_sampled"] == len(sizes) == sum(sampled["token_histogram"]["counts"])
+    assert sampled["tokens"] == round(np.mean(sizes) * len(table)) and sampled["chunks"] == len(table)
+    assert sampled["char_sizes"] == exact["char_sizes"]  # characters are always exact
 
 
 # --- memory-mapped vectors ----------------------------------------------------------------------------

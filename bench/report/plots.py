@@ -583,6 +583,8 @@ def chunk_sizes(summary: dict) -> Figure:
             if sizes.get(key) is not None:
                 ax.axvline(sizes[key], color="black", linestyle=style, linewidth=1)
         stats = [f"{info.get('chunks', sum(hist['counts'])):,} chunks"]
+        if info.get("tokens_sampled"):
+            stats[0] += f" ({info['tokens_sampled']:,} sampled)"
         stats += [f"{key} {sizes[key]:.0f}" for key in ("p50", "p95") if sizes.get(key) is not None]
         ax.set_title(f"{wrap_id(name)}\n{' · '.join(stats)} tokens", fontsize=9)
         ax.tick_params(labelbottom=True, labelsize=8)
