@@ -64,8 +64,9 @@ class Phases:
         finally:
             self.add(name, time.perf_counter() - t0)
 
-    def add(self, name: str, seconds: float) -> None:
-        self.rows.append({"phase": name, "seconds": round(seconds, 3), "rss_mb": round(rss_mb(), 1),
+    def add(self, name: str, seconds: float, rss: float | None = None) -> None:
+        """A step timed elsewhere; ``rss`` is the resident memory when it ended (default: now)."""
+        self.rows.append({"phase": name, "seconds": round(seconds, 3), "rss_mb": round(rss or rss_mb(), 1),
                           "peak_rss_mb": round(peak_rss_mb(), 1)})
 
 

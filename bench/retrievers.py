@@ -38,6 +38,7 @@ class BuildStats:
     billed_tokens: int | None = None  # what an API reported for this build's embedding calls
     hourly_usd: float | None = None  # compute price, when the model is costed by time
     index_memory_mb: float | None = None  # resident memory the index build added (its structures)
+    rss_mb: dict[str, float] = field(default_factory=dict)  # resident memory after each step of the build
 
 
 class Retriever(Protocol):
@@ -92,17 +93,20 @@ class DenseRetriever:
         self.vectors, embed_stats = self.cache.embed(self.embedder, table.texts, PASSAGE, self._call_size, progress,
                                                          engine=self.engine)
         billed = None if billed_before is None else self.embedder.billed_tokens - billed_before
+        drop_pages(self.vectors)  # written to the mapped file; the index build reads them back in blocks
         t1 = time.perf_counter()
-        before = rss_mb()
+        rss = {"embed": rss_mb()}
         self.index, factory = self.index_spec.build_resolved(self.vectors)
         drop_pages(self.vectors)
-        index_memory = rss_mb() - before
+        rss["index"] = rss_mb()
         t2 = time.perf_counter()
         self.query_stats = EmbedStats()
+        chunk_tokens = self.count_tokens(table.texts)
+        rss["count tokens"] = rss_mb()
         return BuildStats(dims=self.vectors.shape[1], embed_seconds=t1 - t0, index_build_seconds=t2 - t1,
                           index_bytes=index_bytes(self.index), factory=factory, embed=embed_stats,
-                          chunk_tokens=self.count_tokens(table.texts), billed_tokens=billed,
-                          hourly_usd=hourly_usd(self.spec), index_memory_mb=round(index_memory, 1))
+                          chunk_tokens=chunk_tokens, billed_tokens=billed, hourly_usd=hourly_usd(self.spec),
+                          index_memory_mb=round(rss["index"] - rss["embed"], 1), rss_mb=rss)
 
     def count_tokens(self, texts: list[str]) -> np.ndarray:
         """Tokens per text in the model's own tokenizer (kept in the cache beside the vectors)."""

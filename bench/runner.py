@@ -218,12 +218,13 @@ def _chunk_all(config: Config, corpus: Corpus, progress: Progress, models: Model
 
 def _record_build(phases: ops.Phases, name: str, build: BuildStats, seconds: float) -> None:
     """A build as its parts: embedding (dense models), the index, and the rest (token counts)."""
+    table = name.rsplit("/", 1)[0]
     if build.dims is not None:
-        phases.add(f"embed {name.rsplit('/', 1)[0]}", build.embed_seconds)
-    phases.add(f"index {name}", build.index_build_seconds)
+        phases.add(f"embed {table}", build.embed_seconds, build.rss_mb.get("embed"))
+    phases.add(f"index {name}", build.index_build_seconds, build.rss_mb.get("index"))
     rest = seconds - build.embed_seconds - build.index_build_seconds
     if build.dims is not None:
-        phases.add(f"count tokens {name.rsplit('/', 1)[0]}", rest)
+        phases.add(f"count tokens {table}", rest, build.rss_mb.get("count tokens"))
 
 
 def _record_reports(path: Path, manifest: dict, seconds: float) -> None:
