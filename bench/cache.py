@@ -29,6 +29,7 @@ import numpy as np
 from bench.embedders import Embedder
 from bench.engines import Engine, LocalEngine
 from bench.errors import PartialEmbeddingError
+from bench.lazy import Lazy
 
 _LOOKUP_BATCH = 500  # keys per SQL lookup
 _WINDOW = 50_000  # texts looked up, read back or token-counted at a time: bounds memory
@@ -175,15 +176,20 @@ class EmbeddingCache:
                 progress(stats.cached)
             todo = list(first)
             keys_of = [todo[lo: lo + batch_size] for lo in range(0, len(todo), batch_size)]
-            batches = _Batches(keys_of, first, texts)
-            done = (engine or LocalEngine()).embed_batches(embedder, batches, role)
+            handed = [0]  # the batch the engine asked for last: the one in flight if it fails
+
+            def batch_texts(i: int) -> list[str]:
+                handed[0] = i
+                return [texts[first[k]] for k in keys_of[i]]
+
+            done = (engine or LocalEngine()).embed_batches(embedder, Lazy(len(keys_of), batch_texts), role)
             while True:
                 try:
                     i, vectors = next(done)
                 except StopIteration:
                     break
                 except PartialEmbeddingError as partial:  # keep what the API already answered (and billed)
-                    batch = keys_of[batches.last]  # the batch the engine was embedding
+                    batch = keys_of[handed[0]]
                     self._append(db, file, [batch[j] for j in partial.positions.tolist()], partial.vectors)
                     raise
                 batch = keys_of[i]
@@ -339,22 +345,6 @@ def _slice(texts: Sequence[str], lo: int, hi: int) -> list[str]:
     return list(texts[lo:hi])
 
 
-class _Batches(Sequence):
-    """The texts of each batch, read when an engine asks for it (``last`` is the latest asked for)."""
-
-    def __init__(self, keys_of: list[list[bytes]], first: dict[bytes, int], texts: Sequence[str]) -> None:
-        self.keys_of, self.first, self.texts, self.last = keys_of, first, texts, 0
-
-    def __len__(self) -> int:
-        return len(self.keys_of)
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        self.last = i
-        return [self.texts[self.first[k]] for k in self.keys_of[i]]
-
-
 class NoCache(EmbeddingCache):
     """Embeds everything every time (``--no-cache``)."""
 
@@ -363,7 +353,7 @@ class NoCache(EmbeddingCache):
 
     def embed(self, embedder, texts, role, batch_size=64, progress=None, engine=None):
         out = new_vectors(len(texts), embedder.dims)
-        batches = _Windows(texts, batch_size)
+        batches = Lazy(-(-len(texts) // batch_size), lambda i: _slice(texts, i * batch_size, (i + 1) * batch_size))
         for i, vectors in (engine or LocalEngine()).embed_batches(embedder, batches, role):
             out[i * batch_size: i * batch_size + len(vectors)] = vectors
             if progress:
@@ -382,20 +372,3 @@ class NoCache(EmbeddingCache):
 
     def store_latency(self, model_key, key, seconds, measured):
         """Nothing is kept."""
-
-
-class _Windows(Sequence):
-    """``texts`` in consecutive batches of ``size``, read when asked for."""
-
-    def __init__(self, texts: Sequence[str], size: int) -> None:
-        self.texts, self.size = texts, size
-
-    def __len__(self) -> int:
-        return -(-len(self.texts) // self.size)
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        if not 0 <= i < len(self):
-            raise IndexError(i)
-        return _slice(self.texts, i * self.size, (i + 1) * self.size)

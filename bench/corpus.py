@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.errors import BenchError
+from bench.lazy import Lazy
 from bench.textfiles import json_object, read_text
 
 TEXT_SUFFIXES = (".md", ".txt")
@@ -71,9 +72,9 @@ class Corpus:
         return doc
 
     @property
-    def documents(self) -> _Documents:
+    def documents(self) -> Lazy[Document]:
         """Every document in id order, read as it is reached."""
-        return _Documents(self)
+        return Lazy(len(self), self.at)
 
     @cached_property
     def fingerprint(self) -> str:
@@ -82,27 +83,6 @@ class Corpus:
         for d in self.documents:
             h.add(d)
         return h.hexdigest()
-
-
-class _Documents(Sequence):
-    def __init__(self, corpus: Corpus) -> None:
-        self.corpus = corpus
-
-    def __len__(self) -> int:
-        return len(self.corpus)
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self.corpus.at(j) for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
-        return self.corpus.at(i)
-
-    def __iter__(self) -> Iterator[Document]:
-        for i in range(len(self)):
-            yield self.corpus.at(i)
 
 
 class _Fingerprint:

@@ -10,6 +10,7 @@ import numpy as np
 
 from bench.chunking import Chunk, Chunker
 from bench.corpus import Corpus
+from bench.lazy import Lazy
 
 
 class ChunkTable:
@@ -96,13 +97,17 @@ class ChunkTable:
             i = stop
 
     @property
-    def texts(self) -> _Texts:
+    def texts(self) -> Lazy[str]:
         """Every chunk's text, read on demand (a sequence, not a list)."""
-        return _Texts(self)
+        return Lazy(len(self), self.text, self.iter_texts)
 
     @property
-    def chunks(self) -> _Chunks:
-        return _Chunks(self)
+    def chunks(self) -> Lazy[Chunk]:
+        return Lazy(len(self), self.chunk)
+
+    def chunk(self, i: int) -> Chunk:
+        return Chunk(self.ids[i], self.doc_ids[int(self.doc[i])], int(self.start[i]), int(self.end[i]), self.text(i),
+                     self.headings[i] if self.headings is not None else "")
 
     @cached_property
     def tie_order(self) -> np.ndarray:
@@ -114,47 +119,6 @@ class ChunkTable:
 
     def chunks_of(self, doc_ordinal: int) -> range:
         return range(int(self.doc_first[doc_ordinal]), int(self.doc_stop[doc_ordinal]))
-
-
-class _Texts(Sequence):
-    def __init__(self, table: ChunkTable) -> None:
-        self.table = table
-
-    def __len__(self) -> int:
-        return len(self.table)
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            lo, hi, step = i.indices(len(self))
-            return list(self.table.iter_texts(lo, hi))[::step] if step > 0 else [self[j] for j in range(lo, hi, step)]
-        return self.table.text(_index(i, len(self)))
-
-    def __iter__(self) -> Iterator[str]:
-        return self.table.iter_texts()
-
-
-class _Chunks(Sequence):
-    def __init__(self, table: ChunkTable) -> None:
-        self.table = table
-
-    def __len__(self) -> int:
-        return len(self.table)
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        i = _index(i, len(self))
-        t = self.table
-        return Chunk(t.ids[i], t.doc_ids[int(t.doc[i])], int(t.start[i]), int(t.end[i]), t.text(i),
-                     t.headings[i] if t.headings is not None else "")
-
-
-def _index(i: int, n: int) -> int:
-    if i < 0:
-        i += n
-    if not 0 <= i < n:
-        raise IndexError(i)
-    return i
 
 
 def _headings(headings: Iterable[str]) -> list[str] | None:
