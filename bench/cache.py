@@ -32,7 +32,8 @@ from bench.errors import PartialEmbeddingError
 from bench.lazy import Lazy
 
 _LOOKUP_BATCH = 500  # keys per SQL lookup
-_WINDOW = 50_000  # texts looked up, read back or token-counted at a time: bounds memory
+_WINDOW = 50_000  # texts looked up or read back at a time: bounds memory
+_COUNT_WINDOW = 4_096  # texts token-counted at a time: a tokenizer's encodings are large
 _READ_BLOCK = 65_536  # rows read back from a vector file at a time
 IN_MEMORY_BYTES = 64 << 20  # a table's vectors up to this size stay in memory; above, a memory map
 _TOKENS = "tokens"  # token counts do not depend on the role a text is embedded in
@@ -304,8 +305,8 @@ class EmbeddingCache:
         """Tokens per text in the model's tokenizer, counting only texts not counted before."""
         out = np.zeros(len(texts), dtype=np.int64)
         with self._connect(embedder.spec.cache_key) as db:
-            for lo in range(0, len(texts), _WINDOW):
-                window = _slice(texts, lo, lo + _WINDOW)
+            for lo in range(0, len(texts), _COUNT_WINDOW):
+                window = _slice(texts, lo, lo + _COUNT_WINDOW)
                 keys = [text_key(_TOKENS, t) for t in window]
                 found: dict[bytes, int] = {}
                 unique = list(dict.fromkeys(keys))
@@ -362,8 +363,8 @@ class NoCache(EmbeddingCache):
 
     def count_tokens(self, embedder, texts):
         out = np.zeros(len(texts), dtype=np.int64)
-        for lo in range(0, len(texts), _WINDOW):
-            window = _slice(texts, lo, lo + _WINDOW)
+        for lo in range(0, len(texts), _COUNT_WINDOW):
+            window = _slice(texts, lo, lo + _COUNT_WINDOW)
             out[lo: lo + len(window)] = embedder.count_tokens(window)
         return out
 

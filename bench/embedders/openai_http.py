@@ -234,9 +234,9 @@ class OpenAIEmbedder:
 
     def count_tokens(self, texts: list[str]) -> np.ndarray:
         """cl100k tokens: what OpenAI bills for its embedding models; an estimate for other servers."""
-        from bench.tokens import count_tokens
+        from bench.tokens import count_tokens_each
 
-        return np.array([count_tokens(t) for t in texts], dtype=np.int64)
+        return count_tokens_each(texts)
 
     def embed(self, texts: list[str], role: str) -> np.ndarray:
         if role not in _ROLES:
