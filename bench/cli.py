@@ -53,22 +53,45 @@ def main() -> None:
 @click.argument("config", default="bench.toml", type=click.Path(path_type=Path))
 @click.option("--k", "k", type=int, help="Cutoff for every metric (1..50); overrides the config.")
 @click.option("--results", type=click.Path(path_type=Path), help="Where runs are written; overrides the config.")
-@click.option("--cache-dir", type=click.Path(path_type=Path),
-              help="Embedding cache folder; overrides the config and $BENCH_CACHE_DIR.")
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path),
+    help="Embedding cache folder; overrides the config and $BENCH_CACHE_DIR.",
+)
 @click.option("--no-cache", is_flag=True, help="Embed everything again instead of reusing cached vectors.")
-@click.option("--no-report", is_flag=True,
-              help="Skip plots, report.pdf and inspector.html (`bench report RUN` writes them later).")
-@click.option("--remeasure", is_flag=True,
-              help="Time query encoding again instead of reusing this machine's earlier timings.")
+@click.option(
+    "--no-report",
+    is_flag=True,
+    help="Skip plots, report.pdf and inspector.html (`bench report RUN` writes them later).",
+)
+@click.option(
+    "--remeasure", is_flag=True, help="Time query encoding again instead of reusing this machine's earlier timings."
+)
 @click.option("--only", multiple=True, metavar="PATTERN", help="Run only candidates whose id matches (glob).")
 @click.option("--skip", multiple=True, metavar="PATTERN", help="Leave out candidates whose id matches (glob).")
 @click.option("--dry-run", is_flag=True, help="Show the grid, token counts and estimated cost; embed nothing.")
 @click.option("--allow-unlocked", is_flag=True, help="Run even if the goldset or corpus changed since its lock.")
-@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="Where corpus embedding runs: this process, or Ray (local, or the cluster in $RAY_ADDRESS).")
-def run(config: Path, k: int | None, results: Path | None, cache_dir: Path | None, no_cache: bool,
-        no_report: bool, remeasure: bool, only: tuple[str, ...], skip: tuple[str, ...], dry_run: bool,
-        allow_unlocked: bool, engine: str) -> None:
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where corpus embedding runs: this process, or Ray (local, or the cluster in $RAY_ADDRESS).",
+)
+def run(
+    config: Path,
+    k: int | None,
+    results: Path | None,
+    cache_dir: Path | None,
+    no_cache: bool,
+    no_report: bool,
+    remeasure: bool,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    dry_run: bool,
+    allow_unlocked: bool,
+    engine: str,
+) -> None:
     """Run the shootout described by CONFIG (default bench.toml)."""
     from bench.config import load_config
     from bench.report.terminal import diagnostics_table, shootout_table
@@ -77,15 +100,23 @@ def run(config: Path, k: int | None, results: Path | None, cache_dir: Path | Non
     _refuse_before_running(cfg, only, skip, writes=not dry_run)
     if dry_run:
         from bench.report.terminal import plan_table
-        from bench.runner import dry_run as plan_run
+        from bench.run.dry_run import dry_run as plan_run
 
         _stdout().print(plan_table(plan_run(cfg, only, skip)))
         return
-    from bench.runner import run_shootout
+    from bench.run.shootout import run_shootout
 
-    outcome = run_shootout(cfg, _stderr(), use_cache=not no_cache, allow_unlocked=allow_unlocked,
-                           only=only, skip=skip, remeasure=remeasure, reports=not no_report,
-                           engine=engine)
+    outcome = run_shootout(
+        cfg,
+        _stderr(),
+        use_cache=not no_cache,
+        allow_unlocked=allow_unlocked,
+        only=only,
+        skip=skip,
+        remeasure=remeasure,
+        reports=not no_report,
+        engine=engine,
+    )
     out = _stdout()
     out.print(shootout_table(outcome.summary))
     out.print(diagnostics_table(outcome.summary))
@@ -110,17 +141,22 @@ def _check_results_folder(results: Path) -> None:
     existing = results
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
-    problem = ("is not a folder" if not existing.is_dir() else
-               "is not writable" if not os.access(existing, os.W_OK | os.X_OK) else None)
+    problem = (
+        "is not a folder"
+        if not existing.is_dir()
+        else "is not writable"
+        if not os.access(existing, os.W_OK | os.X_OK)
+        else None
+    )
     if problem:
         raise BenchError(f"{results}: cannot write results there ({existing} {problem}); pass --results DIR")
 
 
 def _print_diagnosis(out, summary: dict, records: list[dict]) -> None:
-    """What the numbers suggest, in plain words (bench.diagnosis), under the tables."""
+    """What the numbers suggest, in plain words (bench.evaluation.findings), under the tables."""
     from rich.markup import escape
 
-    from bench.diagnosis import diagnose, findings_lines
+    from bench.evaluation.findings import diagnose, findings_lines
 
     lines = findings_lines(diagnose(summary, records))
     if lines:
@@ -133,10 +169,11 @@ def _print_diagnosis(out, summary: dict, records: list[dict]) -> None:
 @click.argument("config", default="bench.toml", type=click.Path(path_type=Path))
 def chunk(config: Path) -> None:
     """Chunk the corpus with every chunker of CONFIG and show counts and sizes; embeds nothing."""
+    from bench.chunking.sizes import chunk_stats
     from bench.config import load_config
-    from bench.corpus import load_corpus
-    from bench.plan import chunk_stats, tables_without_models
+    from bench.inputs.corpus import load_corpus
     from bench.report.terminal import chunk_table
+    from bench.run.dry_run import tables_without_models
 
     cfg = load_config(config)
     tables, skipped = tables_without_models(cfg, load_corpus(cfg.corpus))
@@ -146,17 +183,22 @@ def chunk(config: Path) -> None:
 
 @main.command()
 @click.argument("run_ref", metavar="RUN")
-@click.option("--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
-              help="Folder holding runs, for RUN given as an id or 'latest'.")
+@click.option(
+    "--results",
+    type=click.Path(path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="Folder holding runs, for RUN given as an id or 'latest'.",
+)
 def report(run_ref: str, results: Path) -> None:
     """Recompute a stored run's metrics from its rankings (no model is loaded), show them, and
     write rank_matrix.csv, plots/, report.pdf and inspector.html again."""
-    from bench.report.recompute import recompute
     from bench.report.terminal import diagnostics_table, shootout_table
+    from bench.results.recompute import recompute
 
     summary, path, differences, records = recompute(run_ref, results)
     # the plotting libraries load only once the run is found, so a wrong RUN fails at once
-    from bench.report.artifacts import write_reports
+    from bench.report.writer import write_reports
 
     out = _stdout()
     out.print(shootout_table(summary, title=f"{path.name}: recomputed from stored rankings"))
@@ -166,8 +208,9 @@ def report(run_ref: str, results: Path) -> None:
         written = write_reports(path, summary, records)
     out.print(f"wrote {len(written.files)} files under {path} (report.pdf: {written.pdf_pages} pages)")
     if differences:
-        click.echo(f"bench: warning: {len(differences)} figures differ from summary.json, e.g. {differences[0]}",
-                   err=True)
+        click.echo(
+            f"bench: warning: {len(differences)} figures differ from summary.json, e.g. {differences[0]}", err=True
+        )
         sys.exit(1)
 
 
@@ -177,12 +220,17 @@ def report(run_ref: str, results: Path) -> None:
 @click.option("--b", "b", metavar="ID", help="Second candidate of a head-to-head (with --a).")
 @click.option("--metric", metavar="NAME", help="Metric of the all-pairs table (default mrr@k).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the randomisation test and bootstrap.")
-@click.option("--force", is_flag=True,
-              help="With two runs: compare even if their corpus, goldset, k or unit differ.")
-@click.option("--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
-              help="Folder holding runs, for RUN given as an id or 'latest'.")
-def compare(run_refs: tuple[str, ...], a: str | None, b: str | None, metric: str | None, seed: int, force: bool,
-            results: Path) -> None:
+@click.option("--force", is_flag=True, help="With two runs: compare even if their corpus, goldset, k or unit differ.")
+@click.option(
+    "--results",
+    type=click.Path(path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="Folder holding runs, for RUN given as an id or 'latest'.",
+)
+def compare(
+    run_refs: tuple[str, ...], a: str | None, b: str | None, metric: str | None, seed: int, force: bool, results: Path
+) -> None:
     """Paired significance tests between candidates of one run: every pair on one metric, or
     --a ID --b ID head to head on every headline metric. Given two runs, how every candidate's
     metrics changed from RUN to RUN_B."""
@@ -194,9 +242,9 @@ def compare(run_refs: tuple[str, ...], a: str | None, b: str | None, metric: str
     if force:
         raise BenchError("--force: only for two runs (RUN RUN_B) whose fingerprints differ; drop it for one run")
     run_ref = run_refs[0]
-    from bench import compare as stats
-    from bench import store
+    from bench.evaluation import significance as stats
     from bench.report.terminal import head_to_head_table, pairs_table
+    from bench.results import store
 
     if (a is None) != (b is None):
         raise BenchError("give both --a ID and --b ID for a head-to-head, or neither for every pair")
@@ -213,12 +261,13 @@ def compare(run_refs: tuple[str, ...], a: str | None, b: str | None, metric: str
     out.print(pairs_table(stats.all_pairs(summary, records, metric=metric, seed=seed), metric))
 
 
-def _compare_two_runs(run_refs: tuple[str, ...], a: str | None, b: str | None, metric: str | None, force: bool,
-                      results: Path) -> None:
+def _compare_two_runs(
+    run_refs: tuple[str, ...], a: str | None, b: str | None, metric: str | None, force: bool, results: Path
+) -> None:
     """``bench compare RUN RUN_B``: metric changes per candidate between two runs."""
-    from bench import store
-    from bench.history import compare_runs
     from bench.report.history_tables import compare_view
+    from bench.results import store
+    from bench.results.history import compare_runs
 
     given = [name for name, value in (("--a", a), ("--b", b), ("--metric", metric)) if value is not None]
     if given:
@@ -228,15 +277,20 @@ def _compare_two_runs(run_refs: tuple[str, ...], a: str | None, b: str | None, m
 
 
 @main.command()
-@click.option("--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
-              help="Folder holding runs.")
+@click.option(
+    "--results",
+    type=click.Path(path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="Folder holding runs.",
+)
 @click.option("--candidate", metavar="ID", help="Follow one candidate over time (with --metric).")
 @click.option("--metric", metavar="NAME", help="The metric to follow, e.g. mrr (each run's mrr@k) or mrr@5.")
 def history(results: Path, candidate: str | None, metric: str | None) -> None:
     """Stored runs oldest first, with fingerprints and headline metrics; or, with --candidate and
     --metric, one candidate's metric run by run."""
-    from bench.history import list_runs, trend_points
     from bench.report.history_tables import runs_table, trend_table
+    from bench.results.history import list_runs, trend_points
 
     if (candidate is None) != (metric is None):
         raise BenchError("give both --candidate ID and --metric NAME for a trend, or neither for the list of runs")
@@ -255,23 +309,51 @@ def history(results: Path, candidate: str | None, metric: str | None) -> None:
 
 @main.command()
 @click.argument("run_ref", metavar="RUN")
-@click.option("--baseline", "baseline_ref", metavar="RUN_OR_FILE",
-              help="What to check against: a file written by --save-baseline, or a run (folder, id, latest).")
-@click.option("--save-baseline", type=click.Path(path_type=Path), metavar="FILE",
-              help="Write RUN's metrics to FILE as the baseline to commit, instead of checking.")
-@click.option("--max-drop", type=float, default=0.0, show_default=True,
-              help="Largest absolute drop allowed for any metric, e.g. 0.02.")
-@click.option("--metrics", metavar="LIST",
-              help="Comma-separated metrics to check, e.g. mrr@5,recall@5 ('@k' may be left off); default: all.")
+@click.option(
+    "--baseline",
+    "baseline_ref",
+    metavar="RUN_OR_FILE",
+    help="What to check against: a file written by --save-baseline, or a run (folder, id, latest).",
+)
+@click.option(
+    "--save-baseline",
+    type=click.Path(path_type=Path),
+    metavar="FILE",
+    help="Write RUN's metrics to FILE as the baseline to commit, instead of checking.",
+)
+@click.option(
+    "--max-drop",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Largest absolute drop allowed for any metric, e.g. 0.02.",
+)
+@click.option(
+    "--metrics",
+    metavar="LIST",
+    help="Comma-separated metrics to check, e.g. mrr@5,recall@5 ('@k' may be left off); default: all.",
+)
 @click.option("--force", is_flag=True, help="Check even if corpus, goldset, k or unit differ from the baseline's.")
-@click.option("--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
-              help="Folder holding runs, for RUN given as an id or 'latest'.")
-def check(run_ref: str, baseline_ref: str | None, save_baseline: Path | None, max_drop: float, metrics: str | None,
-          force: bool, results: Path) -> None:
+@click.option(
+    "--results",
+    type=click.Path(path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="Folder holding runs, for RUN given as an id or 'latest'.",
+)
+def check(
+    run_ref: str,
+    baseline_ref: str | None,
+    save_baseline: Path | None,
+    max_drop: float,
+    metrics: str | None,
+    force: bool,
+    results: Path,
+) -> None:
     """Regression gate: exit 1 when a metric of RUN dropped below the baseline by more than
     --max-drop, or a baseline candidate is missing; exit 0 otherwise."""
-    from bench import gate, store
     from bench.report.history_tables import check_failure_line, check_table
+    from bench.results import gate, store
 
     if (baseline_ref is None) == (save_baseline is None):
         raise BenchError("give exactly one of --baseline RUN_OR_FILE (to check) or --save-baseline FILE (to record)")
@@ -289,8 +371,10 @@ def check(run_ref: str, baseline_ref: str | None, save_baseline: Path | None, ma
     if result.new:
         click.echo(f"new since the baseline (not checked): {', '.join(result.new)}")
     if result.ok:
-        click.echo(f"ok: no metric of {result.candidates_checked} candidates dropped by more than {max_drop:g} "
-                   f"({result.metrics_checked} metrics checked)")
+        click.echo(
+            f"ok: no metric of {result.candidates_checked} candidates dropped by more than {max_drop:g} "
+            f"({result.metrics_checked} metrics checked)"
+        )
         return
     _stdout().print(check_table(result))
     click.echo(check_failure_line(result))
@@ -299,15 +383,25 @@ def check(run_ref: str, baseline_ref: str | None, save_baseline: Path | None, ma
 
 @main.command()
 @click.argument("run_ref", metavar="RUN")
-@click.option("--format", "fmt", type=click.Choice(["trec", "ranx", "csv", "parquet"]), required=True,
-              help="trec: run + qrels files per candidate; ranx: their JSON; csv/parquet: one per-question table.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["trec", "ranx", "csv", "parquet"]),
+    required=True,
+    help="trec: run + qrels files per candidate; ranx: their JSON; csv/parquet: one per-question table.",
+)
 @click.option("--out", type=click.Path(path_type=Path), help="Folder to write into (default RUN/export/FORMAT).")
-@click.option("--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
-              help="Folder holding runs, for RUN given as an id or 'latest'.")
+@click.option(
+    "--results",
+    type=click.Path(path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="Folder holding runs, for RUN given as an id or 'latest'.",
+)
 def export(run_ref: str, fmt: str, out: Path | None, results: Path) -> None:
     """Write a stored run for trec_eval, ranx, or a spreadsheet/dataframe (see docs/export.md)."""
-    from bench import store
-    from bench.export import export_run
+    from bench.results import store
+    from bench.results.export import export_run
 
     path = store.find_run(run_ref, results)
     folder = out or path / "export" / fmt
@@ -330,8 +424,8 @@ def models(ctx: click.Context) -> None:
 @click.option("--cache-dir", type=click.Path(path_type=Path), help="Where prepared models are kept.")
 def install(name: str, cache_dir: Path | None) -> None:
     """Prepare an opt-in model that is too large for the default install (e.g. mpnet)."""
-    from bench import paths
-    from bench.model_install import install_model
+    from bench.embedders import paths
+    from bench.embedders.install import install_model
 
     path = install_model(name, paths.models_dir(paths.cache_root(cache_dir)), echo=click.echo)
     click.echo(f"installed: {path}")
@@ -342,13 +436,16 @@ def goldset() -> None:
     """Validate, lock, describe and import goldsets."""
 
 
-_corpus_option = click.option("--corpus", type=click.Path(path_type=Path),
-                              help="The goldset's corpus (default: from its lock, else corpora/<name>).")
+_corpus_option = click.option(
+    "--corpus",
+    type=click.Path(path_type=Path),
+    help="The goldset's corpus (default: from its lock, else corpora/<name>).",
+)
 
 
 def _load_pair(file: Path, corpus_path: Path | None):
-    from bench.corpus import load_corpus
-    from bench.lock import corpus_for
+    from bench.inputs.corpus import load_corpus
+    from bench.inputs.lock import corpus_for
 
     return load_corpus(corpus_path or corpus_for(file))
 
@@ -358,7 +455,7 @@ def _load_pair(file: Path, corpus_path: Path | None):
 @_corpus_option
 def validate(file: Path, corpus: Path | None) -> None:
     """Check every question: quotes found exactly once, ids unique, grades positive integers."""
-    from bench.goldset import validate_goldset
+    from bench.inputs.goldset import validate_goldset
 
     errors = validate_goldset(file, _load_pair(file, corpus))
     for line in errors:
@@ -374,8 +471,8 @@ def validate(file: Path, corpus: Path | None) -> None:
 @_corpus_option
 def lock(file: Path, corpus: Path | None) -> None:
     """Record the sha256 of the goldset and its corpus in <name>.lock.json."""
-    from bench.goldset import load_goldset
-    from bench.lock import write_lock
+    from bench.inputs.goldset import load_goldset
+    from bench.inputs.lock import write_lock
 
     docs = _load_pair(file, corpus)
     path = write_lock(load_goldset(file, docs), docs)
@@ -390,8 +487,8 @@ def stats(file: Path, corpus: Path | None, as_json: bool) -> None:
     """Questions, evidence per question, grades, tags, and how much of the corpus the evidence covers."""
     import json
 
-    from bench.goldset import load_goldset
-    from bench.goldset_stats import goldset_stats
+    from bench.inputs.goldset import load_goldset
+    from bench.inputs.goldset_stats import goldset_stats
     from bench.report.terminal import stats_tables
 
     docs = _load_pair(file, corpus)
@@ -411,8 +508,13 @@ def import_() -> None:
 
 _import_options = [
     click.option("--name", help="Name of the corpus and goldset written (default: the source folder's name)."),
-    click.option("--out", type=click.Path(path_type=Path), default=Path("."), show_default=True,
-                 help="Folder that receives corpora/, goldsets/ and <name>.toml."),
+    click.option(
+        "--out",
+        type=click.Path(path_type=Path),
+        default=Path("."),
+        show_default=True,
+        help="Folder that receives corpora/, goldsets/ and <name>.toml.",
+    ),
     click.option("--force", is_flag=True, help="Replace an existing corpus and goldset of that name."),
 ]
 
@@ -438,8 +540,8 @@ def _report_import(result) -> None:
 @_with_import_options
 def beir(source: Path, split: str, name: str | None, out: Path, force: bool) -> None:
     """A BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv): documents are the unit."""
-    from bench.importers import import_beir
-    from bench.importers.base import Destination
+    from bench.inputs.importers import import_beir
+    from bench.inputs.importers.base import Destination
 
     _report_import(import_beir(source, Destination(out, name or Path(source).resolve().name, force), split))
 
@@ -447,15 +549,21 @@ def beir(source: Path, split: str, name: str | None, out: Path, force: bool) -> 
 @import_.command()
 @click.option("--qrels", required=True, type=click.Path(path_type=Path), help="TREC qrels: qid iter docid rel.")
 @click.option("--topics", required=True, type=click.Path(path_type=Path), help="TREC <top> topics or qid<TAB>text.")
-@click.option("--corpus", "corpus_path", required=True, type=click.Path(path_type=Path),
-              help="Documents: a bench corpus (folder, JSONL, BEIR) or a TREC <DOC> file.")
+@click.option(
+    "--corpus",
+    "corpus_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Documents: a bench corpus (folder, JSONL, BEIR) or a TREC <DOC> file.",
+)
 @click.option("--topic-field", default="title", show_default=True, help="title, desc or title+desc.")
 @_with_import_options
-def trec(qrels: Path, topics: Path, corpus_path: Path, topic_field: str, name: str | None, out: Path,
-         force: bool) -> None:
+def trec(
+    qrels: Path, topics: Path, corpus_path: Path, topic_field: str, name: str | None, out: Path, force: bool
+) -> None:
     """TREC qrels and topics: documents are the unit."""
-    from bench.importers import import_trec
-    from bench.importers.base import Destination
+    from bench.inputs.importers import import_trec
+    from bench.inputs.importers.base import Destination
 
     dest = Destination(out, name or Path(qrels).stem, force)
     _report_import(import_trec(qrels, topics, corpus_path, dest, topic_field))
@@ -466,7 +574,7 @@ def trec(qrels: Path, topics: Path, corpus_path: Path, topic_field: str, name: s
 @_with_import_options
 def chroma(source: Path, name: str | None, out: Path, force: bool) -> None:
     """Chroma's chunking evaluation (questions_df.csv + corpora/<id>.md): spans, chunks are the unit."""
-    from bench.importers import import_chroma
-    from bench.importers.base import Destination
+    from bench.inputs.importers import import_chroma
+    from bench.inputs.importers.base import Destination
 
     _report_import(import_chroma(source, Destination(out, name or Path(source).resolve().name, force)))

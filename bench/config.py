@@ -17,9 +17,9 @@ from pathlib import Path
 from bench.chunking import make_chunker
 from bench.embedders import LOADERS, MODELS, ModelSpec
 from bench.errors import BenchError
-from bench.index import INDEXES, LEXICAL_INDEX, IndexSpec, index_spec_from_table
-from bench.metrics import GAINS
-from bench.textfiles import read_text
+from bench.evaluation.metrics import GAINS
+from bench.files import read_text
+from bench.retrieval.faiss_index import INDEXES, LEXICAL_INDEX, IndexSpec, index_spec_from_table
 
 MAX_K = 50
 
@@ -87,7 +87,7 @@ class Config:
 
     def price(self, name: str):
         """The price used for a model: the config's, else the shipped table's, else local (0) or unknown."""
-        from bench.costs import resolve_price
+        from bench.evaluation.costs import resolve_price
 
         return resolve_price(self.model(name), name in self.priced)
 
@@ -124,8 +124,10 @@ class Config:
             "goldset": self.raw.get("goldset"),
             "models": list(self.models),
             "model_specs": {m: _spec_dict(self.model(m)) for m in self.models},
-            "chunkers": {c.name: {"kind": c.kind, **dict(c.params), **({"model": c.model} if c.model else {})}
-                         for c in self.chunkers},
+            "chunkers": {
+                c.name: {"kind": c.kind, **dict(c.params), **({"model": c.model} if c.model else {})}
+                for c in self.chunkers
+            },
             "indexes": {i: _spec_dict(self.index(i)) for i in self.indexes},
             "exclude": list(self.exclude),
             "k": self.k,
@@ -148,9 +150,25 @@ class Config:
         return updated
 
 
-_TOP_KEYS = {"corpus", "goldset", "results", "cache_dir", "models", "chunkers", "indexes", "k", "depth",
-             "min_overlap", "ndcg_gain", "batch_size", "model", "index", "exclude", "recommend_margin",
-             "latency_samples"}
+_TOP_KEYS = {
+    "corpus",
+    "goldset",
+    "results",
+    "cache_dir",
+    "models",
+    "chunkers",
+    "indexes",
+    "k",
+    "depth",
+    "min_overlap",
+    "ndcg_gain",
+    "batch_size",
+    "model",
+    "index",
+    "exclude",
+    "recommend_margin",
+    "latency_samples",
+}
 _SPEC_FIELDS = {f.name for f in fields(ModelSpec)} - {"name", "params"}
 
 
@@ -184,18 +202,22 @@ def load_config(path: str | Path) -> Config:
     model_specs = _model_specs(raw.get("model", {}), where)
     models = [_canonical(m, model_specs, MODELS, "models", where) for m in _names(raw["models"], "models", where)]
     index_specs = _index_specs(raw.get("index", {}), where)
-    indexes = [_canonical(i, index_specs, INDEXES, "indexes", where)
-               for i in _names(raw.get("indexes", ["flat"]), "indexes", where)]
+    indexes = [
+        _canonical(i, index_specs, INDEXES, "indexes", where)
+        for i in _names(raw.get("indexes", ["flat"]), "indexes", where)
+    ]
     exclude = raw.get("exclude", [])
     if not isinstance(exclude, list) or not all(isinstance(p, str) for p in exclude):
-        raise BenchError(f"{where}: exclude must be a list of candidate-id patterns, e.g. [\"bm25/*\"]")
+        raise BenchError(f'{where}: exclude must be a list of candidate-id patterns, e.g. ["bm25/*"]')
     chunkers = _chunkers(raw["chunkers"], where)
     for c in chunkers:
         if c.model:
             c_model = _canonical(c.model, model_specs, MODELS, f"[chunkers.{c.name}] model", where)
             if (model_specs.get(c_model) or MODELS.get(c_model)).lexical:
-                raise BenchError(f"{where}: [chunkers.{c.name}] model {c_model!r} is lexical and cannot embed "
-                                 f"sentences; name a dense model, e.g. model = \"minilm\" or \"hash\"")
+                raise BenchError(
+                    f"{where}: [chunkers.{c.name}] model {c_model!r} is lexical and cannot embed "
+                    f'sentences; name a dense model, e.g. model = "minilm" or "hash"'
+                )
             chunkers = tuple(replace(x, model=c_model) if x is c else x for x in chunkers)
     used = set(models) | {c.model for c in chunkers if c.model}
     config = Config(
@@ -210,8 +232,11 @@ def load_config(path: str | Path) -> Config:
         model_specs={name: model_specs.get(name) or MODELS.get(name) for name in used},
         index_specs={name: index_specs.get(name) or INDEXES.get(name) for name in indexes},
         exclude=tuple(exclude),
-        priced=frozenset(name for name, table in raw.get("model", {}).items()
-                         if isinstance(table, dict) and "price_per_mtok" in table),
+        priced=frozenset(
+            name
+            for name, table in raw.get("model", {}).items()
+            if isinstance(table, dict) and "price_per_mtok" in table
+        ),
         recommend_margin=raw.get("recommend_margin", 0.02),
         k=raw.get("k", 5),
         depth=raw.get("depth"),
@@ -264,7 +289,7 @@ def _names(value: object, key: str, where: str) -> list[str]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        raise BenchError(f"{where}: {key} must be a non-empty list of names, e.g. {key} = [\"...\"]")
+        raise BenchError(f'{where}: {key} must be a non-empty list of names, e.g. {key} = ["..."]')
     if len(set(value)) != len(value):
         raise BenchError(f"{where}: {key} lists a name twice; list each once")
     return value
@@ -294,8 +319,10 @@ def _model_specs(tables: object, where: str) -> dict[str, ModelSpec]:
             (known if key in _SPEC_FIELDS else params)[key] = value
         base = MODELS.get(name) if name in MODELS else None
         if base is None and "loader" not in known:
-            raise BenchError(f"{where}: [model.{name}] is not a known model; give loader = "
-                             f"\"sentence-transformers\", \"model2vec\", \"openai\" or \"hashing\"")
+            raise BenchError(
+                f"{where}: [model.{name}] is not a known model; give loader = "
+                f'"sentence-transformers", "model2vec", "openai" or "hashing"'
+            )
         try:
             if base is None:
                 spec = ModelSpec(name=name, params=tuple(sorted(params.items())), **known)
@@ -304,13 +331,16 @@ def _model_specs(tables: object, where: str) -> dict[str, ModelSpec]:
         except TypeError as e:
             raise BenchError(f"{where}: [model.{name}]: {e}") from None
         if spec.loader not in LOADERS:
-            raise BenchError(f"{where}: [model.{name}] loader {spec.loader!r} is unknown; "
-                             f"use one of {', '.join(LOADERS)}")
+            raise BenchError(
+                f"{where}: [model.{name}] loader {spec.loader!r} is unknown; use one of {', '.join(LOADERS)}"
+            )
         if spec.loader == "bm25":  # BM25 has no embedder: it always ranks with its own inverted index
             spec = replace(spec, lexical=True)
         elif spec.lexical:
-            raise BenchError(f"{where}: [model.{name}] lexical = true needs loader = \"bm25\"; "
-                             f"a {spec.loader!r} model is dense: remove lexical")
+            raise BenchError(
+                f'{where}: [model.{name}] lexical = true needs loader = "bm25"; '
+                f"a {spec.loader!r} model is dense: remove lexical"
+            )
         specs[name] = spec
     return specs
 
@@ -336,7 +366,7 @@ def _chunkers(table: object, where: str) -> tuple[ChunkerSpec, ...]:
         if "/" in name:
             raise BenchError(f"{where}: chunker name {name!r} may not contain '/'")
         if not isinstance(body, dict) or "kind" not in body:
-            raise BenchError(f"{where}: [chunkers.{name}] needs kind = \"tokens\" or \"recursive\"")
+            raise BenchError(f'{where}: [chunkers.{name}] needs kind = "tokens" or "recursive"')
         params = {k: v for k, v in body.items() if k not in ("kind", "model")}
         model = body.get("model")
         if model is not None and not isinstance(model, str):

@@ -17,12 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import ops, paths
-from bench.cache import EmbeddingCache
+from bench import measure
+from bench.chunking.table import ChunkTable
 from bench.config import load_config
-from bench.corpus import load_corpus
-from bench.embedders import PASSAGE, load_embedder
-from bench.units import ChunkTable
+from bench.embedders import PASSAGE, load_embedder, paths
+from bench.embedders.cache import EmbeddingCache
+from bench.inputs.corpus import load_corpus
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 def model_only(embedder, texts: list[str], batch: int) -> float:
     t0 = time.perf_counter()
     for lo in range(0, len(texts), batch):
-        embedder.embed(texts[lo: lo + batch], PASSAGE)
+        embedder.embed(texts[lo : lo + batch], PASSAGE)
     return time.perf_counter() - t0
 
 
@@ -39,8 +39,8 @@ def through_harness(embedder, texts: list[str], batch: int, max_tokens: int | No
         cache = EmbeddingCache(tmp)
         t0 = time.perf_counter()
         cache.embed(embedder, texts, PASSAGE, batch, progress=lambda n: None)
-        ops.token_figures(embedder.count_tokens(texts), max_tokens)
-        ops.peak_rss_mb()
+        measure.token_figures(embedder.count_tokens(texts), max_tokens)
+        measure.peak_rss_mb()
         return time.perf_counter() - t0
 
 
@@ -64,15 +64,20 @@ def main() -> None:
         for chunker, table in tables.items():
             texts = table.texts
             best_model = min(model_only(embedder, texts, config.batch_size) for _ in range(args.repeats))
-            best_harness = min(through_harness(embedder, texts, config.batch_size, spec.max_tokens)
-                               for _ in range(args.repeats))
+            best_harness = min(
+                through_harness(embedder, texts, config.batch_size, spec.max_tokens) for _ in range(args.repeats)
+            )
             total_model += best_model
             total_harness += best_harness
-            print(f"{name + '/' + chunker:<22}{len(texts):>8}{best_model:>10.3f}{best_harness:>11.3f}"
-                  f"{(best_harness - best_model) / best_model:>10.1%}")
+            print(
+                f"{name + '/' + chunker:<22}{len(texts):>8}{best_model:>10.3f}{best_harness:>11.3f}"
+                f"{(best_harness - best_model) / best_model:>10.1%}"
+            )
     overall = (total_harness - total_model) / total_model
-    print(f"all dense candidates: model {total_model:.2f} s, harness {total_harness:.2f} s, "
-          f"overhead {overall:.1%} (target < 5%): {'PASS' if overall < 0.05 else 'FAIL'}")
+    print(
+        f"all dense candidates: model {total_model:.2f} s, harness {total_harness:.2f} s, "
+        f"overhead {overall:.1%} (target < 5%): {'PASS' if overall < 0.05 else 'FAIL'}"
+    )
 
 
 if __name__ == "__main__":

@@ -29,13 +29,29 @@ def bench_run(config: Path, cache: Path, results: Path, *extra: str) -> tuple[fl
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("BENCH_CACHE_DIR", None)
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "bench", "run", str(config), "--cache-dir", str(cache),
-                           "--results", str(results), *extra], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "run",
+            str(config),
+            "--cache-dir",
+            str(cache),
+            "--results",
+            str(results),
+            *extra,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     seconds = time.perf_counter() - t0
     if done.returncode != 0:
         sys.exit(f"bench run failed:\n{done.stderr}")
-    newest = max((p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")),
-                 key=lambda p: p.stat().st_mtime)
+    newest = max(
+        (p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")), key=lambda p: p.stat().st_mtime
+    )
     return seconds, json.loads((newest / "summary.json").read_text())
 
 
@@ -62,16 +78,23 @@ def main() -> None:
         bare_s, bare = bench_run(config, cache, results, "--no-report")
     print(f"config: {config}  ({len(cold['candidates'])} candidates; {os.cpu_count()} CPUs)")
     print(f"{'run':<28}{'seconds':>9}{'chunks embedded':>17}{'questions embedded':>20}")
-    for name, seconds, summary in (("cold (empty cache)", cold_s, cold), ("warm (same config)", warm_s, warm_summary),
-                                   ("warm, only k changed", k_s, k_summary),
-                                   ("warm, --remeasure", remeasure_s, remeasure),
-                                   ("warm, --no-report", bare_s, bare)):
+    for name, seconds, summary in (
+        ("cold (empty cache)", cold_s, cold),
+        ("warm (same config)", warm_s, warm_summary),
+        ("warm, only k changed", k_s, k_summary),
+        ("warm, --remeasure", remeasure_s, remeasure),
+        ("warm, --no-report", bare_s, bare),
+    ):
         chunks, questions = embedded(summary)
         print(f"{name:<28}{seconds:>9.1f}{chunks:>17,}{questions:>20,}")
-    print(f"cold / warm: {cold_s / warm_s:.1f}x   cold / warm with k changed: {cold_s / k_s:.1f}x   "
-          f"cold / warm --remeasure: {cold_s / remeasure_s:.1f}x   (target >= 10x)")
-    print("--remeasure imports the model libraries and encodes each question live once per model "
-          "to time it; plain warm runs reuse this machine's timings and never load a model.")
+    print(
+        f"cold / warm: {cold_s / warm_s:.1f}x   cold / warm with k changed: {cold_s / k_s:.1f}x   "
+        f"cold / warm --remeasure: {cold_s / remeasure_s:.1f}x   (target >= 10x)"
+    )
+    print(
+        "--remeasure imports the model libraries and encodes each question live once per model "
+        "to time it; plain warm runs reuse this machine's timings and never load a model."
+    )
 
 
 if __name__ == "__main__":

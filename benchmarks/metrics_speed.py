@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.metrics import Grades, first_relevant_rank, quality  # noqa: E402
+from bench.evaluation.metrics import Grades, first_relevant_rank, quality
 
 UNIVERSE = 10_000
 MAX_RELEVANT = 20
@@ -121,11 +121,17 @@ def grades_from_dicts(qrels: dict, run: dict, depth: int) -> tuple[list[str], Gr
     judged_grade = np.fromiter(chain.from_iterable(map(dict.values, judged)), np.int64, n_judged)
     np.maximum(judged_grade, 0, out=judged_grade)
     judged_score = np.fromiter(
-        map(dict.get, chain.from_iterable(map(repeat, runs, q_lens.tolist())),
-            chain.from_iterable(judged), repeat(np.nan)), np.float64, n_judged)
+        map(
+            dict.get,
+            chain.from_iterable(map(repeat, runs, q_lens.tolist())),
+            chain.from_iterable(judged),
+            repeat(np.nan),
+        ),
+        np.float64,
+        n_judged,
+    )
     judged_row = np.repeat(np.arange(n, dtype=np.int64), q_lens)
-    score_m = _row_matrix(np.fromiter(chain.from_iterable(map(dict.values, runs)), np.float64, n_run),
-                          r_lens, -np.inf)
+    score_m = _row_matrix(np.fromiter(chain.from_iterable(map(dict.values, runs)), np.float64, n_run), r_lens, -np.inf)
 
     hit = ~np.isnan(judged_score) & (judged_grade > 0)
     rows, hit_grades = judged_row[hit], judged_grade[hit]
@@ -156,10 +162,10 @@ def _ranks(score_m: np.ndarray, rows: np.ndarray, scores: np.ndarray) -> np.ndar
     rank = np.empty(len(rows), dtype=np.int64)
     step = max(1, 2**22 // max(width, 1))
     for lo in range(0, len(rows), step):
-        block, s = score_m[rows[lo:lo + step]], scores[lo:lo + step, None]
+        block, s = score_m[rows[lo : lo + step]], scores[lo : lo + step, None]
         if ((block == s).sum(axis=1) > 1).any():
             return None
-        rank[lo:lo + step] = (block > s).sum(axis=1)
+        rank[lo : lo + step] = (block > s).sum(axis=1)
     return rank
 
 
@@ -190,8 +196,9 @@ def _grades_from_dicts_general(qids: list[str], qrels: dict, runs: list[dict], d
     q_lens = np.fromiter(map(len, qrels.values()), np.int64, n)
     n_judged = int(q_lens.sum())
     vocab: dict[str, int] = {}
-    judged_doc = np.fromiter(map(vocab.setdefault, chain.from_iterable(qrels.values()), count()),
-                             np.int64, n_judged)  # unique per doc, not dense: fine
+    judged_doc = np.fromiter(
+        map(vocab.setdefault, chain.from_iterable(qrels.values()), count()), np.int64, n_judged
+    )  # unique per doc, not dense: fine
     judged_grade = np.fromiter(chain.from_iterable(map(dict.values, qrels.values())), np.int64, n_judged)
     np.maximum(judged_grade, 0, out=judged_grade)
     span = max(n_judged, 1)
@@ -236,8 +243,15 @@ def best_of(fn, repeats: int = REPEATS):
 
 def ranx_metrics(k: int) -> dict[str, str]:
     """bench name -> ranx name, same definitions (ndcg with exponential gain = ndcg_burges)."""
-    return {"hit_rate": f"hit_rate@{k}", "recall": f"recall@{k}", "precision": f"precision@{k}",
-            "f1": f"f1@{k}", "mrr": f"mrr@{k}", "ndcg": f"ndcg_burges@{k}", "map": f"map@{k}"}
+    return {
+        "hit_rate": f"hit_rate@{k}",
+        "recall": f"recall@{k}",
+        "precision": f"precision@{k}",
+        "f1": f"f1@{k}",
+        "mrr": f"mrr@{k}",
+        "ndcg": f"ndcg_burges@{k}",
+        "map": f"map@{k}",
+    }
 
 
 def check_close(name: str, ours: np.ndarray, theirs: np.ndarray, tol: float = 1e-9) -> float:
@@ -279,21 +293,31 @@ def main() -> None:
     import numba
     from ranx import Qrels, Run, evaluate
 
-    print(f"machine: {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable), {cpu_model()}; "
-          f"{platform.system()} {platform.release()}")
-    print(f"versions: python {platform.python_version()}, bench {version('bench')}, numpy {np.__version__}, "
-          f"ranx {version('ranx')}, numba {numba.__version__} ({numba.get_num_threads()} threads), "
-          f"pytrec-eval-terrier {version('pytrec-eval-terrier')}")
-    print(f"data: {n:,} questions, run depth {depth}, k={k}, seed {args.seed}, universe {UNIVERSE:,} docs, "
-          f"1..{MAX_RELEVANT} relevant docs per question (grades 1..{MAX_GRADE}), "
-          f"each retrieved with p={P_RETRIEVED}")
-    print(f"timing: time.perf_counter, best of {REPEATS} repeats each, gc collected before and disabled "
-          f"during each repeat; ranx numba JIT compiled by a warm-up call on a tiny input first (excluded)")
+    print(
+        f"machine: {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable), {cpu_model()}; "
+        f"{platform.system()} {platform.release()}"
+    )
+    print(
+        f"versions: python {platform.python_version()}, bench {version('bench')}, numpy {np.__version__}, "
+        f"ranx {version('ranx')}, numba {numba.__version__} ({numba.get_num_threads()} threads), "
+        f"pytrec-eval-terrier {version('pytrec-eval-terrier')}"
+    )
+    print(
+        f"data: {n:,} questions, run depth {depth}, k={k}, seed {args.seed}, universe {UNIVERSE:,} docs, "
+        f"1..{MAX_RELEVANT} relevant docs per question (grades 1..{MAX_GRADE}), "
+        f"each retrieved with p={P_RETRIEVED}"
+    )
+    print(
+        f"timing: time.perf_counter, best of {REPEATS} repeats each, gc collected before and disabled "
+        f"during each repeat; ranx numba JIT compiled by a warm-up call on a tiny input first (excluded)"
+    )
 
     t0 = time.perf_counter()
     qrels, run = synthesise(n, depth, args.seed)
-    print(f"synthesised in {time.perf_counter() - t0:.1f} s "
-          f"({sum(map(len, qrels.values())):,} qrels entries, {sum(map(len, run.values())):,} run entries)")
+    print(
+        f"synthesised in {time.perf_counter() - t0:.1f} s "
+        f"({sum(map(len, qrels.values())):,} qrels entries, {sum(map(len, run.values())):,} run entries)"
+    )
     gc.collect()
     gc.freeze()  # the big dicts live for the whole script: keep them out of every gc pass
 
@@ -329,7 +353,8 @@ def main() -> None:
             gc.enable()
     times["ranx construction (Qrels+Run)"] = best
     times["ranx evaluate"], theirs = best_of(
-        lambda: evaluate(ranx_q, ranx_r, list(names.values()), return_mean=False, save_results_in_run=False))
+        lambda: evaluate(ranx_q, ranx_r, list(names.values()), return_mean=False, save_results_in_run=False)  # noqa: F821 (assigned in the loop above)
+    )
     ranx_qids = ranx_r.get_query_ids()
     del ranx_q, ranx_r
     gc.collect()
@@ -338,10 +363,14 @@ def main() -> None:
     row_of = {q: i for i, q in enumerate(qids)}
     idx = np.fromiter(map(row_of.__getitem__, ranx_qids), np.int64, len(ranx_qids))
     assert len(idx) == n
-    worst = {m: check_close(f"{m}@{k} vs ranx {names[m]}", ours[f"{m}@{k}"][idx], np.asarray(theirs[r]))
-             for m, r in names.items()}
-    print(f"agreement with ranx, all {n:,} questions, all 7 metrics: max |diff| = {max(worst.values()):.2g} "
-          f"(<= 1e-9 asserted)")
+    worst = {
+        m: check_close(f"{m}@{k} vs ranx {names[m]}", ours[f"{m}@{k}"][idx], np.asarray(theirs[r]))
+        for m, r in names.items()
+    }
+    print(
+        f"agreement with ranx, all {n:,} questions, all 7 metrics: max |diff| = {max(worst.values()):.2g} "
+        f"(<= 1e-9 asserted)"
+    )
     del theirs
 
     # pytrec_eval -------------------------------------------------------------------------
@@ -355,11 +384,18 @@ def main() -> None:
     linear = quality(Grades(grades.ranked[sample], grades.ideal[sample], grades.n_relevant[sample]), k, "linear")
     first = first_relevant_rank(grades)[sample]
     uncut_rr = np.divide(1.0, first, out=np.zeros(len(first)), where=first > 0)
-    pairs = {f"P_{k}": ours[f"precision@{k}"][sample], f"recall_{k}": ours[f"recall@{k}"][sample],
-             f"ndcg_cut_{k}": linear[f"ndcg@{k}"], f"map_cut_{k}": ours[f"map@{k}"][sample], "recip_rank": uncut_rr}
+    pairs = {
+        f"P_{k}": ours[f"precision@{k}"][sample],
+        f"recall_{k}": ours[f"recall@{k}"][sample],
+        f"ndcg_cut_{k}": linear[f"ndcg@{k}"],
+        f"map_cut_{k}": ours[f"map@{k}"][sample],
+        "recip_rank": uncut_rr,
+    }
     trec_worst = max(check_close(f"{m} vs pytrec_eval", v, np.array([res[q][m] for q in sq])) for m, v in pairs.items())
-    print(f"agreement with pytrec_eval, sample of {len(sq):,} questions (P, recall, ndcg_cut [linear gain], "
-          f"map_cut, uncut recip_rank): max |diff| = {trec_worst:.2g} (<= 1e-9 asserted)")
+    print(
+        f"agreement with pytrec_eval, sample of {len(sq):,} questions (P, recall, ndcg_cut [linear gain], "
+        f"map_cut, uncut recip_rank): max |diff| = {trec_worst:.2g} (<= 1e-9 asserted)"
+    )
     del res
 
     if not args.skip_pytrec:
@@ -386,9 +422,17 @@ def main() -> None:
     times["ranx total"] = times["ranx construction (Qrels+Run)"] + times["ranx evaluate"]
     print()
     print(f"{'measurement (best of 3)':<38}{'seconds':>10}")
-    order = ["bench engine only", "bench builder (dicts -> Grades)", "bench from dicts",
-             "ranx construction (Qrels+Run)", "ranx evaluate", "ranx total",
-             "pytrec_eval construction", "pytrec_eval evaluate", "pytrec_eval total"]
+    order = [
+        "bench engine only",
+        "bench builder (dicts -> Grades)",
+        "bench from dicts",
+        "ranx construction (Qrels+Run)",
+        "ranx evaluate",
+        "ranx total",
+        "pytrec_eval construction",
+        "pytrec_eval evaluate",
+        "pytrec_eval total",
+    ]
     for key in order:
         if key in times:
             note = "  (sum of the two bests)" if key == "ranx total" else ""
@@ -396,10 +440,14 @@ def main() -> None:
             print(f"  {key:<36}{times[key]:>10.4f}{note}")
     if args.skip_pytrec:
         print("  pytrec_eval                          skipped (--skip-pytrec)")
-    print("  metrics: bench hit_rate/recall/precision/f1/mrr/ndcg(exp)/map @k; ranx hit_rate, recall, "
-          "precision, f1, mrr, ndcg_burges, map @k;")
-    print(f"           pytrec_eval P_{k}, recall_{k}, ndcg_cut_{k}, map_cut_{k}, recip_rank "
-          "(recip_rank is not cut at k in trec_eval)")
+    print(
+        "  metrics: bench hit_rate/recall/precision/f1/mrr/ndcg(exp)/map @k; ranx hit_rate, recall, "
+        "precision, f1, mrr, ndcg_burges, map @k;"
+    )
+    print(
+        f"           pytrec_eval P_{k}, recall_{k}, ndcg_cut_{k}, map_cut_{k}, recip_rank "
+        "(recip_rank is not cut at k in trec_eval)"
+    )
 
     eng, fd = times["bench engine only"], times["bench from dicts"]
     print()
@@ -413,20 +461,28 @@ def main() -> None:
     print()
     print("targets:")
     verdict = "PASS" if eng <= times["ranx evaluate"] else "FAIL"
-    print(f"  bench <= ranx: bench engine only {eng:.4f} s vs ranx evaluate only "
-          f"{times['ranx evaluate']:.4f} s -> {verdict}")
-    print(f"    (also: bench from dicts {fd:.4f} s vs ranx construction+evaluate {times['ranx total']:.4f} s -> "
-          f"{'PASS' if fd <= times['ranx total'] else 'FAIL'})")
+    print(
+        f"  bench <= ranx: bench engine only {eng:.4f} s vs ranx evaluate only "
+        f"{times['ranx evaluate']:.4f} s -> {verdict}"
+    )
+    print(
+        f"    (also: bench from dicts {fd:.4f} s vs ranx construction+evaluate {times['ranx total']:.4f} s -> "
+        f"{'PASS' if fd <= times['ranx total'] else 'FAIL'})"
+    )
     if args.skip_pytrec:
         print("  >= 10x faster than pytrec-eval-terrier: SKIPPED (--skip-pytrec)")
     else:
         ratio = times["pytrec_eval total"] / fd
-        print(f"  >= 10x faster than pytrec-eval-terrier: bench from dicts {fd:.4f} s vs pytrec_eval "
-              f"construction+evaluate {times['pytrec_eval total']:.4f} s = {ratio:.1f}x -> "
-              f"{'PASS' if ratio >= 10 else 'FAIL'}")
+        print(
+            f"  >= 10x faster than pytrec-eval-terrier: bench from dicts {fd:.4f} s vs pytrec_eval "
+            f"construction+evaluate {times['pytrec_eval total']:.4f} s = {ratio:.1f}x -> "
+            f"{'PASS' if ratio >= 10 else 'FAIL'}"
+        )
         eng_ratio = times["pytrec_eval total"] / eng
-        print(f"    (also: bench engine only {eng:.4f} s vs pytrec_eval total = "
-              f"{eng_ratio:.1f}x -> {'PASS' if eng_ratio >= 10 else 'FAIL'})")
+        print(
+            f"    (also: bench engine only {eng:.4f} s vs pytrec_eval total = "
+            f"{eng_ratio:.1f}x -> {'PASS' if eng_ratio >= 10 else 'FAIL'})"
+        )
     print(f"\npeak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")
 
 

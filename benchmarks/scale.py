@@ -98,7 +98,7 @@ def evidence(docs: dict[str, str]) -> tuple[dict[str, list[tuple[int, int]]], li
                 texts.append(ev["quote"])
             elif "start" in ev:
                 found = [(ev["start"], ev["end"])]
-                texts.append(text[ev["start"]:ev["end"]])
+                texts.append(text[ev["start"] : ev["end"]])
             else:  # the whole document is the evidence
                 found = [(0, len(text))]
             spans.setdefault(ev["doc"], []).extend(found)
@@ -209,8 +209,13 @@ def source_files() -> list[Path]:
 def stamp_params(chunks: int) -> dict:
     """Everything the generated text depends on; a stamp with other values means regenerate."""
     return {
-        "chunks": chunks, "seed": SEED, "generator": GENERATOR_VERSION, "numpy": np.__version__,
-        "chunk_tokens": CHUNK_TOKENS, "chunks_per_doc": CHUNKS_PER_DOC, "tokens": [LOW_TOKENS, HIGH_TOKENS],
+        "chunks": chunks,
+        "seed": SEED,
+        "generator": GENERATOR_VERSION,
+        "numpy": np.__version__,
+        "chunk_tokens": CHUNK_TOKENS,
+        "chunks_per_doc": CHUNKS_PER_DOC,
+        "tokens": [LOW_TOKENS, HIGH_TOKENS],
         "sources": [[os.path.relpath(f, REPO), hashlib.sha256(f.read_bytes()).hexdigest()] for f in source_files()],
     }
 
@@ -228,8 +233,9 @@ class Draws:
         return self.block.pop()
 
 
-def distractor(pool: list[str], sizes: list[int], headings: list[str], pick: Draws, per_para: Draws,
-               head: Draws) -> str:
+def distractor(
+    pool: list[str], sizes: list[int], headings: list[str], pick: Draws, per_para: Draws, head: Draws
+) -> str:
     """A heading, then paragraphs of 2-6 real sentences, until its tokens lie in [LOW, HIGH]."""
     title = headings[head.next()]
     tokens = sizes[-1] + 2  # the heading's tokens (estimated) and the blank line after it
@@ -289,11 +295,19 @@ def generate(folder: Path, chunks: int) -> dict:
     per_doc = float(np.mean(sampled)) if sampled else float(CHUNKS_PER_DOC)
     size = (folder / "corpus.jsonl").stat().st_size
     return {
-        "documents": len(docs) + synthetic, "northwind_documents": len(docs), "synthetic_documents": synthetic,
-        "northwind_chunks": real_chunks, "expected_chunks": real_chunks + round(synthetic * per_doc),
-        "sampled_documents": len(sampled), "sampled_chunks_per_doc": [min(sampled or [0]), per_doc, max(sampled or [0])],
-        "pool_sentences": len(pool), "headings": len(headings), **pool_info,
-        "bytes": size, "seconds": round(seconds, 2), "pool_seconds": round(prepared - t0, 2),
+        "documents": len(docs) + synthetic,
+        "northwind_documents": len(docs),
+        "synthetic_documents": synthetic,
+        "northwind_chunks": real_chunks,
+        "expected_chunks": real_chunks + round(synthetic * per_doc),
+        "sampled_documents": len(sampled),
+        "sampled_chunks_per_doc": [min(sampled or [0]), per_doc, max(sampled or [0])],
+        "pool_sentences": len(pool),
+        "headings": len(headings),
+        **pool_info,
+        "bytes": size,
+        "seconds": round(seconds, 2),
+        "pool_seconds": round(prepared - t0, 2),
         "write_seconds": round(writing, 2),  # the throughput below is of writing only, the pool aside
         "chunks_per_second": round((real_chunks + synthetic * per_doc) / writing, 1),
         "mb_per_second": round(size / 1e6 / writing, 2),
@@ -329,12 +343,24 @@ def bench_env() -> dict:
     return env
 
 
-def write_config(folder: Path, corpus_path: Path | str, goldset: Path | str, models: list[str],
-                 indexes: list[str]) -> Path:
-    lines = [f"corpus = {json.dumps(str(corpus_path))}", f"goldset = {json.dumps(str(goldset))}",
-             'results = "results"', 'cache_dir = "cache"', "k = 5", f"models = {json.dumps(models)}",
-             f"indexes = {json.dumps(indexes)}", "", "[chunkers.tok128]", 'kind = "tokens"',
-             f"size = {CHUNK_TOKENS}", "overlap = 0", ""]
+def write_config(
+    folder: Path, corpus_path: Path | str, goldset: Path | str, models: list[str], indexes: list[str]
+) -> Path:
+    lines = [
+        f"corpus = {json.dumps(str(corpus_path))}",
+        f"goldset = {json.dumps(str(goldset))}",
+        'results = "results"',
+        'cache_dir = "cache"',
+        "k = 5",
+        f"models = {json.dumps(models)}",
+        f"indexes = {json.dumps(indexes)}",
+        "",
+        "[chunkers.tok128]",
+        'kind = "tokens"',
+        f"size = {CHUNK_TOKENS}",
+        "overlap = 0",
+        "",
+    ]
     path = folder / "bench.toml"
     path.write_text("\n".join(lines))
     return path
@@ -343,8 +369,13 @@ def write_config(folder: Path, corpus_path: Path | str, goldset: Path | str, mod
 def lock_goldset(folder: Path) -> float:
     shutil.copyfile(GOLDSET, folder / "gold.jsonl")
     t0 = time.perf_counter()
-    done = subprocess.run([*bench_command(), "goldset", "lock", "gold.jsonl", "--corpus", "corpus.jsonl"],
-                          cwd=folder, env=bench_env(), capture_output=True, text=True)
+    done = subprocess.run(
+        [*bench_command(), "goldset", "lock", "gold.jsonl", "--corpus", "corpus.jsonl"],
+        cwd=folder,
+        env=bench_env(),
+        capture_output=True,
+        text=True,
+    )
     if done.returncode:
         sys.exit(f"bench goldset lock failed in {folder}:\n{done.stdout}{done.stderr}")
     return time.perf_counter() - t0
@@ -360,8 +391,13 @@ def prepare_static(work: Path) -> dict:
     write_config(folder, NORTHWIND, GOLDSET, ["static"], ["flat"])
     t0 = time.perf_counter()
     with (folder / "bench.log").open("w") as log:
-        done = subprocess.run([*bench_command(), "run", "bench.toml", "--no-report"], cwd=folder, env=bench_env(),
-                              stdout=log, stderr=subprocess.STDOUT)
+        done = subprocess.run(
+            [*bench_command(), "run", "bench.toml", "--no-report"],
+            cwd=folder,
+            env=bench_env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     if done.returncode or not any(models.glob("*/model.safetensors")):
         sys.exit(f"preparing the static model failed (exit {done.returncode}); see {folder / 'bench.log'}")
     return {"models": str(models), "seconds": round(time.perf_counter() - t0, 1), "reused": False}
@@ -410,8 +446,9 @@ def run_bench(folder: Path) -> dict:
     """`bench run bench.toml` as a direct child: wall time, its ru_maxrss, the tree's peak RSS."""
     with (folder / "bench.log").open("w") as log:
         t0 = time.perf_counter()
-        proc = subprocess.Popen([*bench_command(), "run", "bench.toml"], cwd=folder, env=bench_env(),
-                                stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [*bench_command(), "run", "bench.toml"], cwd=folder, env=bench_env(), stdout=log, stderr=subprocess.STDOUT
+        )
         sampler = TreeSampler(proc.pid)
         sampler.start()
         _, status, usage = os.wait4(proc.pid, 0)  # rusage of this child only (and what it reaped)
@@ -419,9 +456,14 @@ def run_bench(folder: Path) -> dict:
         sampler.stop.set()
         sampler.join()
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, so Popen must not wait again
-    return {"exit": proc.returncode, "wall_seconds": round(wall, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
-            "peak_tree_rss_mb": round(sampler.peak / 2**20, 1), "user_seconds": round(usage.ru_utime, 1),
-            "system_seconds": round(usage.ru_stime, 1)}
+    return {
+        "exit": proc.returncode,
+        "wall_seconds": round(wall, 2),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "peak_tree_rss_mb": round(sampler.peak / 2**20, 1),
+        "user_seconds": round(usage.ru_utime, 1),
+        "system_seconds": round(usage.ru_stime, 1),
+    }
 
 
 def read_run(folder: Path) -> dict:
@@ -437,10 +479,16 @@ def read_run(folder: Path) -> dict:
         seen = phases.setdefault(p["phase"], {"seconds": 0.0, "rss_mb": 0.0})
         seen["seconds"] += float(p.get("seconds") or 0)
         seen["rss_mb"] = max(seen["rss_mb"], float(p.get("rss_mb") or 0))
-    candidates = [{"id": c["id"], "quality": c.get("quality", {}), "ops": c.get("ops", {})}
-                  for c in summary.get("candidates", [])]
-    return {"run": str(newest), "phases": phases, "has_phases": "phases" in manifest,
-            "manifest_peak_rss_mb": manifest.get("peak_rss_mb"), "candidates": candidates}
+    candidates = [
+        {"id": c["id"], "quality": c.get("quality", {}), "ops": c.get("ops", {})} for c in summary.get("candidates", [])
+    ]
+    return {
+        "run": str(newest),
+        "phases": phases,
+        "has_phases": "phases" in manifest,
+        "manifest_peak_rss_mb": manifest.get("peak_rss_mb"),
+        "candidates": candidates,
+    }
 
 
 # ---------------------------------------------------------------- output
@@ -459,8 +507,9 @@ def fmt(value, digits: int = 1) -> str:
 def table(header: list[str], rows: list[list]) -> str:
     cells = [header, *[[fmt(v) if not isinstance(v, str) else v for v in row] for row in rows]]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
-                     for r in cells)
+    return "\n".join(
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in cells
+    )
 
 
 def n_chunks(size: dict) -> int:
@@ -472,26 +521,52 @@ def size_report(size: dict) -> str:
     made, bench = size["corpus"], size.get("bench", {})
     chunks = n_chunks(size)
     gen = f"{made['seconds']:.1f}" + (" (reused)" if made["reused"] else "")
-    rows = [["chunks (target)", f"{chunks:,} ({size['target']:,})"], ["documents", made["documents"]],
-            ["corpus MB", made["bytes"] / 1e6], ["generation s", gen],
-            ["sentence pool s (once per invocation)", made["pool_seconds"]],
-            ["writing s: chunks/s, MB/s", f"{made['write_seconds']:.1f}: {made['chunks_per_second']:,.0f}, "
-                                          f"{made['mb_per_second']:.1f}"],
-            ["lock s", size.get("lock_seconds")], ["bench wall s", bench.get("wall_seconds")],
-            ["peak RSS MiB (bench process)", bench.get("peak_rss_mb")],
-            ["peak tree RSS MiB (sampled)", bench.get("peak_tree_rss_mb")],
-            ["chunks/s overall", chunks / bench["wall_seconds"] if bench.get("wall_seconds") else None]]
+    rows = [
+        ["chunks (target)", f"{chunks:,} ({size['target']:,})"],
+        ["documents", made["documents"]],
+        ["corpus MB", made["bytes"] / 1e6],
+        ["generation s", gen],
+        ["sentence pool s (once per invocation)", made["pool_seconds"]],
+        [
+            "writing s: chunks/s, MB/s",
+            f"{made['write_seconds']:.1f}: {made['chunks_per_second']:,.0f}, {made['mb_per_second']:.1f}",
+        ],
+        ["lock s", size.get("lock_seconds")],
+        ["bench wall s", bench.get("wall_seconds")],
+        ["peak RSS MiB (bench process)", bench.get("peak_rss_mb")],
+        ["peak tree RSS MiB (sampled)", bench.get("peak_tree_rss_mb")],
+        ["chunks/s overall", chunks / bench["wall_seconds"] if bench.get("wall_seconds") else None],
+    ]
     out = [f"== {size['target']:,} chunks: {size['folder']}", table(["figure", "value"], rows)]
-    header = ["candidate", "mrr@5", "recall@5", "embed chunks/s", "index build s", "index MB", "recall vs exact",
-              "search p50 ms", "search p95 ms"]
+    header = [
+        "candidate",
+        "mrr@5",
+        "recall@5",
+        "embed chunks/s",
+        "index build s",
+        "index MB",
+        "recall vs exact",
+        "search p50 ms",
+        "search p95 ms",
+    ]
     rows = []
     for c in size.get("run", {}).get("candidates", []):
         q, ops = c["quality"], c["ops"]
         vs_exact = next((v for k, v in ops.items() if k.startswith("recall_vs_exact")), None)
         index_mb = ops["index_bytes"] / 1e6 if ops.get("index_bytes") else None
-        rows.append([c["id"], fmt(q.get("mrr@5"), 3), fmt(q.get("recall@5"), 3), fmt(ops.get("chunks_per_second"), 0),
-                     fmt(ops.get("index_build_seconds"), 2), fmt(index_mb), fmt(vs_exact, 3),
-                     fmt(ops.get("search_ms_p50"), 3), fmt(ops.get("search_ms_p95"), 3)])
+        rows.append(
+            [
+                c["id"],
+                fmt(q.get("mrr@5"), 3),
+                fmt(q.get("recall@5"), 3),
+                fmt(ops.get("chunks_per_second"), 0),
+                fmt(ops.get("index_build_seconds"), 2),
+                fmt(index_mb),
+                fmt(vs_exact, 3),
+                fmt(ops.get("search_ms_p50"), 3),
+                fmt(ops.get("search_ms_p95"), 3),
+            ]
+        )
     if rows:
         out.append(table(header, rows))
     return "\n".join(out)
@@ -536,26 +611,38 @@ def scaling_report(sizes: list[dict]) -> tuple[str, dict]:
         figures[name] = {"seconds": values, "ratio": ratio, "exponent": exp}
         out.append([name, *[fmt(v, 2) for v in values], fmt(ratio, 2), fmt(exp, 2)])
     text = [table(header, out)]
-    memory = {name: [s.get("run", {}).get("phases", {}).get(name, {}).get("rss_mb") for s in sizes]
-              for name in dict.fromkeys(n for s in sizes for n in s.get("run", {}).get("phases", {}))}
+    memory = {
+        name: [s.get("run", {}).get("phases", {}).get(name, {}).get("rss_mb") for s in sizes]
+        for name in dict.fromkeys(n for s in sizes for n in s.get("run", {}).get("phases", {}))
+    }
     if memory:
-        text.append(table(["phase RSS MiB (manifest)", *[f"{n:,}" for n in ns]],
-                          [[k, *[fmt(x, 0) for x in v]] for k, v in memory.items()]))
+        text.append(
+            table(
+                ["phase RSS MiB (manifest)", *[f"{n:,}" for n in ns]],
+                [[k, *[fmt(x, 0) for x in v]] for k, v in memory.items()],
+            )
+        )
     elif any("run" in s for s in sizes):
-        text.append("(manifest.json has no \"phases\" yet: only the script's own steps and the ops figures above)")
+        text.append('(manifest.json has no "phases" yet: only the script\'s own steps and the ops figures above)')
     return "\n".join(text), {"chunks": ns, "seconds": figures, "phase_rss_mb": memory}
 
 
 def verdict(size: dict) -> str:
     bench = size.get("bench", {})
     if "wall_seconds" not in bench or bench["exit"]:
-        return "target: not measured (" + ("no bench run" if not bench else f"bench run failed, exit {bench['exit']}") + ")"
+        return (
+            "target: not measured ("
+            + ("no bench run" if not bench else f"bench run failed, exit {bench['exit']}")
+            + ")"
+        )
     minutes, gib = bench["wall_seconds"] / 60, bench["peak_rss_mb"] / 1024
     tree_gib = bench["peak_tree_rss_mb"] / 1024
     ok = minutes < TARGET_MINUTES and gib < TARGET_GIB
     note = "" if n_chunks(size) >= 900_000 else " (the target is set for 1,000,000 chunks)"
-    return (f"target at {n_chunks(size):,} chunks{note}: {'MET' if ok else 'MISSED'}: {minutes:.1f} min "
-            f"(< {TARGET_MINUTES}), peak RSS {gib:.2f} GiB (< {TARGET_GIB}; whole tree {tree_gib:.2f} GiB)")
+    return (
+        f"target at {n_chunks(size):,} chunks{note}: {'MET' if ok else 'MISSED'}: {minutes:.1f} min "
+        f"(< {TARGET_MINUTES}), peak RSS {gib:.2f} GiB (< {TARGET_GIB}; whole tree {tree_gib:.2f} GiB)"
+    )
 
 
 # ---------------------------------------------------------------- main
@@ -565,9 +652,12 @@ def measure(work: Path, target: int, models: Path | None, keep: bool) -> dict:
     folder = work / f"n{target}"
     made = corpus(folder, target)
     size = {"target": target, "folder": str(folder), "corpus": made}
-    print(f"[{target:,}] corpus: {made['documents']:,} documents, {made['bytes'] / 1e6:,.1f} MB, "
-          f"~{made['expected_chunks']:,} chunks, " + ("reused" if made["reused"] else f"generated in {made['seconds']:.1f} s"),
-          flush=True)
+    print(
+        f"[{target:,}] corpus: {made['documents']:,} documents, {made['bytes'] / 1e6:,.1f} MB, "
+        f"~{made['expected_chunks']:,} chunks, "
+        + ("reused" if made["reused"] else f"generated in {made['seconds']:.1f} s"),
+        flush=True,
+    )
     write_config(folder, "corpus.jsonl", "gold.jsonl", ["static", "bm25"], ["hnsw", "ivf"])
     size["lock_seconds"] = round(lock_goldset(folder), 2)
     if models is None:
@@ -576,8 +666,11 @@ def measure(work: Path, target: int, models: Path | None, keep: bool) -> dict:
     size["bench"] = run_bench(folder)
     size["run"] = read_run(folder)
     b = size["bench"]
-    print(f"[{target:,}] bench run: exit {b['exit']}, {b['wall_seconds']:,.1f} s, peak RSS {b['peak_rss_mb']:,.0f} MiB "
-          f"(tree {b['peak_tree_rss_mb']:,.0f} MiB); log {folder / 'bench.log'}", flush=True)
+    print(
+        f"[{target:,}] bench run: exit {b['exit']}, {b['wall_seconds']:,.1f} s, peak RSS {b['peak_rss_mb']:,.0f} MiB "
+        f"(tree {b['peak_tree_rss_mb']:,.0f} MiB); log {folder / 'bench.log'}",
+        flush=True,
+    )
     return size
 
 
@@ -595,9 +688,11 @@ def main() -> None:
     if prep:
         how = "reused" if prep["reused"] else f"distilled in {prep['seconds']:.0f} s"
         print(f"static model: {how} ({prep['models']})")
-        print("cold in every run: results and the embedding cache (vectors, query-latency timings)"
-              + (" (--keep: NOT cold, earlier vectors kept)" if args.keep else "")
-              + "; kept: the prepared static model, the generated corpus, the OS file cache")
+        print(
+            "cold in every run: results and the embedding cache (vectors, query-latency timings)"
+            + (" (--keep: NOT cold, earlier vectors kept)" if args.keep else "")
+            + "; kept: the prepared static model, the generated corpus, the OS file cache"
+        )
     sizes = []
     for target in targets:
         sizes.append(measure(work, target, Path(prep["models"]) if prep else None, args.keep))
@@ -613,8 +708,19 @@ def main() -> None:
     print(scaling_text)
     print(verdict(sizes[-1]))
     out = work / "scale.json"
-    out.write_text(json.dumps({"cpus": os.cpu_count(), "static_model": prep, "keep": args.keep, "sizes": sizes,
-                               "scaling": scaling, "verdict": verdict(sizes[-1])}, indent=1))
+    out.write_text(
+        json.dumps(
+            {
+                "cpus": os.cpu_count(),
+                "static_model": prep,
+                "keep": args.keep,
+                "sizes": sizes,
+                "scaling": scaling,
+                "verdict": verdict(sizes[-1]),
+            },
+            indent=1,
+        )
+    )
     print(f"figures: {out}")
     if any(s.get("bench", {}).get("exit") for s in sizes):
         sys.exit(1)

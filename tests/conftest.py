@@ -38,18 +38,42 @@ DOCS = {
 }
 
 QUESTIONS = [
-    ("q1", "How many vacation days do staff get each year?", "kb/vacation.md",
-     "Full-time employees accrue twenty-five days of paid vacation per calendar year.", 2),
-    ("q2", "Until when can I keep leftover holidays?", "kb/vacation.md",
-     "Unused vacation days may be carried over until the end of March", 2),
-    ("q3", "How much RAM does an engineering laptop have?", "kb/laptops.md",
-     "Engineers receive a laptop with 32 GB of memory and a 1 TB disk.", 2),
-    ("q4", "How long are nightly database backups retained?", "ops/backups.txt",
-     "kept for thirty-five days", 2),
-    ("q5", "How quickly must a page be acknowledged?", "ops/oncall.txt",
-     "Pages must be acknowledged within fifteen minutes, day or night.", 2),
-    ("q6", "When does the on-call rotation hand over?", "ops/oncall.txt",
-     "The on-call rotation changes every Monday at 10:00 local time.", 1),
+    (
+        "q1",
+        "How many vacation days do staff get each year?",
+        "kb/vacation.md",
+        "Full-time employees accrue twenty-five days of paid vacation per calendar year.",
+        2,
+    ),
+    (
+        "q2",
+        "Until when can I keep leftover holidays?",
+        "kb/vacation.md",
+        "Unused vacation days may be carried over until the end of March",
+        2,
+    ),
+    (
+        "q3",
+        "How much RAM does an engineering laptop have?",
+        "kb/laptops.md",
+        "Engineers receive a laptop with 32 GB of memory and a 1 TB disk.",
+        2,
+    ),
+    ("q4", "How long are nightly database backups retained?", "ops/backups.txt", "kept for thirty-five days", 2),
+    (
+        "q5",
+        "How quickly must a page be acknowledged?",
+        "ops/oncall.txt",
+        "Pages must be acknowledged within fifteen minutes, day or night.",
+        2,
+    ),
+    (
+        "q6",
+        "When does the on-call rotation hand over?",
+        "ops/oncall.txt",
+        "The on-call rotation changes every Monday at 10:00 local time.",
+        1,
+    ),
 ]
 
 CONFIG = """\
@@ -102,13 +126,13 @@ def run_cli(*args: str, cwd: Path | None = None, reports: bool = False) -> subpr
         args = (*args, "--no-report")
     env = {key: value for key, value in os.environ.items() if key != "BENCH_CACHE_DIR"}
     env["PYTHONPATH"] = str(REPO)
-    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "bench", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def finished_runs(results: Path) -> list[Path]:
-    return sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")) \
-        if results.exists() else []
+    return sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")) if results.exists() else []
 
 
 def cached_vectors(embeddings: Path) -> dict:

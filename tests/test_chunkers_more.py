@@ -21,8 +21,8 @@ from bench.chunking import (
 )
 from bench.chunking.markdown import heading_sections
 from bench.chunking.sentences import sentence_spans
+from bench.chunking.tokens import count_tokens
 from bench.errors import BenchError
-from bench.tokens import count_tokens
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -107,8 +107,17 @@ def test_sentence_spans() -> None:
     )
     got = [doc[s:e] for s, e in sentence_spans(doc)]
     assert got == [
-        "# Title", "First line.", "Second (one.)", "Third \u201cquote.\u201d", "Done", "- item a", "- item b",
-        "日本語です。", "次の文！", "3.14 stays whole…", "End",
+        "# Title",
+        "First line.",
+        "Second (one.)",
+        "Third \u201cquote.\u201d",
+        "Done",
+        "- item a",
+        "- item b",
+        "日本語です。",
+        "次の文！",
+        "3.14 stays whole…",
+        "End",
     ]
     assert sentence_spans("  \n\t ") == []
 
@@ -119,7 +128,9 @@ def test_sentence_windows_with_overlap() -> None:
     assert [c.text for c in chunks] == [" ".join(s[0:3]), " ".join(s[2:5]), " ".join(s[4:7])]
     check_common(chunks, SEVEN)
     assert [c.text for c in SentenceWindowChunker(3, overlap=0).chunk("d", SEVEN)] == [
-        " ".join(s[0:3]), " ".join(s[3:6]), s[6]
+        " ".join(s[0:3]),
+        " ".join(s[3:6]),
+        s[6],
     ]
     assert [c.text for c in SentenceWindowChunker(2, overlap=1).chunk("d", SEVEN)] == [
         " ".join(s[i : i + 2]) for i in range(6)
@@ -144,8 +155,8 @@ def test_sentence_windows_cut_short_by_size() -> None:
 
 
 @pytest.mark.parametrize(
-    ("sentences", "overlap", "size"), [(0, 0, None), (3, 3, None), (3, -1, None), (2.0, 1, None), (3, 1, 0),
-                                       (3, 1, "8"), (True, 0, None)]
+    ("sentences", "overlap", "size"),
+    [(0, 0, None), (3, 3, None), (3, -1, None), (2.0, 1, None), (3, 1, 0), (3, 1, "8"), (True, 0, None)],
 )
 def test_sentence_bad_parameters(sentences, overlap, size) -> None:
     with pytest.raises(BenchError):
@@ -201,8 +212,13 @@ def test_markdown_sections_and_heading_paths() -> None:
 def test_markdown_heading_rules() -> None:
     doc = "#NoSpace\n    # indented code\n #  Spaced  #\n\n####### seven\n###### six\n## \ntext\r\n# CRLF\r\nbody"
     sections = heading_sections(doc)
-    assert [doc[s:e].splitlines()[0] for s, e, _ in sections] == ["#NoSpace", " #  Spaced  #", "###### six",
-                                                                   "## ", "# CRLF"]
+    assert [doc[s:e].splitlines()[0] for s, e, _ in sections] == [
+        "#NoSpace",
+        " #  Spaced  #",
+        "###### six",
+        "## ",
+        "# CRLF",
+    ]
     assert [p for _, _, p in sections] == ["", "Spaced", "Spaced > six", "Spaced", "CRLF"]
     assert sections[0][0] == 0 and sections[-1][1] == len(doc)
     assert all(e == s2 for (_, e, _), (s2, _, _) in zip(sections, sections[1:]))
@@ -289,9 +305,18 @@ def test_semantic_rejects_bad_embedder_output() -> None:
 
 @pytest.mark.parametrize(
     "params",
-    [{"size": 0}, {"buffer": -1}, {"min_tokens": -1}, {"size": 8, "min_tokens": 9}, {"breakpoint_percentile": 101},
-     {"breakpoint_percentile": -1}, {"breakpoint_percentile": float("nan")}, {"breakpoint_percentile": "90"},
-     {"size": 2.5}, {"buffer": True}],
+    [
+        {"size": 0},
+        {"buffer": -1},
+        {"min_tokens": -1},
+        {"size": 8, "min_tokens": 9},
+        {"breakpoint_percentile": 101},
+        {"breakpoint_percentile": -1},
+        {"breakpoint_percentile": float("nan")},
+        {"breakpoint_percentile": "90"},
+        {"size": 2.5},
+        {"buffer": True},
+    ],
 )
 def test_semantic_bad_parameters(params: dict) -> None:
     with pytest.raises(BenchError):
@@ -334,16 +359,30 @@ def test_make_chunker_errors_for_new_kinds() -> None:
 
 # --- properties ----------------------------------------------------------------------------
 
-_ALPHABET = st.sampled_from(
-    [*"abcXYZ019 .,!?\n\r\t-#`~", "é", "日", "。", "😀", "\U0001f3fd", "\u0301", "Ω"]
-)
+_ALPHABET = st.sampled_from([*"abcXYZ019 .,!?\n\r\t-#`~", "é", "日", "。", "😀", "\U0001f3fd", "\u0301", "Ω"])
 _PIECES = st.one_of(
     st.text(_ALPHABET, max_size=30),
     st.text(max_size=12),  # any unicode
     st.text(st.sampled_from("abcdefgh😀日"), min_size=20, max_size=80),  # long runs without spaces
     st.sampled_from(
-        ["\n\n", "\r\n", ". ", "! ", "。", "\n# Heading\n", "\n## Sub heading ##\n", "\n### Deep\n", "\n```\n",
-         "\n~~~~\n", "# not heading?", "\n- item\n", "cat kitten. ", "rocket orbit! ", "fish fins? ", "   "]
+        [
+            "\n\n",
+            "\r\n",
+            ". ",
+            "! ",
+            "。",
+            "\n# Heading\n",
+            "\n## Sub heading ##\n",
+            "\n### Deep\n",
+            "\n```\n",
+            "\n~~~~\n",
+            "# not heading?",
+            "\n- item\n",
+            "cat kitten. ",
+            "rocket orbit! ",
+            "fish fins? ",
+            "   ",
+        ]
     ),
 )
 DOCS = st.lists(_PIECES, max_size=10).map("".join)

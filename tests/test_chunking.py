@@ -16,8 +16,8 @@ from bench.chunking import (
     chunk_id,
     make_chunker,
 )
+from bench.chunking.tokens import count_tokens, token_char_offsets
 from bench.errors import BenchError
-from bench.tokens import count_tokens, token_char_offsets
 
 # --- helpers -------------------------------------------------------------------------------
 

@@ -20,7 +20,11 @@ def _write(tmp_path: Path, text: str) -> Path:
 def test_grid_gives_lexical_models_their_own_index(tmp_path):
     cfg = load_config(_write(tmp_path, CONFIG))
     assert [c.id for c in cfg.candidates()] == [
-        "hash/tok24/flat", "hash/rec24/flat", "bm25/tok24/inverted", "bm25/rec24/inverted"]
+        "hash/tok24/flat",
+        "hash/rec24/flat",
+        "bm25/tok24/inverted",
+        "bm25/rec24/inverted",
+    ]
 
 
 def test_paths_are_relative_to_the_config_file(tmp_path):
@@ -57,18 +61,21 @@ def test_override_k_is_validated(tmp_path, k):
         cfg.with_overrides(k=k)
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda c: c.replace("depth = 6", "depth = 2"), "depth = 2 must be an integer >= k"),
-    (lambda c: c.replace("k = 3", "k = 2.5"), "out of range"),
-    (lambda c: c.replace("k = 3", "k = 3\nmin_overlap = 0"), "min_overlap"),
-    (lambda c: c.replace('models = ["hash", "bm25"]', "models = []"), "non-empty list"),
-    (lambda c: c.replace('models = ["hash", "bm25"]', 'models = ["hash", "hash"]'), "twice"),
-    (lambda c: c.replace('goldset = "gold.jsonl"\n', ""), "missing setting 'goldset'"),
-    (lambda c: c.replace("k = 3", 'k = 3\nindexes = ["flt"]'), "did you mean 'flat'"),
-    (lambda c: c.replace("size = 24\noverlap = 4", "size = 24\nstride = 4"), "stride"),
-    (lambda c: c.replace("k = 3", "k = 3\nlatency_samples = 0"), "latency_samples = 0 must be a positive integer"),
-    (lambda c: c.replace("k = 3", "k = 3\nlatency_samples = true"), "latency_samples = True must be"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda c: c.replace("depth = 6", "depth = 2"), "depth = 2 must be an integer >= k"),
+        (lambda c: c.replace("k = 3", "k = 2.5"), "out of range"),
+        (lambda c: c.replace("k = 3", "k = 3\nmin_overlap = 0"), "min_overlap"),
+        (lambda c: c.replace('models = ["hash", "bm25"]', "models = []"), "non-empty list"),
+        (lambda c: c.replace('models = ["hash", "bm25"]', 'models = ["hash", "hash"]'), "twice"),
+        (lambda c: c.replace('goldset = "gold.jsonl"\n', ""), "missing setting 'goldset'"),
+        (lambda c: c.replace("k = 3", 'k = 3\nindexes = ["flt"]'), "did you mean 'flat'"),
+        (lambda c: c.replace("size = 24\noverlap = 4", "size = 24\nstride = 4"), "stride"),
+        (lambda c: c.replace("k = 3", "k = 3\nlatency_samples = 0"), "latency_samples = 0 must be a positive integer"),
+        (lambda c: c.replace("k = 3", "k = 3\nlatency_samples = true"), "latency_samples = True must be"),
+    ],
+)
 def test_bad_settings_say_what_to_fix(tmp_path, edit, message):
     with pytest.raises(BenchError, match=message):
         load_config(_write(tmp_path, edit(CONFIG)))
@@ -98,10 +105,12 @@ def test_exclude_only_and_skip_filter_by_glob(tmp_path):
 
 
 def test_model_tables_define_new_models_and_adjust_builtins(tmp_path):
-    extra = (CONFIG.replace('"hash", "bm25"', '"hash", "api"') +
-             '\n[model.api]\nloader = "openai"\nsource = "text-embedding-3-small"\ndims = 1536\n'
-             'price_per_mtok = 0.02\nbase_url_env = "MY_URL"\n'
-             '\n[model.hash]\nprice_per_mtok = 0.5\n')
+    extra = (
+        CONFIG.replace('"hash", "bm25"', '"hash", "api"')
+        + '\n[model.api]\nloader = "openai"\nsource = "text-embedding-3-small"\ndims = 1536\n'
+        'price_per_mtok = 0.02\nbase_url_env = "MY_URL"\n'
+        "\n[model.hash]\nprice_per_mtok = 0.5\n"
+    )
     cfg = load_config(_write(tmp_path, extra))
     api = cfg.model("api")
     assert api.loader == "openai" and api.dims == 1536 and api.option("base_url_env") == "MY_URL"
@@ -111,7 +120,8 @@ def test_model_tables_define_new_models_and_adjust_builtins(tmp_path):
 
 def test_user_index_tables(tmp_path):
     text = CONFIG.replace("k = 3", 'k = 3\nindexes = ["hnsw8"]') + (
-        '\n[index.hnsw8]\nfactory = "HNSW8"\nbuild = {efConstruction = 40}\nsearch = [{efSearch = 32}]\n')
+        '\n[index.hnsw8]\nfactory = "HNSW8"\nbuild = {efConstruction = 40}\nsearch = [{efSearch = 32}]\n'
+    )
     cfg = load_config(_write(tmp_path, text))
     assert [c.id for c in cfg.candidates(only=("hash/tok24/*",))] == ["hash/tok24/hnsw8@efSearch=32"]
 
@@ -125,7 +135,7 @@ def test_semantic_chunker_names_its_model(tmp_path):
 
 
 def test_cache_dir_precedence(tmp_path, monkeypatch):
-    from bench.paths import cache_root
+    from bench.embedders.paths import cache_root
 
     cfg = load_config(_write(tmp_path, CONFIG))
     monkeypatch.delenv("BENCH_CACHE_DIR", raising=False)

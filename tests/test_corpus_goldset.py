@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.corpus import Corpus, Document, load_corpus
 from bench.errors import BenchError
-from bench.goldset import CHUNK, DOCUMENT, load_goldset
+from bench.inputs.corpus import Corpus, Document, load_corpus
+from bench.inputs.goldset import CHUNK, DOCUMENT, load_goldset
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -115,13 +115,16 @@ def test_symlink_inside_the_corpus_folder_is_fine(tmp_path: Path) -> None:
 
 
 def test_jsonl_with_blank_lines_sorted(tmp_path: Path) -> None:
-    f = jsonl(tmp_path / "c.jsonl", [
-        {"id": "b", "title": "Bee", "text": "second doc"},
-        "",
-        "   ",
-        {"id": "a", "text": "first\r\ndoc"},
-        "",
-    ])
+    f = jsonl(
+        tmp_path / "c.jsonl",
+        [
+            {"id": "b", "title": "Bee", "text": "second doc"},
+            "",
+            "   ",
+            {"id": "a", "text": "first\r\ndoc"},
+            "",
+        ],
+    )
     corpus = load_corpus(f)
     assert ids(corpus) == ["a", "b"]
     assert corpus.get("a").text == "first\ndoc"
@@ -161,8 +164,10 @@ def test_jsonl_duplicate_ids(tmp_path: Path) -> None:
     assert "'a'" in str(err.value)
 
 
-@pytest.mark.parametrize("row", [{"text": "no id"}, {"id": "", "text": "empty id"}, {"id": True, "text": "t"},
-                                 {"id": "a"}, {"id": "a", "text": 5}])
+@pytest.mark.parametrize(
+    "row",
+    [{"text": "no id"}, {"id": "", "text": "empty id"}, {"id": True, "text": "t"}, {"id": "a"}, {"id": "a", "text": 5}],
+)
 def test_jsonl_bad_rows(tmp_path: Path, row: dict) -> None:
     f = jsonl(tmp_path / "c.jsonl", [{"id": "ok", "text": "fine"}, row])
     with pytest.raises(BenchError, match=r"c\.jsonl:2"):
@@ -183,12 +188,15 @@ def test_jsonl_empty_file_is_an_error(tmp_path: Path) -> None:
 
 def test_beir_folder_joins_title_and_text(tmp_path: Path) -> None:
     root = tmp_path / "beir"
-    jsonl(root / "corpus.jsonl", [
-        {"_id": "d2", "title": "Intro", "text": "The body."},
-        {"_id": "d1", "title": "", "text": "No title here."},
-        {"_id": "d3", "text": "  Missing title.  "},
-        {"_id": "d4", "title": "Title only", "text": ""},
-    ])
+    jsonl(
+        root / "corpus.jsonl",
+        [
+            {"_id": "d2", "title": "Intro", "text": "The body."},
+            {"_id": "d1", "title": "", "text": "No title here."},
+            {"_id": "d3", "text": "  Missing title.  "},
+            {"_id": "d4", "title": "Title only", "text": ""},
+        ],
+    )
     write(root / "queries.jsonl", json.dumps({"_id": "q1", "text": "ignored"}) + "\n")
     write(root / "stray.md", "a folder file must not be read in BEIR mode")
     corpus = load_corpus(root)
@@ -269,19 +277,25 @@ def q(qid: str, *evidence: dict, **extra) -> dict:
 
 
 def test_quote_resolves_to_exact_span(tmp_path: Path, corpus: Corpus) -> None:
-    g = load_goldset(gold(tmp_path, [
-        q("q1", {"doc": "a.md", "quote": "brown fox"}),
-        q("q2", {"doc": "sub/b.txt", "quote": "France.\nBerlin", "grade": 2}),
-        q("q3", {"doc": "sub/b.txt", "quote": "Germany.\r\n"}),  # CRLF in the quote matches LF text
-    ]), corpus)
+    g = load_goldset(
+        gold(
+            tmp_path,
+            [
+                q("q1", {"doc": "a.md", "quote": "brown fox"}),
+                q("q2", {"doc": "sub/b.txt", "quote": "France.\nBerlin", "grade": 2}),
+                q("q3", {"doc": "sub/b.txt", "quote": "Germany.\r\n"}),  # CRLF in the quote matches LF text
+            ],
+        ),
+        corpus,
+    )
     assert g.unit == CHUNK
     (e1,), (e2,), (e3,) = (x.evidence for x in g.questions)
     assert (e1.doc, e1.start, e1.end) == ("a.md", 10, 19)
-    assert DOC_A[e1.start:e1.end] == "brown fox"
-    assert corpus.get("sub/b.txt").text[e2.start:e2.end] == "France.\nBerlin"
+    assert DOC_A[e1.start : e1.end] == "brown fox"
+    assert corpus.get("sub/b.txt").text[e2.start : e2.end] == "France.\nBerlin"
     assert e2.start == DOC_B.index("France.")
     assert e2.grade == 2
-    assert corpus.get("sub/b.txt").text[e3.start:e3.end] == "Germany.\n"
+    assert corpus.get("sub/b.txt").text[e3.start : e3.end] == "Germany.\n"
     assert not e1.whole_document
 
 
@@ -333,27 +347,36 @@ def test_quote_in_other_document_is_not_found(tmp_path: Path, corpus: Corpus) ->
 
 def test_start_end_spans_accepted(tmp_path: Path, corpus: Corpus) -> None:
     n = len(DOC_A)
-    g = load_goldset(gold(tmp_path, [
-        q("q1", {"doc": "a.md", "start": 4, "end": 9}),
-        q("q2", {"doc": "a.md", "start": 0, "end": n, "grade": 3}),
-        q("q3", {"doc": "a.md", "start": n - 1, "end": n}),
-    ]), corpus)
+    g = load_goldset(
+        gold(
+            tmp_path,
+            [
+                q("q1", {"doc": "a.md", "start": 4, "end": 9}),
+                q("q2", {"doc": "a.md", "start": 0, "end": n, "grade": 3}),
+                q("q3", {"doc": "a.md", "start": n - 1, "end": n}),
+            ],
+        ),
+        corpus,
+    )
     assert g.unit == CHUNK
     spans = [(e.start, e.end, e.grade) for x in g.questions for e in x.evidence]
     assert spans == [(4, 9, 1), (0, n, 3), (n - 1, n, 1)]
 
 
-@pytest.mark.parametrize("span", [
-    {"start": 5, "end": 5},  # empty
-    {"start": 9, "end": 4},  # reversed
-    {"start": 0, "end": len(DOC_A) + 1},  # past the end
-    {"start": -1, "end": 4},  # negative
-    {"start": 1.0, "end": 4},  # float
-    {"start": 1, "end": "4"},  # string
-    {"start": True, "end": 4},  # bool
-    {"start": 1},  # end missing
-    {"end": 4},  # start missing
-])
+@pytest.mark.parametrize(
+    "span",
+    [
+        {"start": 5, "end": 5},  # empty
+        {"start": 9, "end": 4},  # reversed
+        {"start": 0, "end": len(DOC_A) + 1},  # past the end
+        {"start": -1, "end": 4},  # negative
+        {"start": 1.0, "end": 4},  # float
+        {"start": 1, "end": "4"},  # string
+        {"start": True, "end": 4},  # bool
+        {"start": 1},  # end missing
+        {"end": 4},  # start missing
+    ],
+)
 def test_bad_spans(tmp_path: Path, corpus: Corpus, span: dict) -> None:
     p = gold(tmp_path, [q("q0", {"doc": "a.md", "start": 0, "end": 3}), q("q1", {"doc": "a.md", **span})])
     with pytest.raises(BenchError) as err:
@@ -368,20 +391,29 @@ def test_quote_and_span_together_is_an_error(tmp_path: Path, corpus: Corpus) -> 
 
 
 def test_whole_document_evidence_is_document_unit(tmp_path: Path, corpus: Corpus) -> None:
-    g = load_goldset(gold(tmp_path, [
-        q("q1", {"doc": "a.md"}),
-        q("q2", {"doc": "sub/b.txt", "grade": 2}, {"doc": "a.md"}),
-    ]), corpus)
+    g = load_goldset(
+        gold(
+            tmp_path,
+            [
+                q("q1", {"doc": "a.md"}),
+                q("q2", {"doc": "sub/b.txt", "grade": 2}, {"doc": "a.md"}),
+            ],
+        ),
+        corpus,
+    )
     assert g.unit == DOCUMENT
     ev = g.questions[1].evidence
     assert [(e.doc, e.grade, e.start, e.end) for e in ev] == [("sub/b.txt", 2, None, None), ("a.md", 1, None, None)]
     assert all(e.whole_document for e in ev)
 
 
-@pytest.mark.parametrize("rows", [
-    [q("q1", {"doc": "a.md"}), q("q2", {"doc": "a.md", "quote": "fox"})],  # across questions
-    [q("q1", {"doc": "a.md", "start": 0, "end": 3}, {"doc": "sub/b.txt"})],  # inside one question
-])
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [q("q1", {"doc": "a.md"}), q("q2", {"doc": "a.md", "quote": "fox"})],  # across questions
+        [q("q1", {"doc": "a.md", "start": 0, "end": 3}, {"doc": "sub/b.txt"})],  # inside one question
+    ],
+)
 def test_mixing_whole_documents_and_spans(tmp_path: Path, corpus: Corpus, rows: list) -> None:
     with pytest.raises(BenchError, match="mixes"):
         load_goldset(gold(tmp_path, rows), corpus)
@@ -406,10 +438,21 @@ def test_bad_grades(tmp_path: Path, corpus: Corpus, grade: object) -> None:
 
 
 def test_default_grade_is_one_and_tags_kept(tmp_path: Path, corpus: Corpus) -> None:
-    g = load_goldset(gold(tmp_path, [
-        q("q1", {"doc": "a.md", "quote": "fox"}, {"doc": "a.md", "quote": "lazy", "grade": 2}, tags=["animals", "x"]),
-        q("q2", {"doc": "a.md", "quote": "quick"}),
-    ]), corpus)
+    g = load_goldset(
+        gold(
+            tmp_path,
+            [
+                q(
+                    "q1",
+                    {"doc": "a.md", "quote": "fox"},
+                    {"doc": "a.md", "quote": "lazy", "grade": 2},
+                    tags=["animals", "x"],
+                ),
+                q("q2", {"doc": "a.md", "quote": "quick"}),
+            ],
+        ),
+        corpus,
+    )
     q1, q2 = g.questions
     assert [e.grade for e in q1.evidence] == [1, 2]
     assert q1.tags == ("animals", "x")
@@ -425,13 +468,16 @@ def test_bad_tags(tmp_path: Path, corpus: Corpus, tags: object) -> None:
 
 
 def test_duplicate_question_ids_name_both_lines(tmp_path: Path, corpus: Corpus) -> None:
-    p = gold(tmp_path, [
-        q("q1", {"doc": "a.md", "quote": "fox"}),
-        q("dup", {"doc": "a.md", "quote": "quick"}),
-        "",
-        q("q3", {"doc": "a.md", "quote": "lazy"}),
-        q("dup", {"doc": "a.md", "quote": "brown"}),
-    ])
+    p = gold(
+        tmp_path,
+        [
+            q("q1", {"doc": "a.md", "quote": "fox"}),
+            q("dup", {"doc": "a.md", "quote": "quick"}),
+            "",
+            q("q3", {"doc": "a.md", "quote": "lazy"}),
+            q("dup", {"doc": "a.md", "quote": "brown"}),
+        ],
+    )
     with pytest.raises(BenchError) as err:
         load_goldset(p, corpus)
     msg = str(err.value)
@@ -440,16 +486,19 @@ def test_duplicate_question_ids_name_both_lines(tmp_path: Path, corpus: Corpus) 
     assert "'dup'" in msg
 
 
-@pytest.mark.parametrize("row", [
-    {"id": "q1", "evidence": [{"doc": "a.md", "quote": "fox"}]},  # no question
-    {"id": "q1", "question": "  ", "evidence": [{"doc": "a.md", "quote": "fox"}]},  # blank question
-    {"id": "q1", "question": "why?", "evidence": []},  # empty evidence
-    {"id": "q1", "question": "why?"},  # no evidence
-    {"id": "q1", "question": "why?", "evidence": {"doc": "a.md"}},  # not a list
-    {"id": "q1", "question": "why?", "evidence": ["a.md"]},  # item not an object
-    {"question": "why?", "evidence": [{"doc": "a.md", "quote": "fox"}]},  # no id
-    {"id": 1, "question": "why?", "evidence": [{"doc": "a.md", "quote": "fox"}]},  # id not a string
-])
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"id": "q1", "evidence": [{"doc": "a.md", "quote": "fox"}]},  # no question
+        {"id": "q1", "question": "  ", "evidence": [{"doc": "a.md", "quote": "fox"}]},  # blank question
+        {"id": "q1", "question": "why?", "evidence": []},  # empty evidence
+        {"id": "q1", "question": "why?"},  # no evidence
+        {"id": "q1", "question": "why?", "evidence": {"doc": "a.md"}},  # not a list
+        {"id": "q1", "question": "why?", "evidence": ["a.md"]},  # item not an object
+        {"question": "why?", "evidence": [{"doc": "a.md", "quote": "fox"}]},  # no id
+        {"id": 1, "question": "why?", "evidence": [{"doc": "a.md", "quote": "fox"}]},  # id not a string
+    ],
+)
 def test_malformed_questions(tmp_path: Path, corpus: Corpus, row: dict) -> None:
     p = gold(tmp_path, [q("ok", {"doc": "a.md", "quote": "fox"}), row])
     with pytest.raises(BenchError) as err:

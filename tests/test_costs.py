@@ -1,4 +1,4 @@
-"""Prices, cost arithmetic and the cheapest-within-margin pick (bench.costs); no model is loaded."""
+"""Prices, cost arithmetic and the cheapest-within-margin pick (bench.evaluation.costs); no model is loaded."""
 
 from __future__ import annotations
 
@@ -6,8 +6,11 @@ import math
 
 import pytest
 
-from bench import costs
-from bench.costs import (
+from bench.embedders import MODELS
+from bench.embedders.base import ModelSpec
+from bench.errors import BenchError
+from bench.evaluation import costs
+from bench.evaluation.costs import (
     Price,
     cheapest_within,
     compute_cost_usd,
@@ -20,9 +23,6 @@ from bench.costs import (
     resolve_price,
     run_cost_usd,
 )
-from bench.embedders import MODELS
-from bench.embedders.base import ModelSpec
-from bench.errors import BenchError
 
 # --- arithmetic, checked against sums done by hand -------------------------------------------------
 
@@ -69,10 +69,21 @@ def test_none_propagates_never_zero(fn):
 def test_table_loads_and_every_entry_is_complete():
     table = price_table()
     assert table is price_table()  # cached
-    for model_id in ("text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002",
-                     "embed-english-v3.0", "embed-multilingual-v3.0", "embed-v4.0",
-                     "voyage-3", "voyage-3-lite", "voyage-3.5", "voyage-3.5-lite",
-                     "gemini-embedding-001", "mistral-embed", "jina-embeddings-v3"):
+    for model_id in (
+        "text-embedding-3-small",
+        "text-embedding-3-large",
+        "text-embedding-ada-002",
+        "embed-english-v3.0",
+        "embed-multilingual-v3.0",
+        "embed-v4.0",
+        "voyage-3",
+        "voyage-3-lite",
+        "voyage-3.5",
+        "voyage-3.5-lite",
+        "gemini-embedding-001",
+        "mistral-embed",
+        "jina-embeddings-v3",
+    ):
         assert model_id in table, model_id
     for model_id, price in table.items():
         assert isinstance(price.price_per_mtok, float) and price.price_per_mtok > 0, model_id
@@ -96,8 +107,10 @@ def test_valid_date():
         assert not costs.valid_date(bad), bad
 
 
-_GOOD_ENTRY = ('[[model]]\nid = "m"\nprovider = "p"\nprice_per_mtok = 0.1\n'
-               'source = "https://example.com/pricing"\ndate = "2026-01-02"\n')
+_GOOD_ENTRY = (
+    '[[model]]\nid = "m"\nprovider = "p"\nprice_per_mtok = 0.1\n'
+    'source = "https://example.com/pricing"\ndate = "2026-01-02"\n'
+)
 
 
 def test_parse_good_entry():
@@ -105,20 +118,23 @@ def test_parse_good_entry():
     assert table == {"m": Price(0.1, "https://example.com/pricing", "2026-01-02", note="unverified")}
 
 
-@pytest.mark.parametrize("text, message", [
-    ("[[model]\n", "invalid TOML"),
-    ('[model]\nid = "m"\n', "[[model]] entries"),
-    ('rate = 1\n' + _GOOD_ENTRY, "unknown top-level"),
-    (_GOOD_ENTRY.replace('date = "2026-01-02"\n', ""), "lacks date"),
-    (_GOOD_ENTRY.replace("0.1", "0"), "positive number"),
-    (_GOOD_ENTRY.replace("0.1", "-0.1"), "positive number"),
-    (_GOOD_ENTRY.replace("0.1", '"0.1"'), "positive number"),
-    (_GOOD_ENTRY.replace("https://example.com/pricing", "example.com"), "must be a URL"),
-    (_GOOD_ENTRY.replace("2026-01-02", "Jan 2026"), "YYYY-MM-DD"),
-    (_GOOD_ENTRY + 'colour = "red"\n', "unknown key"),
-    (_GOOD_ENTRY + _GOOD_ENTRY, "listed twice"),
-    (_GOOD_ENTRY.replace('id = "m"', 'id = ""'), "id must be"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[[model]\n", "invalid TOML"),
+        ('[model]\nid = "m"\n', "[[model]] entries"),
+        ("rate = 1\n" + _GOOD_ENTRY, "unknown top-level"),
+        (_GOOD_ENTRY.replace('date = "2026-01-02"\n', ""), "lacks date"),
+        (_GOOD_ENTRY.replace("0.1", "0"), "positive number"),
+        (_GOOD_ENTRY.replace("0.1", "-0.1"), "positive number"),
+        (_GOOD_ENTRY.replace("0.1", '"0.1"'), "positive number"),
+        (_GOOD_ENTRY.replace("https://example.com/pricing", "example.com"), "must be a URL"),
+        (_GOOD_ENTRY.replace("2026-01-02", "Jan 2026"), "YYYY-MM-DD"),
+        (_GOOD_ENTRY + 'colour = "red"\n', "unknown key"),
+        (_GOOD_ENTRY + _GOOD_ENTRY, "listed twice"),
+        (_GOOD_ENTRY.replace('id = "m"', 'id = ""'), "id must be"),
+    ],
+)
 def test_parse_rejects_malformed(text, message):
     with pytest.raises(BenchError, match=message.replace("[", r"\[").replace("]", r"\]")):
         parse_price_table(text, "prices.toml")
@@ -264,21 +280,25 @@ def test_negative_margin_is_refused():
 def test_recommendation_line_names_best_and_pick():
     cands = [_cand("minilm/md256/flat", 0.711, 0.0003), _cand("static/tok256/flat", 0.705, 0.0)]
     line = recommendation_line(cands, "mrr@5", 0.02, K)
-    assert line == ("cheapest within 0.02 mrr@5 of the best (minilm/md256/flat 0.711): "
-                    "static/tok256/flat at $0.0000 per 1k queries (mrr@5 0.705)")
+    assert line == (
+        "cheapest within 0.02 mrr@5 of the best (minilm/md256/flat 0.711): "
+        "static/tok256/flat at $0.0000 per 1k queries (mrr@5 0.705)"
+    )
 
 
 def test_recommendation_line_when_best_is_cheapest():
     cands = [_cand("minilm/md256/flat", 0.711, 0.0), _cand("openai/tok512/flat", 0.70, 0.00025)]
     line = recommendation_line(cands, "mrr@5", 0.02, K)
-    assert line == ("the best mrr@5, minilm/md256/flat (0.711), is also the cheapest within 0.02 of it: "
-                    "$0.0000 per 1k queries")
+    assert line == (
+        "the best mrr@5, minilm/md256/flat (0.711), is also the cheapest within 0.02 of it: $0.0000 per 1k queries"
+    )
 
 
 def test_recommendation_line_unknown_costs():
     cands = [_cand("a", 0.8, None), _cand("b", 0.79, 0.0001)]
     assert recommendation_line(cands, "mrr@5", 0.02, K).endswith(
-        "b at $0.0001 per 1k queries (mrr@5 0.790); 1 candidate in that margin with unknown cost skipped")
+        "b at $0.0001 per 1k queries (mrr@5 0.790); 1 candidate in that margin with unknown cost skipped"
+    )
     line = recommendation_line([_cand("a", 0.8, None)], "mrr@5", 0.02, K)
     assert line.startswith("no recommendation: the cost per 1k queries is unknown for every candidate")
     assert "price_per_mtok" in line

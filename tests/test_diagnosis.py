@@ -1,4 +1,4 @@
-"""Diagnosis rules (bench.diagnosis) on hand-built summaries and per-question records.
+"""Diagnosis rules (bench.evaluation.findings) on hand-built summaries and per-question records.
 
 Every rule is checked three ways: it fires on its pattern (rule, severity, numbers quoted), it stays silent
 just across its threshold, and it stays silent on a healthy candidate.
@@ -10,8 +10,8 @@ import dataclasses
 
 import pytest
 
-from bench import diagnosis as dg
-from bench.diagnosis import RUN, Finding, diagnose, findings_lines
+from bench.evaluation import findings as dg
+from bench.evaluation.findings import RUN, Finding, diagnose, findings_lines
 
 K, DEPTH, N = 5, 20, 100
 
@@ -19,18 +19,37 @@ K, DEPTH, N = 5, 20, 100
 HEALTHY = {"hit_rate": 0.85, "recall": 0.75, "precision": 0.25, "mrr": 0.70, "span_precision": 0.05}
 
 
-def candidate(model: str = "minilm", chunker: str = "md256", index: str = "flat", late: float = 0.1,
-              hit1: float = 0.6, diagnostics: dict | None = None, ops: dict | None = None, **quality) -> dict:
+def candidate(
+    model: str = "minilm",
+    chunker: str = "md256",
+    index: str = "flat",
+    late: float = 0.1,
+    hit1: float = 0.6,
+    diagnostics: dict | None = None,
+    ops: dict | None = None,
+    **quality,
+) -> dict:
     """A summary candidate: healthy defaults, ``quality`` overrides by metric name without the cutoff."""
     q = {**HEALTHY, **quality}
     hit_k = q["hit_rate"]
     curve = {f"hit_rate@{r}": _interpolate(r, hit1, hit_k, hit_k + late) for r in range(1, DEPTH + 1)}
-    diag = {"n_questions": N, "first_relevant_rank": {"1": 60, "miss": 2}, "mean_relevant_score": 0.5,
-            "questions_without_relevant_unit": 0, **(diagnostics or {})}
-    return {"id": f"{model}/{chunker}/{index}", "model": model, "chunker": chunker, "index": index,
-            "quality": {f"{name}@{K}": v for name, v in q.items() if v is not None}, "curve": curve,
-            "diagnostics": diag,
-            "ops": {"n_chunks": 100, "truncated_chunks": 0, "truncated_token_share": 0.0, **(ops or {})}}
+    diag = {
+        "n_questions": N,
+        "first_relevant_rank": {"1": 60, "miss": 2},
+        "mean_relevant_score": 0.5,
+        "questions_without_relevant_unit": 0,
+        **(diagnostics or {}),
+    }
+    return {
+        "id": f"{model}/{chunker}/{index}",
+        "model": model,
+        "chunker": chunker,
+        "index": index,
+        "quality": {f"{name}@{K}": v for name, v in q.items() if v is not None},
+        "curve": curve,
+        "diagnostics": diag,
+        "ops": {"n_chunks": 100, "truncated_chunks": 0, "truncated_token_share": 0.0, **(ops or {})},
+    }
 
 
 def _interpolate(r: int, at1: float, at_k: float, at_depth: float) -> float:
@@ -47,8 +66,16 @@ def records(cand_id: str, n: int = 20, expected: int = 1, gaps=(), ranks=None) -
     """Per-question records: ``expected`` relevant units each, score gaps from ``gaps`` then 0.1."""
     gaps = list(gaps) + [0.1] * (n - len(gaps))
     ranks = ranks or [1] * n
-    return [{"candidate": cand_id, "question_id": f"q{i:02d}", "expected": [{"id": f"d#{j}"} for j in range(expected)],
-             "first_relevant_rank": ranks[i], "diagnostics": {"score_gap": gaps[i]}} for i in range(n)]
+    return [
+        {
+            "candidate": cand_id,
+            "question_id": f"q{i:02d}",
+            "expected": [{"id": f"d#{j}"} for j in range(expected)],
+            "first_relevant_rank": ranks[i],
+            "diagnostics": {"score_gap": gaps[i]},
+        }
+        for i in range(n)
+    ]
 
 
 def only(findings: dict[str, list[Finding]], key: str, rule: str) -> Finding:
@@ -141,8 +168,9 @@ def test_mismatch_mentions_bm25_when_it_beats_a_dense_model():
 
 def test_mismatch_silent_when_dense_model_beats_bm25_or_chunkers_differ():
     dense = candidate(recall=0.60, precision=0.2)
-    assert "mismatch" not in rules(diagnose(summary(dense, candidate(model="bm25", index="inverted", recall=0.58))),
-                                   dense["id"])
+    assert "mismatch" not in rules(
+        diagnose(summary(dense, candidate(model="bm25", index="inverted", recall=0.58))), dense["id"]
+    )
     other = candidate(model="bm25", chunker="tok256", index="inverted", recall=0.70)
     assert "mismatch" not in rules(diagnose(summary(dense, other)), dense["id"])
 
@@ -354,6 +382,8 @@ def test_findings_keep_summary_order_and_are_frozen():
 
 
 def test_findings_lines_put_run_level_first_and_mark_warnings():
-    findings = {"m/c/flat": [Finding("truncation", "warning", "Cut.", {}), Finding("too_broad", "info", "Wide.", {})],
-                RUN: [Finding("chunkers_apart", "info", "Prefer md.", {})]}
+    findings = {
+        "m/c/flat": [Finding("truncation", "warning", "Cut.", {}), Finding("too_broad", "info", "Wide.", {})],
+        RUN: [Finding("chunkers_apart", "info", "Prefer md.", {})],
+    }
     assert findings_lines(findings) == ["run: Prefer md.", "m/c/flat: warning: Cut.", "m/c/flat: Wide."]

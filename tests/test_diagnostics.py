@@ -1,4 +1,4 @@
-"""Diagnostics (bench.diagnostics) and evaluate.score_candidate on hand-made stored records.
+"""Diagnostics (bench.evaluation.diagnostics) and evaluate.score_candidate on hand-made stored records.
 
 Scores are dyadic fractions (0.75, 0.625, ...) so every mean, difference and median is exact.
 """
@@ -11,10 +11,10 @@ import json
 import numpy as np
 import pytest
 
-from bench.diagnostics import question_diagnostics, rank_distribution, summarise
-from bench.evaluate import score_candidate
-from bench.metrics import QUALITY_METRICS, metric_key
-from bench.spans import span_keys
+from bench.evaluation.diagnostics import question_diagnostics, rank_distribution, summarise
+from bench.evaluation.metrics import QUALITY_METRICS, metric_key
+from bench.evaluation.scoring import score_candidate
+from bench.evaluation.spans import span_keys
 
 CHUNK_SIZE = 20
 
@@ -28,11 +28,14 @@ def chunk(uid: str, score, grade: int) -> dict:
 
 def record(ranking, expected, evidence=(), qid="q") -> dict:
     return {
-        "candidate": "c", "question_id": qid,
+        "candidate": "c",
+        "question_id": qid,
         "ranking": [chunk(*r) for r in ranking],
         "expected": [chunk(*e) for e in expected],
         "evidence": [{"doc": d, "start": s, "end": e, "grade": g} for d, s, e, g in evidence],
-        "first_relevant_rank": None, "metrics": {}, "diagnostics": {},
+        "first_relevant_rank": None,
+        "metrics": {},
+        "diagnostics": {},
     }
 
 
@@ -41,8 +44,10 @@ def record(ranking, expected, evidence=(), qid="q") -> dict:
 
 
 def test_positive_score_gap():
-    rec = record(ranking=[("a#0", 0.75, 2), ("a#1", 0.5, 1), ("b#0", 0.25, 0), ("b#1", 0.125, 0)],
-                 expected=[("a#0", 0.75, 2), ("a#1", 0.5, 1)])
+    rec = record(
+        ranking=[("a#0", 0.75, 2), ("a#1", 0.5, 1), ("b#0", 0.25, 0), ("b#1", 0.125, 0)],
+        expected=[("a#0", 0.75, 2), ("a#1", 0.5, 1)],
+    )
     d = question_diagnostics(rec, k=2)
     assert d["best_relevant_score"] == 0.75  # max(0.75, 0.5)
     assert d["mean_relevant_score"] == 0.625  # (0.75 + 0.5) / 2
@@ -82,8 +87,7 @@ def test_no_expected_units():
 
 def test_expected_unit_not_retrieved_contributes_its_exact_score():
     # a#3 was missed by the (approximate) search, yet it scores 0.875 exactly: it is the best
-    rec = record(ranking=[("a#0", 0.5, 1), ("b#0", 0.375, 0)],
-                 expected=[("a#0", 0.5, 1), ("a#3", 0.875, 2)])
+    rec = record(ranking=[("a#0", 0.5, 1), ("b#0", 0.375, 0)], expected=[("a#0", 0.5, 1), ("a#3", 0.875, 2)])
     d = question_diagnostics(rec, k=2)
     assert d["best_relevant_score"] == 0.875  # not 0.5, the best retrieved relevant score
     assert d["mean_relevant_score"] == 0.6875  # (0.5 + 0.875) / 2
@@ -93,8 +97,10 @@ def test_expected_unit_not_retrieved_contributes_its_exact_score():
 
 def test_missed_lists_expected_units_outside_the_top_k():
     # k = 2: a#2 is retrieved at rank 3 (> k) and a#4 not at all; both are missed, in expected order
-    rec = record(ranking=[("a#0", 0.75, 1), ("b#0", 0.625, 0), ("a#2", 0.5, 1), ("b#1", 0.25, 0)],
-                 expected=[("a#0", 0.75, 1), ("a#2", 0.5, 1), ("a#4", 0.125, 1)])
+    rec = record(
+        ranking=[("a#0", 0.75, 1), ("b#0", 0.625, 0), ("a#2", 0.5, 1), ("b#1", 0.25, 0)],
+        expected=[("a#0", 0.75, 1), ("a#2", 0.5, 1), ("a#4", 0.125, 1)],
+    )
     assert question_diagnostics(rec, k=2)["missed"] == ["a#2", "a#4"]
     assert question_diagnostics(rec, k=3)["missed"] == ["a#4"]
     assert question_diagnostics(rec, k=1)["missed"] == ["a#2", "a#4"]
@@ -104,8 +110,9 @@ def test_missed_lists_expected_units_outside_the_top_k():
 
 def test_ties_follow_the_stored_order():
     # Equal scores are stored by unit id: a#1 (relevant) then b#0, b#1 (distractors), all 0.5.
-    rec = record(ranking=[("a#1", 0.5, 1), ("b#0", 0.5, 0), ("b#1", 0.5, 0), ("b#2", 0.25, 0)],
-                 expected=[("a#1", 0.5, 1)])
+    rec = record(
+        ranking=[("a#1", 0.5, 1), ("b#0", 0.5, 0), ("b#1", 0.5, 0), ("b#2", 0.25, 0)], expected=[("a#1", 0.5, 1)]
+    )
     d = question_diagnostics(rec, k=1)
     assert d["top_distractor_score"] == 0.5  # b#0, the first grade-0 entry
     assert d["score_gap"] == 0.0  # a tie is no negative gap
@@ -197,19 +204,35 @@ def chunk_records() -> list[dict]:
     return [
         # q1: evidence a[5,15) in chunk a#0. R@2 = [a#0, b#1] (b#1 is text too, never evidence)
         #     I = 10, |H| = 10, Σ = 40 -> span recall 1, precision 0.25, iou 10/(40+10-10) = 0.25, ev 1
-        record(qid="q1", ranking=[("a#0", 0.75, 2), ("b#1", 0.5, 0), ("a#1", 0.25, 0)],
-               expected=[("a#0", 0.75, 2)], evidence=[("a", 5, 15, 2)]),
+        record(
+            qid="q1",
+            ranking=[("a#0", 0.75, 2), ("b#1", 0.5, 0), ("a#1", 0.25, 0)],
+            expected=[("a#0", 0.75, 2)],
+            evidence=[("a", 5, 15, 2)],
+        ),
         # q2: evidence a[30,50) over a#1 and a#2. R@2 = [b#0, a#2 = [40,60)]: I = 10, |H| = 20, Σ = 40
         #     -> recall 0.5, precision 0.25, iou 10/(40+20-10) = 0.2, ev: 10 >= 0.5*20 -> 1
-        record(qid="q2", ranking=[("b#0", 0.875, 0), ("a#2", 0.625, 1), ("a#1", 0.5, 1)],
-               expected=[("a#1", 0.5, 1), ("a#2", 0.625, 1)], evidence=[("a", 30, 50, 1)]),
+        record(
+            qid="q2",
+            ranking=[("b#0", 0.875, 0), ("a#2", 0.625, 1), ("a#1", 0.5, 1)],
+            expected=[("a#1", 0.5, 1), ("a#2", 0.625, 1)],
+            evidence=[("a", 30, 50, 1)],
+        ),
         # q3: evidence b[50,70) over b#2 and b#3, none retrieved: I = 0 -> all span metrics 0
-        record(qid="q3", ranking=[("a#3", 0.75, 0), ("a#4", 0.5, 0), ("b#4", 0.375, 0)],
-               expected=[("b#2", 0.25, 1), ("b#3", 0.125, 1)], evidence=[("b", 50, 70, 1)]),
+        record(
+            qid="q3",
+            ranking=[("a#3", 0.75, 0), ("a#4", 0.5, 0), ("b#4", 0.375, 0)],
+            expected=[("b#2", 0.25, 1), ("b#3", 0.125, 1)],
+            evidence=[("b", 50, 70, 1)],
+        ),
         # q4: evidence b[0,40) = b#0 + b#1, both retrieved (only 2 results, fewer than depth)
         #     I = 40, |H| = 40, Σ = 40 -> all 1
-        record(qid="q4", ranking=[("b#0", 0.5, 2), ("b#1", 0.375, 2)],
-               expected=[("b#0", 0.5, 2), ("b#1", 0.375, 2)], evidence=[("b", 0, 40, 2)]),
+        record(
+            qid="q4",
+            ranking=[("b#0", 0.5, 2), ("b#1", 0.375, 2)],
+            expected=[("b#0", 0.5, 2), ("b#1", 0.375, 2)],
+            evidence=[("b", 0, 40, 2)],
+        ),
     ]
 
 
@@ -283,10 +306,18 @@ def test_score_candidate_document_unit_has_no_span_metrics():
         return {"id": d, "doc_id": d, "start": 0, "end": 100, "score": score, "grade": grade}
 
     records = [
-        {"question_id": "q1", "ranking": [doc("a", 0.75, 2), doc("b", 0.5, 0)], "expected": [doc("a", 0.75, 2)],
-         "evidence": [{"doc": "a", "start": 5, "end": 15, "grade": 2}]},
-        {"question_id": "q2", "ranking": [doc("a", 0.75, 0), doc("b", 0.25, 1)], "expected": [doc("b", 0.25, 1)],
-         "evidence": [{"doc": "b", "start": 0, "end": 10, "grade": 1}]},
+        {
+            "question_id": "q1",
+            "ranking": [doc("a", 0.75, 2), doc("b", 0.5, 0)],
+            "expected": [doc("a", 0.75, 2)],
+            "evidence": [{"doc": "a", "start": 5, "end": 15, "grade": 2}],
+        },
+        {
+            "question_id": "q2",
+            "ranking": [doc("a", 0.75, 0), doc("b", 0.25, 1)],
+            "expected": [doc("b", 0.25, 1)],
+            "evidence": [{"doc": "b", "start": 0, "end": 10, "grade": 1}],
+        },
     ]
     out = score_candidate(records, k=1, depth=2, gain="linear", unit="document", min_overlap=0.5)
     assert set(out["quality"]) == {metric_key(m, 1) for m in QUALITY_METRICS}

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import metrics
-from bench.metrics import Grades
+from bench.evaluation import metrics
+from bench.evaluation.metrics import Grades
 from tests.conftest import DOCS, QUESTIONS, finished_runs, run_cli, write_project
 
 K, DEPTH = 3, 6
@@ -30,14 +30,17 @@ def test_run_writes_the_three_files_and_a_ranked_table(project: Path):
     assert {"manifest.json", "per_question.jsonl", "summary.json", "texts.jsonl"} <= {p.name for p in run.iterdir()}
     assert all(p.stat().st_mode & 0o044 for p in run.iterdir())  # readable by others, as ordinary files
     manifest, summary, rows = _load_run(run)
-    texts = {(t["doc_id"], t["start"], t["end"]): t["text"]
-             for t in map(json.loads, (run / "texts.jsonl").read_text().splitlines())}
+    texts = {
+        (t["doc_id"], t["start"], t["end"]): t["text"]
+        for t in map(json.loads, (run / "texts.jsonl").read_text().splitlines())
+    }
     for row in rows:  # every unit a report shows has its text, the corpus's own characters
         for e in row["ranking"] + row["expected"]:
-            assert texts[(e["doc_id"], e["start"], e["end"])] == DOCS[e["doc_id"]][e["start"]:e["end"]]
+            assert texts[(e["doc_id"], e["start"], e["end"])] == DOCS[e["doc_id"]][e["start"] : e["end"]]
         assert row["question"] == next(q[1] for q in QUESTIONS if q[0] == row["question_id"]) and row["tags"] == ["t"]
-    assert summary["chunkers"]["tok24"]["chunks"] == sum(c["ops"]["n_chunks"] for c in summary["candidates"]
-                                                        if c["id"] == "hash/tok24/flat")
+    assert summary["chunkers"]["tok24"]["chunks"] == sum(
+        c["ops"]["n_chunks"] for c in summary["candidates"] if c["id"] == "hash/tok24/flat"
+    )
 
     ids = {c["id"] for c in summary["candidates"]}
     assert ids == {"hash/tok24/flat", "hash/rec24/flat", "bm25/tok24/inverted", "bm25/rec24/inverted"}
@@ -112,8 +115,9 @@ def test_second_run_reuses_the_cache_and_gives_identical_results(project: Path):
     assert strip(rows1) == strip(rows2)
     assert [c["quality"] for c in s1["candidates"]] == [c["quality"] for c in s2["candidates"]]
     dense = [c for c in s2["candidates"] if c["model"] == "hash"]
-    assert all(c["ops"]["chunks_embedded"] == 0 and c["ops"]["chunks_from_cache"] == c["ops"]["n_chunks"]
-               for c in dense)
+    assert all(
+        c["ops"]["chunks_embedded"] == 0 and c["ops"]["chunks_from_cache"] == c["ops"]["n_chunks"] for c in dense
+    )
 
 
 def test_query_latency_is_kept_per_machine_and_remeasured_on_request(project: Path):
@@ -168,14 +172,17 @@ def test_document_unit_pools_chunks_into_documents(tmp_path: Path):
     assert all(len(r["ranking"]) == 4 for r in rows if r["candidate"].startswith("hash/"))
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda c: c.replace("k = 3", "k = 0"), "k = 0 is out of range"),
-    (lambda c: c.replace('"hash", "bm25"', '"hsah"'), "did you mean 'hash'"),
-    (lambda c: c.replace('kind = "tokens"', 'kind = "tokenz"'), "did you mean 'tokens'"),
-    (lambda c: c.replace("k = 3", "kay = 3"), "unknown setting 'kay'"),
-    (lambda c: c.replace("size = 24\noverlap = 4", "size = 24\noverlap = 40"), "overlap"),
-    (lambda c: c + "\n[[broken", "invalid TOML"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda c: c.replace("k = 3", "k = 0"), "k = 0 is out of range"),
+        (lambda c: c.replace('"hash", "bm25"', '"hsah"'), "did you mean 'hash'"),
+        (lambda c: c.replace('kind = "tokens"', 'kind = "tokenz"'), "did you mean 'tokens'"),
+        (lambda c: c.replace("k = 3", "kay = 3"), "unknown setting 'kay'"),
+        (lambda c: c.replace("size = 24\noverlap = 4", "size = 24\noverlap = 40"), "overlap"),
+        (lambda c: c + "\n[[broken", "invalid TOML"),
+    ],
+)
 def test_bad_config_is_one_line_and_exit_2(project: Path, edit, message):
     project.write_text(edit(project.read_text()))
     result = run_cli("run", str(project))
@@ -200,11 +207,11 @@ def test_missing_config_is_exit_2(tmp_path: Path):
 
 
 def test_a_failing_run_leaves_no_run_folder(project: Path, monkeypatch):
-    from bench import runner
     from bench.config import load_config
+    from bench.run import shootout
 
     calls = {"n": 0}
-    original = runner._run_candidate
+    original = shootout._run_candidate
 
     def fail_on_second(*args, **kwargs):
         calls["n"] += 1
@@ -212,9 +219,9 @@ def test_a_failing_run_leaves_no_run_folder(project: Path, monkeypatch):
             raise KeyboardInterrupt
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "_run_candidate", fail_on_second)
+    monkeypatch.setattr(shootout, "_run_candidate", fail_on_second)
     with pytest.raises(KeyboardInterrupt):
-        runner.run_shootout(load_config(project))
+        shootout.run_shootout(load_config(project))
     results = project.parent / "results"
     assert list(results.iterdir()) == []  # neither a run folder nor a staging folder
 

@@ -12,10 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import store
+from bench import files
 from bench.errors import BenchError
-from bench.evaluate import grades_from_records
-from bench.export import (
+from bench.evaluation.metrics import quality
+from bench.evaluation.scoring import grades_from_records
+from bench.results import store
+from bench.results.export import (
     FORMATS,
     ID_COLUMNS,
     export_id,
@@ -24,7 +26,6 @@ from bench.export import (
     safe_name,
     safe_names,
 )
-from bench.metrics import quality
 from tests.conftest import CONFIG, QUESTIONS, finished_runs, run_cli, write_project
 
 TOL = 1e-9
@@ -33,8 +34,13 @@ TOL = 1e-9
 # min_overlap = 1.0 some questions have no relevant unit under a chunking (absent from the qrels)
 # and BM25 returns nothing for q8 (absent from the run).
 EXTRA_QUESTIONS = [
-    ("q7", "What happens after the carry-over deadline for long requests?", "kb/vacation.md",
-     "the following year.\n\nRequests longer", 1),
+    (
+        "q7",
+        "What happens after the carry-over deadline for long requests?",
+        "kb/vacation.md",
+        "the following year.\n\nRequests longer",
+        1,
+    ),
     ("q8", "Zebra xylophone quokka?", "kb/laptops.md", "Disk encryption must stay enabled on every company laptop.", 1),
 ]
 
@@ -86,9 +92,16 @@ def trec_measures(qrels: dict, run: dict, k: int) -> dict[str, dict[str, float]]
     full = pytrec_eval.RelevanceEvaluator(qrels, {f"P_{k}", f"recall_{k}", f"ndcg_cut_{k}", f"map_cut_{k}"})
     cut = {qid: {doc: run[qid][doc] for doc in sorted_by_score(run[qid])[:k]} for qid in run}
     rr = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(cut)
-    return {qid: {f"precision@{k}": m[f"P_{k}"], f"recall@{k}": m[f"recall_{k}"], f"ndcg@{k}": m[f"ndcg_cut_{k}"],
-                  f"map@{k}": m[f"map_cut_{k}"], f"mrr@{k}": rr[qid]["recip_rank"]}
-            for qid, m in full.evaluate(run).items()}
+    return {
+        qid: {
+            f"precision@{k}": m[f"P_{k}"],
+            f"recall@{k}": m[f"recall_{k}"],
+            f"ndcg@{k}": m[f"ndcg_cut_{k}"],
+            f"map@{k}": m[f"map_cut_{k}"],
+            f"mrr@{k}": rr[qid]["recip_rank"],
+        }
+        for qid, m in full.evaluate(run).items()
+    }
 
 
 def read_trec(folder: Path, name: str) -> tuple[dict, dict]:
@@ -111,7 +124,8 @@ def test_trec_export_scores_as_trec_eval(real_run, loaded, tmp_path):
     written = export_run(real_run, tmp_path, "trec")
     names = safe_names([c["id"] for c in summary["candidates"]])
     assert sorted(p.name for p in written) == sorted(
-        ["candidates.tsv", *(f"{n}{s}" for n in names.values() for s in (".run", ".qrels"))])
+        ["candidates.tsv", *(f"{n}{s}" for n in names.values() for s in (".run", ".qrels"))]
+    )
     with (tmp_path / "candidates.tsv").open(newline="") as f:
         assert dict(csv.reader(f, delimiter="\t")) == {"name": "candidate", **{n: c for c, n in names.items()}}
     for cid, recs in by_candidate(records).items():
@@ -212,8 +226,11 @@ def test_ids_and_names():
     assert safe_name("minilm/md256/hnsw@efSearch=16") == "minilm__md256__hnsw@efSearch=16"
     assert safe_name("my model/c 1/ivf@nprobe=8,x=0.5") == "my%20model__c%201__ivf@nprobe=8,x=0.5"
     assert safe_name("é/%/~") == "%C3%A9__%25__%7E"
-    assert safe_names(["a_/b/x", "a/_b/x", "c/d/e"]) == {"a_/b/x": "a___b__x", "a/_b/x": "a___b__x~2",
-                                                       "c/d/e": "c__d__e"}
+    assert safe_names(["a_/b/x", "a/_b/x", "c/d/e"]) == {
+        "a_/b/x": "a___b__x",
+        "a/_b/x": "a___b__x~2",
+        "c/d/e": "c__d__e",
+    }
     assert export_id("my docs/a b.md#0000") == "my%20docs/a%20b.md#0000"
     assert export_id("tab\there%") == "tab%09here%25"
     assert export_id("a%20b") != export_id("a b")  # "%" is encoded too, so distinct ids stay distinct
@@ -224,8 +241,14 @@ def tie_record(qid: str, ranking: list[tuple[str, float | None, int]], expected:
         doc = uid.split("#")[0]
         return {"id": uid, "doc_id": doc, "start": 0, "end": 10, "score": score, "grade": grade}
 
-    return {"candidate": "m/c/flat", "question_id": qid, "question": "?", "tags": [],
-            "ranking": [unit(*e) for e in ranking], "expected": [unit(uid, None, g) for uid, g in expected]}
+    return {
+        "candidate": "m/c/flat",
+        "question_id": qid,
+        "question": "?",
+        "tags": [],
+        "ranking": [unit(*e) for e in ranking],
+        "expected": [unit(uid, None, g) for uid, g in expected],
+    }
 
 
 @pytest.fixture
@@ -234,11 +257,15 @@ def tie_run(tmp_path) -> Path:
     k = depth = 4
     records = [
         # trec_eval would put a.md#0001 (tied, docno greater) first and c before b (both null)
-        tie_record("q1", [("a.md#0000", 0.5, 0), ("a.md#0001", 0.5, 1), ("b.md#0000", None, 0), ("c.md#0000", None, 2)],
-                   [("a.md#0001", 1), ("c.md#0000", 2)]),
+        tie_record(
+            "q1",
+            [("a.md#0000", 0.5, 0), ("a.md#0001", 0.5, 1), ("b.md#0000", None, 0), ("c.md#0000", None, 2)],
+            [("a.md#0001", 1), ("c.md#0000", 2)],
+        ),
         # a null at rank 1 and a space in a document id
-        tie_record("q 2", [("d d.md#0000", None, 0), ("d d.md#0001", None, 0), ("e.md#0000", 0.7, 1)],
-                   [("e.md#0000", 1)]),
+        tie_record(
+            "q 2", [("d d.md#0000", None, 0), ("d d.md#0001", None, 0), ("e.md#0000", 0.7, 1)], [("e.md#0000", 1)]
+        ),
     ]
     grades = grades_from_records(records, depth)
     per_question = quality(grades, k, "linear")
@@ -248,13 +275,19 @@ def tie_run(tmp_path) -> Path:
         rec["first_relevant_rank"] = hits[0] if hits else None
     assert [r["metrics"]["mrr@4"] for r in records] == [0.5, 1 / 3]
     quality_means = {key: float(values.mean()) for key, values in per_question.items()}
-    summary = {"k": k, "depth": depth, "unit": "chunk", "ndcg_gain": "linear",
-               "candidates": [{"id": "m/c/flat", "model": "m", "chunker": "c", "index": "flat", "rank": 1,
-                               "quality": quality_means}]}
+    summary = {
+        "k": k,
+        "depth": depth,
+        "unit": "chunk",
+        "ndcg_gain": "linear",
+        "candidates": [
+            {"id": "m/c/flat", "model": "m", "chunker": "c", "index": "flat", "rank": 1, "quality": quality_means}
+        ],
+    }
     run = tmp_path / "run"
-    store.write_json(run / store.SUMMARY, summary)
-    store.write_jsonl(run / store.PER_QUESTION, records)
-    store.write_json(run / store.MANIFEST, {"run_id": "tie"})
+    files.write_json(run / store.SUMMARY, summary)
+    files.write_jsonl(run / store.PER_QUESTION, records)
+    files.write_json(run / store.MANIFEST, {"run_id": "tie"})
     return run
 
 
@@ -322,11 +355,15 @@ def test_parquet_equals_csv(real_run, tmp_path):
     (csv_path,) = export_run(real_run, tmp_path / "csv", "csv")
     (parquet_path,) = export_run(real_run, tmp_path / "parquet", "parquet")
     table = fastparquet.ParquetFile(str(parquet_path)).to_pandas()
-    expected = pd.read_csv(csv_path, dtype={c: "str" for c in ID_COLUMNS[:6]} | {"first_relevant_rank": "Int64"},
-                           keep_default_na=False, na_values={"first_relevant_rank": [""]})
+    expected = pd.read_csv(
+        csv_path,
+        dtype={c: "str" for c in ID_COLUMNS[:6]} | {"first_relevant_rank": "Int64"},
+        keep_default_na=False,
+        na_values={"first_relevant_rank": [""]},
+    )
     assert str(table["first_relevant_rank"].dtype) == "Int64"
     assert table["first_relevant_rank"].isna().any()
-    assert all(str(table[c].dtype) == "float64" for c in table.columns[len(ID_COLUMNS):])
+    assert all(str(table[c].dtype) == "float64" for c in table.columns[len(ID_COLUMNS) :])
     # fastparquet reads text columns back as object; the values must match
     for column in ID_COLUMNS[:6]:
         table[column] = table[column].astype("str")

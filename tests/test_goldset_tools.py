@@ -15,9 +15,18 @@ def test_validate_reports_every_problem_on_its_own_line(project: Path):
     bad["evidence"][0]["quote"] = "no such words in the document"
     lines[1] = json.dumps(bad)
     lines.append(json.dumps({"id": "q1", "question": "dup?", "evidence": [{"doc": "kb/vacation.md"}]}))
-    lines.append(json.dumps({"id": "q9", "question": "grades?", "evidence": [
-        {"doc": "kb/vacation.md", "quote": "Requests longer than two weeks", "grade": 0},
-        {"doc": "nope.md", "quote": "x"}]}))
+    lines.append(
+        json.dumps(
+            {
+                "id": "q9",
+                "question": "grades?",
+                "evidence": [
+                    {"doc": "kb/vacation.md", "quote": "Requests longer than two weeks", "grade": 0},
+                    {"doc": "nope.md", "quote": "x"},
+                ],
+            }
+        )
+    )
     gold.write_text("\n".join(lines) + "\n")
     result = run_cli("goldset", "validate", str(gold), "--corpus", str(project.parent / "corpus"))
     assert result.returncode == 2
@@ -30,8 +39,9 @@ def test_validate_reports_every_problem_on_its_own_line(project: Path):
 
 
 def test_validate_ok(project: Path):
-    result = run_cli("goldset", "validate", str(project.parent / "gold.jsonl"),
-                     "--corpus", str(project.parent / "corpus"))
+    result = run_cli(
+        "goldset", "validate", str(project.parent / "gold.jsonl"), "--corpus", str(project.parent / "corpus")
+    )
     assert result.returncode == 0 and "ok" in result.stdout
 
 
@@ -50,21 +60,26 @@ def test_the_corpus_is_found_by_convention(tmp_path: Path):
 
 
 def test_stats_counts_questions_evidence_and_coverage(project: Path):
-    result = run_cli("goldset", "stats", str(project.parent / "gold.jsonl"),
-                     "--corpus", str(project.parent / "corpus"), "--json")
+    result = run_cli(
+        "goldset", "stats", str(project.parent / "gold.jsonl"), "--corpus", str(project.parent / "corpus"), "--json"
+    )
     assert result.returncode == 0, result.stderr
     stats = json.loads(result.stdout)
     assert stats["questions"] == 6 and stats["evidence_items"] == 6 and stats["unit"] == "chunk"
     assert stats["grades"] == {"1": 1, "2": 5}
     assert stats["documents_referenced"] == 4 and stats["documents_in_corpus"] == 4
     assert stats["multi_evidence_share"] == 0
-    quotes_chars = sum(len(q) for q in (
-        "Full-time employees accrue twenty-five days of paid vacation per calendar year.",
-        "Unused vacation days may be carried over until the end of March",
-        "Engineers receive a laptop with 32 GB of memory and a 1 TB disk.",
-        "kept for thirty-five days",
-        "Pages must be acknowledged within fifteen minutes, day or night.",
-        "The on-call rotation changes every Monday at 10:00 local time."))
+    quotes_chars = sum(
+        len(q)
+        for q in (
+            "Full-time employees accrue twenty-five days of paid vacation per calendar year.",
+            "Unused vacation days may be carried over until the end of March",
+            "Engineers receive a laptop with 32 GB of memory and a 1 TB disk.",
+            "kept for thirty-five days",
+            "Pages must be acknowledged within fifteen minutes, day or night.",
+            "The on-call rotation changes every Monday at 10:00 local time.",
+        )
+    )
     assert stats["evidence_chars"] == quotes_chars
     human = run_cli("goldset", "stats", str(project.parent / "gold.jsonl"), "--corpus", str(project.parent / "corpus"))
     assert human.returncode == 0 and "questions" in human.stdout

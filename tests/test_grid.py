@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from bench.chunking import make_chunker
+from bench.chunking.table import ChunkTable
+from bench.chunking.tokens import count_tokens
 from bench.config import load_config
-from bench.corpus import load_corpus
-from bench.tokens import count_tokens
-from bench.units import ChunkTable
+from bench.inputs.corpus import load_corpus
 from tests.conftest import (
     CONFIG,
     DOCS,
@@ -33,11 +33,13 @@ BASE_IDS = {"hash/tok24/flat", "hash/rec24/flat", "bm25/tok24/inverted", "bm25/r
 INDEXES = 'indexes = ["flat", "hnsw", "sq8"]\n'
 HASH64 = '\n[model.h64]\nloader = "hashing"\ndims = 64\n'
 SEMANTIC = '\n[chunkers.sem]\nkind = "semantic"\nmodel = "hash"\nsize = 24\nmin_tokens = 8\n'
-MARKDOWN_SENTENCES = ('\n[chunkers.md]\nkind = "markdown"\nsize = 24\n'
-                      '\n[chunkers.sent]\nkind = "sentences"\nsentences = 2\noverlap = 1\n')
+MARKDOWN_SENTENCES = (
+    '\n[chunkers.md]\nkind = "markdown"\nsize = 24\n\n[chunkers.sent]\nkind = "sentences"\nsentences = 2\noverlap = 1\n'
+)
 
 
 # --- helpers ---------------------------------------------------------------------------------------------
+
 
 def _with_indexes(config: str = CONFIG) -> str:
     assert "k = 3\n" in config
@@ -94,14 +96,16 @@ def _one_error_line(stderr: str) -> str:
 
 # --- 1. dry run -------------------------------------------------------------------------------------------
 
+
 def test_dry_run_shows_every_candidate_with_chunk_and_token_counts_and_writes_nothing(tmp_path: Path):
     config = _project(tmp_path, _with_indexes())
     before = _snapshot(tmp_path)
     result = run_cli("run", str(config), "--dry-run")
     assert result.returncode == 0, result.stderr
     rows = _table_rows(result.stdout)
-    expected = {f"hash/{ch}/{ix}" for ch in ("tok24", "rec24")
-                for ix in ("flat", "hnsw@efSearch=16", "hnsw@efSearch=64", "sq8")}
+    expected = {
+        f"hash/{ch}/{ix}" for ch in ("tok24", "rec24") for ix in ("flat", "hnsw@efSearch=16", "hnsw@efSearch=64", "sq8")
+    }
     expected |= {"bm25/tok24/inverted", "bm25/rec24/inverted"}
     assert set(rows) - {"candidate"} == expected
 
@@ -131,6 +135,7 @@ def test_dry_run_does_not_run_a_semantic_chunker_or_touch_the_cache(tmp_path: Pa
 
 # --- 2. filters -------------------------------------------------------------------------------------------
 
+
 def test_only_runs_just_the_matching_candidates(tmp_path: Path):
     config = _project(tmp_path)
     _run(config, "--only", "hash/*")
@@ -156,11 +161,14 @@ def test_exclude_in_the_config_drops_candidates_and_combines_with_only(tmp_path:
     assert set(_table_rows(dry.stdout)) - {"candidate"} == {"bm25/tok24/inverted"}
 
 
-@pytest.mark.parametrize("args", [
-    ("--only", "nothing/*"),
-    ("--only", "hash/*", "--skip", "hash/*"),
-    ("--dry-run", "--skip", "*"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--only", "nothing/*"),
+        ("--only", "hash/*", "--skip", "hash/*"),
+        ("--dry-run", "--skip", "*"),
+    ],
+)
 def test_a_filter_that_leaves_nothing_is_exit_2_with_one_line(tmp_path: Path, args):
     config = _project(tmp_path, CONFIG.replace("k = 3\n", 'k = 3\nexclude = ["bm25/*"]\n'))
     result = run_cli("run", str(config), *args)
@@ -170,6 +178,7 @@ def test_a_filter_that_leaves_nothing_is_exit_2_with_one_line(tmp_path: Path, ar
 
 
 # --- 3. indexes and their query settings ------------------------------------------------------------------
+
 
 def test_hnsw_query_settings_sq8_compression_and_recall_against_exact(tmp_path: Path):
     config = _project(tmp_path, _with_indexes())
@@ -203,7 +212,9 @@ def test_hnsw_query_settings_sq8_compression_and_recall_against_exact(tmp_path: 
         assert sq8["index_bytes"] < sq8["vector_bytes"]
         # a flat index stores every float plus a header; an HNSW graph adds its links
         assert flat["ops"]["compression_ratio"] == round(flat["ops"]["vector_bytes"] / flat["ops"]["index_bytes"], 3)
-        assert flat["ops"]["compression_ratio"] < 1 and lo["ops"]["compression_ratio"] < flat["ops"]["compression_ratio"]
+        assert (
+            flat["ops"]["compression_ratio"] < 1 and lo["ops"]["compression_ratio"] < flat["ops"]["compression_ratio"]
+        )
 
     for cand_id in ("bm25/tok24/inverted", "bm25/rec24/inverted"):
         ops = cands[cand_id]["ops"]
@@ -214,8 +225,8 @@ def test_one_index_build_serves_every_query_setting(tmp_path: Path, monkeypatch)
     """In process: HNSW is built once per chunker and its efSearch is set on that same index."""
     from rich.console import Console
 
-    from bench.index import IndexSpec
-    from bench.runner import run_shootout
+    from bench.retrieval.faiss_index import IndexSpec
+    from bench.run.shootout import run_shootout
 
     config = _project(tmp_path, _with_indexes())
     builds, settings = [], []
@@ -244,6 +255,7 @@ def test_one_index_build_serves_every_query_setting(tmp_path: Path, monkeypatch)
 
 
 # --- 4. the embedding cache -------------------------------------------------------------------------------
+
 
 def _dense(summary: dict) -> list[dict]:
     dense = [c for c in summary["candidates"] if c["model"] == "hash"]
@@ -322,6 +334,7 @@ def test_no_cache_embeds_everything_and_writes_no_cache(tmp_path: Path):
 
 # --- 5. latency -------------------------------------------------------------------------------------------
 
+
 def test_latency_percentiles_are_ordered_and_query_encoding_is_measured_once_per_model(tmp_path: Path):
     config = _project(tmp_path, _with_indexes())
     _run(config)
@@ -335,7 +348,8 @@ def test_latency_percentiles_are_ordered_and_query_encoding_is_measured_once_per
             assert 0 <= p50 <= p95, (c["id"], prefix)
         assert ops["latency_samples"] == N_QUESTIONS
         per_model.setdefault(c["model"], set()).add(
-            (ops["query_embed_ms_p50"], ops["query_embed_ms_p95"], ops["query_embed_ms_mean"]))
+            (ops["query_embed_ms_p50"], ops["query_embed_ms_p95"], ops["query_embed_ms_mean"])
+        )
     assert set(per_model) == {"hash", "bm25"}
     assert all(len(figures) == 1 for figures in per_model.values()), per_model
     # search is timed per candidate, against its own index
@@ -343,6 +357,7 @@ def test_latency_percentiles_are_ordered_and_query_encoding_is_measured_once_per
 
 
 # --- 6. bench chunk ---------------------------------------------------------------------------------------
+
 
 def test_chunk_command_counts_match_the_run_and_it_writes_nothing(tmp_path: Path):
     config = _project(tmp_path)
@@ -365,6 +380,7 @@ def test_chunk_command_counts_match_the_run_and_it_writes_nothing(tmp_path: Path
 
 
 # --- 7. [model.NAME] tables -------------------------------------------------------------------------------
+
 
 def test_a_model_table_adds_a_hashing_model_with_other_dims(tmp_path: Path):
     config = _project(tmp_path, CONFIG.replace('models = ["hash", "bm25"]', 'models = ["hash", "h64"]') + HASH64)
@@ -393,17 +409,24 @@ def test_a_model_table_with_an_unknown_loader_is_exit_2_naming_the_table(tmp_pat
 
 def test_a_model_table_with_the_bm25_loader_is_lexical(tmp_path: Path):
     """A second BM25 model from a table ranks with its own inverted index, like the built-in one."""
-    config = _project(tmp_path, CONFIG.replace('models = ["hash", "bm25"]', 'models = ["hash", "mybm25"]')
-                      + '\n[model.mybm25]\nloader = "bm25"\n')
+    config = _project(
+        tmp_path,
+        CONFIG.replace('models = ["hash", "bm25"]', 'models = ["hash", "mybm25"]')
+        + '\n[model.mybm25]\nloader = "bm25"\n',
+    )
     _run(config)
     summary, _ = _latest(config)
-    assert set(_by_id(summary)) == {"hash/tok24/flat", "hash/rec24/flat",
-                                    "mybm25/tok24/inverted", "mybm25/rec24/inverted"}
+    assert set(_by_id(summary)) == {
+        "hash/tok24/flat",
+        "hash/rec24/flat",
+        "mybm25/tok24/inverted",
+        "mybm25/rec24/inverted",
+    }
 
 
 def test_a_dense_loader_cannot_be_marked_lexical(tmp_path: Path):
     """Else the hashing model would silently be run as BM25 under its own name."""
-    config = _project(tmp_path, CONFIG + '\n[model.hash]\nlexical = true\n')
+    config = _project(tmp_path, CONFIG + "\n[model.hash]\nlexical = true\n")
     result = run_cli("run", str(config), "--dry-run")
     assert result.returncode == 2
     line = _one_error_line(result.stderr)
@@ -421,6 +444,7 @@ def test_a_semantic_chunker_cannot_use_a_lexical_model(tmp_path: Path):
 
 # --- 8-9. every chunker kind end to end -------------------------------------------------------------------
 
+
 def _assert_valid_spans(rows: list[dict], chunker: str, table: ChunkTable) -> None:
     spans = {c.id: (c.doc_id, c.start, c.end) for c in table.chunks}
     seen = 0
@@ -430,7 +454,7 @@ def _assert_valid_spans(rows: list[dict], chunker: str, table: ChunkTable) -> No
         for e in r["ranking"] + r["expected"]:
             text = DOCS[e["doc_id"]]
             assert 0 <= e["start"] < e["end"] <= len(text)
-            assert text[e["start"]:e["end"]].strip() == text[e["start"]:e["end"]]  # stripped, non-empty
+            assert text[e["start"] : e["end"]].strip() == text[e["start"] : e["end"]]  # stripped, non-empty
             assert spans[e["id"]] == (e["doc_id"], e["start"], e["end"])  # this chunker's chunk
             seen += 1
     assert seen
@@ -447,8 +471,9 @@ def test_a_semantic_chunker_using_the_hash_model_runs_end_to_end(tmp_path: Path)
     from bench.embedders import MODELS, load_embedder
 
     embedder = load_embedder(MODELS.get("hash"))
-    chunker = make_chunker("semantic", embed=lambda texts: embedder.embed(list(texts), "passage"),
-                           size=24, min_tokens=8)
+    chunker = make_chunker(
+        "semantic", embed=lambda texts: embedder.embed(list(texts), "passage"), size=24, min_tokens=8
+    )
     table = ChunkTable.chunk_corpus(corpus, chunker)
     assert cands["hash/sem/flat"]["ops"]["n_chunks"] == cands["bm25/sem/inverted"]["ops"]["n_chunks"] == len(table)
     assert all(count_tokens(t) <= 24 for t in table.texts)

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bench import gate, history
 from bench.cli import main
 from bench.errors import BenchError
+from bench.results import gate, history
 from tests.conftest import DOCS, finished_runs, run_cli, write_project
 
 CORPUS_A, CORPUS_B, GOLDSET = "a" * 64, "b" * 64, "c" * 64
@@ -29,23 +29,42 @@ def quality(k: int = 5, mrr: float = 0.5, recall: float = 0.6, ndcg: float = 0.5
     return {f"mrr@{k}": mrr, f"recall@{k}": recall, f"ndcg@{k}": ndcg, f"hit_rate@{k}": hit_rate}
 
 
-def make_run(results: Path, run_id: str, candidates: dict[str, dict], k: int = 5, corpus: str = CORPUS_A,
-             goldset: str = GOLDSET, unit: str = "chunk") -> Path:
+def make_run(
+    results: Path,
+    run_id: str,
+    candidates: dict[str, dict],
+    k: int = 5,
+    corpus: str = CORPUS_A,
+    goldset: str = GOLDSET,
+    unit: str = "chunk",
+) -> Path:
     """A run folder written by hand, with just what history, compare and check read."""
     folder = results / run_id
     folder.mkdir(parents=True)
     started = datetime.strptime(run_id.lstrip(".")[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).isoformat()
-    summary = {"k": k, "depth": 10, "unit": unit,
-               "candidates": [{"id": cid, "model": cid.split("/")[0], "chunker": "c", "index": "flat", "rank": i,
-                               "quality": q} for i, (cid, q) in enumerate(candidates.items(), start=1)]}
-    manifest = {"run_id": run_id, "config_hash": run_id.split("-")[1][:6],
-                "corpus": {"path": "corpus", "sha256": corpus, "documents": 4},
-                "goldset": {"path": "gold.jsonl", "sha256": goldset, "questions": 2, "unit": unit},
-                "locked": True, "started": started, "finished": started}
+    summary = {
+        "k": k,
+        "depth": 10,
+        "unit": unit,
+        "candidates": [
+            {"id": cid, "model": cid.split("/")[0], "chunker": "c", "index": "flat", "rank": i, "quality": q}
+            for i, (cid, q) in enumerate(candidates.items(), start=1)
+        ],
+    }
+    manifest = {
+        "run_id": run_id,
+        "config_hash": run_id.split("-")[1][:6],
+        "corpus": {"path": "corpus", "sha256": corpus, "documents": 4},
+        "goldset": {"path": "gold.jsonl", "sha256": goldset, "questions": 2, "unit": unit},
+        "locked": True,
+        "started": started,
+        "finished": started,
+    }
     (folder / "summary.json").write_text(json.dumps(summary))
     (folder / "manifest.json").write_text(json.dumps(manifest))
-    (folder / "per_question.jsonl").write_text("".join(json.dumps({"candidate": cid, "question_id": "q1"}) + "\n"
-                                                       for cid in candidates))
+    (folder / "per_question.jsonl").write_text(
+        "".join(json.dumps({"candidate": cid, "question_id": "q1"}) + "\n" for cid in candidates)
+    )
     return folder
 
 
@@ -68,8 +87,9 @@ def real(tmp_path_factory) -> Path:
     config = write_project(root)
     for step in range(3):
         if step == 2:
-            (root / "corpus" / "ops" / "oncall.txt").write_text(DOCS["ops/oncall.txt"] + "\nHandover notes live in "
-                                                                "the team wiki.\n", encoding="utf-8")
+            (root / "corpus" / "ops" / "oncall.txt").write_text(
+                DOCS["ops/oncall.txt"] + "\nHandover notes live in the team wiki.\n", encoding="utf-8"
+            )
         result = run_cli("run", str(config), "--no-report")
         assert result.returncode == 0, result.stderr
     runs = finished_runs(root / "results")
@@ -123,8 +143,9 @@ def test_trend_values_equal_the_summaries_and_accept_names_without_cutoff(real: 
     for metric in ("mrr", "mrr@3"):
         points = history.trend(real, "bm25/rec24/inverted", metric)
         assert [p.run_id for p in points] == [p.name for p in finished_runs(real)]
-        assert [p.value for p in points] == [next(c["quality"]["mrr@3"] for c in s["candidates"]
-                                                  if c["id"] == "bm25/rec24/inverted") for s in expected]
+        assert [p.value for p in points] == [
+            next(c["quality"]["mrr@3"] for c in s["candidates"] if c["id"] == "bm25/rec24/inverted") for s in expected
+        ]
     changed = [history.fingerprint_changed(a, b) for a, b in pairwise(points)]
     assert changed == [[], ["corpus"]]
 
@@ -218,7 +239,7 @@ def test_compare_refuses_other_fingerprints_in_one_line_unless_forced(results: P
 def test_compare_forced_across_k_pairs_the_same_metric(results: Path):
     a = make_run(results, "20260101T000000Z-aaaaaa", {"alpha": quality(k=3, mrr=0.5)}, k=3)
     b = make_run(results, "20260102T000000Z-aaaaaa", {"alpha": quality(k=5, mrr=0.6)})
-    with pytest.raises(BenchError, match="settings differ .k 3 vs 5"):
+    with pytest.raises(BenchError, match=r"settings differ .k 3 vs 5"):
         history.compare_runs(a, b)
     deltas = history.compare_runs(a, b, force=True)["deltas"]["alpha"]
     assert deltas["mrr@3 vs mrr@5"]["delta"] == pytest.approx(0.1)

@@ -40,14 +40,20 @@ def _beir_folder(root: Path) -> Path:
     with (src / "corpus.jsonl").open("w") as f:
         for doc_id, (title, text) in DOCS.items():
             f.write(json.dumps({"_id": doc_id, "title": title, "text": text}) + "\n")
-    queries = {"q1": "swept wing flutter", "q2": "boundary layer transition", "q3": "shell buckling",
-               "q4": "query with only a zero judgment", "q5": "query judged on a missing document"}
+    queries = {
+        "q1": "swept wing flutter",
+        "q2": "boundary layer transition",
+        "q3": "shell buckling",
+        "q4": "query with only a zero judgment",
+        "q5": "query judged on a missing document",
+    }
     with (src / "queries.jsonl").open("w") as f:
         for qid, text in queries.items():
             f.write(json.dumps({"_id": qid, "text": text}) + "\n")
     (src / "qrels" / "test.tsv").write_text(
         "query-id\tcorpus-id\tscore\n"
-        "q1\td1\t2\nq1\td3\t1\nq2\td2\t1\nq2\td1\t0\nq3\td4\t1\nq4\td2\t0\nq5\tmissing\t1\nq9\td1\t1\n")
+        "q1\td1\t2\nq1\td3\t1\nq2\td2\t1\nq2\td1\t0\nq3\td4\t1\nq4\td2\t0\nq5\tmissing\t1\nq9\td1\t1\n"
+    )
     return src
 
 
@@ -63,8 +69,11 @@ def test_beir_import_gives_a_document_unit_goldset_that_runs(tmp_path: Path):
     assert [q["id"] for q in gold] == ["q1", "q2", "q3"]
     assert gold[0]["evidence"] == [{"doc": "d1", "grade": 2}, {"doc": "d3", "grade": 1}]
     corpus = [json.loads(line) for line in (out / "corpora" / "mini.jsonl").read_text().splitlines()]
-    assert corpus[0] == {"id": "d1", "title": "Wing flutter",
-                         "text": "Wing flutter Flutter of a swept wing at transonic speed was measured in the tunnel."}
+    assert corpus[0] == {
+        "id": "d1",
+        "title": "Wing flutter",
+        "text": "Wing flutter Flutter of a swept wing at transonic speed was measured in the tunnel.",
+    }
     assert corpus[3]["text"] == DOCS["d4"][1]  # an empty title adds nothing
     summary = _run_imported(out / "mini.toml")
     assert summary["unit"] == "document" and summary["k"] == 10
@@ -91,25 +100,54 @@ def test_beir_import_names_a_missing_file(tmp_path: Path):
 def test_trec_import_reads_sgml_topics_and_documents(tmp_path: Path):
     src = tmp_path / "trec"
     src.mkdir()
-    docs = "".join(f"<DOC>\n<DOCNO> {i} </DOCNO>\n<TEXT>\n{t} &amp; {x}\n</TEXT>\n</DOC>\n"
-                   for i, (t, x) in DOCS.items())
+    docs = "".join(
+        f"<DOC>\n<DOCNO> {i} </DOCNO>\n<TEXT>\n{t} &amp; {x}\n</TEXT>\n</DOC>\n" for i, (t, x) in DOCS.items()
+    )
     (src / "docs.trec").write_text(docs)
     (src / "topics.txt").write_text(
         "<top>\n<num> Number: 401\n<title> swept wing flutter\n\n<desc> Description:\nFind flutter studies.\n</top>\n"
-        "<top>\n<num> Number: 402\n<title> shell\nbuckling\n<desc> Description:\nThin shells.\n<narr> x\n</top>\n")
+        "<top>\n<num> Number: 402\n<title> shell\nbuckling\n<desc> Description:\nThin shells.\n<narr> x\n</top>\n"
+    )
     (src / "qrels.txt").write_text("401 0 d1 1\n401 0 d2 0\n402 0 d4 2\n403 0 d3 1\n")
     out = tmp_path / "p"
-    result = run_cli("goldset", "import", "trec", "--qrels", str(src / "qrels.txt"), "--topics",
-                     str(src / "topics.txt"), "--corpus", str(src / "docs.trec"), "--name", "t", "--out", str(out))
+    result = run_cli(
+        "goldset",
+        "import",
+        "trec",
+        "--qrels",
+        str(src / "qrels.txt"),
+        "--topics",
+        str(src / "topics.txt"),
+        "--corpus",
+        str(src / "docs.trec"),
+        "--name",
+        "t",
+        "--out",
+        str(out),
+    )
     assert result.returncode == 0, result.stderr
     gold = _gold(out / "goldsets" / "t.jsonl")
     assert [(q["id"], q["question"]) for q in gold] == [("401", "swept wing flutter"), ("402", "shell buckling")]
     assert gold[1]["evidence"] == [{"doc": "d4", "grade": 2}]
     corpus = [json.loads(line) for line in (out / "corpora" / "t.jsonl").read_text().splitlines()]
     assert corpus[0]["text"] == "Wing flutter & Flutter of a swept wing at transonic speed was measured in the tunnel."
-    desc = run_cli("goldset", "import", "trec", "--qrels", str(src / "qrels.txt"), "--topics",
-                   str(src / "topics.txt"), "--corpus", str(src / "docs.trec"), "--name", "d", "--out", str(out),
-                   "--topic-field", "desc")
+    desc = run_cli(
+        "goldset",
+        "import",
+        "trec",
+        "--qrels",
+        str(src / "qrels.txt"),
+        "--topics",
+        str(src / "topics.txt"),
+        "--corpus",
+        str(src / "docs.trec"),
+        "--name",
+        "d",
+        "--out",
+        str(out),
+        "--topic-field",
+        "desc",
+    )
     assert desc.returncode == 0
     assert _gold(out / "goldsets" / "d.jsonl")[0]["question"] == "Find flutter studies."
     summary = _run_imported(out / "t.toml")
@@ -122,8 +160,19 @@ def test_trec_import_with_tab_topics_and_a_jsonl_corpus(tmp_path: Path):
     (src / "docs.jsonl").write_text("".join(json.dumps({"id": i, "text": x}) + "\n" for i, (_, x) in DOCS.items()))
     (src / "topics.tsv").write_text("7\tthin shell buckling\n8\theat transfer hypersonic\n")
     (src / "qrels").write_text("7 0 d4 1\n8 Q0 d3 1\n")
-    result = run_cli("goldset", "import", "trec", "--qrels", str(src / "qrels"), "--topics", str(src / "topics.tsv"),
-                     "--corpus", str(src / "docs.jsonl"), "--out", str(tmp_path / "p"))
+    result = run_cli(
+        "goldset",
+        "import",
+        "trec",
+        "--qrels",
+        str(src / "qrels"),
+        "--topics",
+        str(src / "topics.tsv"),
+        "--corpus",
+        str(src / "docs.jsonl"),
+        "--out",
+        str(tmp_path / "p"),
+    )
     assert result.returncode == 0, result.stderr
     assert len(_gold(tmp_path / "p" / "goldsets" / "qrels.jsonl")) == 2
 
@@ -132,8 +181,19 @@ def test_trec_qrels_with_a_bad_line_is_named(tmp_path: Path):
     (tmp_path / "docs.jsonl").write_text(json.dumps({"id": "d1", "text": "x y"}) + "\n")
     (tmp_path / "topics.tsv").write_text("1\tx\n")
     (tmp_path / "qrels").write_text("1 0 d1 1\n1 0 d1\n")
-    result = run_cli("goldset", "import", "trec", "--qrels", str(tmp_path / "qrels"), "--topics",
-                     str(tmp_path / "topics.tsv"), "--corpus", str(tmp_path / "docs.jsonl"), "--out", str(tmp_path))
+    result = run_cli(
+        "goldset",
+        "import",
+        "trec",
+        "--qrels",
+        str(tmp_path / "qrels"),
+        "--topics",
+        str(tmp_path / "topics.tsv"),
+        "--corpus",
+        str(tmp_path / "docs.jsonl"),
+        "--out",
+        str(tmp_path),
+    )
     assert result.returncode == 2 and "qrels:2: expected 4 columns" in result.stderr
 
 
@@ -156,11 +216,19 @@ def test_chroma_import_keeps_spans_and_checks_them(tmp_path: Path):
     pump = text.index("The pump")
     valve = text.index("The valve")
     rows = [
-        ("What pressure does the pump run at?", [{"content": "The pump runs at 40 bar.", "start_index": pump,
-                                                   "end_index": pump + 24}], "notes"),
-        ("When does the valve close, and the pump pressure?", [
-            {"content": "The valve closes after 3 seconds.", "start_index": 0, "end_index": 5},  # wrong offsets
-            {"content": "The pump runs at 40 bar.", "start_index": pump, "end_index": pump + 24}], "notes"),
+        (
+            "What pressure does the pump run at?",
+            [{"content": "The pump runs at 40 bar.", "start_index": pump, "end_index": pump + 24}],
+            "notes",
+        ),
+        (
+            "When does the valve close, and the pump pressure?",
+            [
+                {"content": "The valve closes after 3 seconds.", "start_index": 0, "end_index": 5},  # wrong offsets
+                {"content": "The pump runs at 40 bar.", "start_index": pump, "end_index": pump + 24},
+            ],
+            "notes",
+        ),
     ]
     src = _chroma_folder(tmp_path, rows, docs)
     out = tmp_path / "p"
@@ -176,8 +244,11 @@ def test_chroma_import_keeps_spans_and_checks_them(tmp_path: Path):
 
 
 def test_chroma_reference_that_cannot_be_found_is_an_error(tmp_path: Path):
-    src = _chroma_folder(tmp_path, [("q?", [{"content": "absent text", "start_index": 0, "end_index": 11}], "n")],
-                         {"n": "Some other words entirely.\n"})
+    src = _chroma_folder(
+        tmp_path,
+        [("q?", [{"content": "absent text", "start_index": 0, "end_index": 11}], "n")],
+        {"n": "Some other words entirely.\n"},
+    )
     result = run_cli("goldset", "import", "chroma", str(src), "--out", str(tmp_path / "p"))
     assert result.returncode == 2 and "questions_df.csv:2" in result.stderr and "absent" in result.stderr
     assert not (tmp_path / "p" / "goldsets").exists()
@@ -185,8 +256,9 @@ def test_chroma_reference_that_cannot_be_found_is_an_error(tmp_path: Path):
 
 @pytest.mark.skipif(not (SHARED / "cranfield").is_dir(), reason="shared Cranfield collection absent")
 def test_cranfield_through_the_beir_importer_matches_a_plain_bm25(tmp_path: Path):
-    result = run_cli("goldset", "import", "beir", str(SHARED / "cranfield"), "--name", "cranfield",
-                     "--out", str(tmp_path))
+    result = run_cli(
+        "goldset", "import", "beir", str(SHARED / "cranfield"), "--name", "cranfield", "--out", str(tmp_path)
+    )
     assert result.returncode == 0, result.stderr
     gold = _gold(tmp_path / "goldsets" / "cranfield.jsonl")
     assert len(gold) == 225
@@ -207,8 +279,13 @@ def test_squad_articles_through_the_chroma_importer(tmp_path: Path):
     chroma_rows = []
     for r in sample:
         start, end = r["paragraph_span"]
-        chroma_rows.append((r["question"], [{"content": docs[r["corpus_id"]][start:end], "start_index": start,
-                                             "end_index": end}], r["corpus_id"]))
+        chroma_rows.append(
+            (
+                r["question"],
+                [{"content": docs[r["corpus_id"]][start:end], "start_index": start, "end_index": end}],
+                r["corpus_id"],
+            )
+        )
     src = _chroma_folder(tmp_path, chroma_rows, docs)
     result = run_cli("goldset", "import", "chroma", str(src), "--name", "squad", "--out", str(tmp_path / "p"))
     assert result.returncode == 0, result.stderr

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bench.errors import BenchError
-from bench.index import (
+from bench.retrieval.faiss_index import (
     INDEXES,
     IndexSpec,
     auto_nlist,
@@ -135,7 +135,7 @@ def test_tiny_corpora_build_for_every_builtin(n):
         assert index.ntotal == n, name
         for _, params in spec.variants():
             spec.configure(index, params)
-            scores, ids = _search(index, queries)
+            _, ids = _search(index, queries)
             assert ids.shape == (5, 10)
         if name in ("flat", "ivf"):  # nlist is tiny here, nprobe=8 probes every list
             assert recall_against_exact(ids, exact) == 1.0, factory
@@ -170,7 +170,7 @@ def test_a_pinned_number_too_big_for_the_corpus_is_a_bench_error():
 
 
 def test_configure_rejects_a_parameter_the_index_lacks(built):
-    with pytest.raises(BenchError, match="nprobe.*efSearch"):
+    with pytest.raises(BenchError, match=r"nprobe.*efSearch"):
         INDEXES.get("hnsw").configure(built["hnsw"][0], {"nprobe": 4})
 
 
@@ -181,8 +181,9 @@ EXAMPLE = {"factory": "HNSW64", "build": {"efConstruction": 200}, "search": [{"e
 
 def test_user_table_example_parses_and_builds():
     spec = index_spec_from_table("hnsw64", EXAMPLE)
-    assert spec == IndexSpec("hnsw64", "HNSW64", (("efConstruction", 200),), ({"efSearch": 32}, {"efSearch": 128}),
-                             exact=False)
+    assert spec == IndexSpec(
+        "hnsw64", "HNSW64", (("efConstruction", 200),), ({"efSearch": 32}, {"efSearch": 128}), exact=False
+    )
     assert [label for label, _ in spec.variants()] == ["efSearch=32", "efSearch=128"]
     index, factory = spec.build_resolved(_unit(300, 32, 5))
     assert factory == "HNSW64" and index.hnsw.efConstruction == 200
@@ -191,35 +192,45 @@ def test_user_table_example_parses_and_builds():
 
 
 def test_user_tables_with_templates_and_flat():
-    ivf = index_spec_from_table("ivf_big", {"factory": "IVF{nlist},Flat", "build": {"nlist": 4},
-                                            "search": [{"nprobe": 2}], "description": "pinned"})
+    ivf = index_spec_from_table(
+        "ivf_big",
+        {"factory": "IVF{nlist},Flat", "build": {"nlist": 4}, "search": [{"nprobe": 2}], "description": "pinned"},
+    )
     assert ivf.resolve_factory(1000, 64) == "IVF4,Flat" and ivf.description == "pinned"
     assert index_spec_from_table("exact", {"factory": "Flat"}).exact
     auto = index_spec_from_table("pq", {"factory": "IVF{nlist},PQ{m}x{nbits}np", "search": {"nprobe": 4}})
     assert auto.search_params == ({"nprobe": 4},) and auto.resolve_factory(220, 384) == "IVF5,PQ48x7np"
 
 
-@pytest.mark.parametrize("table, message", [
-    ({**EXAMPLE, "serach": []}, r"index 'bad': unknown key 'serach'; did you mean 'search'\?"),
-    ({"build": {}}, r"index 'bad': needs factory"),
-    ({"factory": "HNSWx"}, r"index 'bad': faiss cannot parse factory 'HNSWx'"),
-    ({"factory": "HNSW32", "search": [16, 64]}, r"search\[0\] is 16, not a table"),
-    ({"factory": "HNSW32", "search": "efSearch=16"}, r"search must be a list of tables"),
-    ({"factory": "HNSW32", "search": [{"nprobe": 4}]}, r"'nprobe' does not apply to 'HNSW32'.*known for it: efSearch"),
-    ({"factory": "HNSW32", "search": [{"efsearch": 4}]}, r"did you mean 'efSearch'\?"),
-    ({"factory": "HNSW32", "build": {"efConstrution": 4}}, r"build parameter 'efConstrution'.*did you mean"),
-    ({"factory": "IVF{nlist},Flat", "build": {"efConstruction": 4}}, r"efConstruction only applies to an HNSW"),
-    ({"factory": "IVF1024,Flat", "build": {"nlist": 4}}, r"nlist is part of the factory string"),
-    ({"factory": "IVF{nlsit},Flat"}, r"placeholder \{nlsit\} is unknown; did you mean 'nlist'\?"),
-    ({"factory": "IVF{nlist,Flat"}, r"unbalanced braces"),
-    ({"factory": "SQ8", "search": [{"nprobe": 1}]}, r"known for it: none"),
-    ({"factory": "IVF{nlist},Flat", "search": [{"nprobe": 0}]}, r"nprobe = 0 must be a positive integer"),
-    ({"factory": "IVF{nlist},Flat", "search": [{"nprobe": True}]}, r"must be a number"),
-    ({"factory": "IVF{nlist},Flat", "search": [{}]}, r"search\[0\] is empty"),
-    ({"factory": "IVF{nlist}_HNSW32,Flat", "search": [{"nprobe": 1}, {"quantizer_efSearch": 8}]},
-     r"every search entry must set the same parameters"),
-    ("HNSW32", r"must be a table"),
-])
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ({**EXAMPLE, "serach": []}, r"index 'bad': unknown key 'serach'; did you mean 'search'\?"),
+        ({"build": {}}, r"index 'bad': needs factory"),
+        ({"factory": "HNSWx"}, r"index 'bad': faiss cannot parse factory 'HNSWx'"),
+        ({"factory": "HNSW32", "search": [16, 64]}, r"search\[0\] is 16, not a table"),
+        ({"factory": "HNSW32", "search": "efSearch=16"}, r"search must be a list of tables"),
+        (
+            {"factory": "HNSW32", "search": [{"nprobe": 4}]},
+            r"'nprobe' does not apply to 'HNSW32'.*known for it: efSearch",
+        ),
+        ({"factory": "HNSW32", "search": [{"efsearch": 4}]}, r"did you mean 'efSearch'\?"),
+        ({"factory": "HNSW32", "build": {"efConstrution": 4}}, r"build parameter 'efConstrution'.*did you mean"),
+        ({"factory": "IVF{nlist},Flat", "build": {"efConstruction": 4}}, r"efConstruction only applies to an HNSW"),
+        ({"factory": "IVF1024,Flat", "build": {"nlist": 4}}, r"nlist is part of the factory string"),
+        ({"factory": "IVF{nlsit},Flat"}, r"placeholder \{nlsit\} is unknown; did you mean 'nlist'\?"),
+        ({"factory": "IVF{nlist,Flat"}, r"unbalanced braces"),
+        ({"factory": "SQ8", "search": [{"nprobe": 1}]}, r"known for it: none"),
+        ({"factory": "IVF{nlist},Flat", "search": [{"nprobe": 0}]}, r"nprobe = 0 must be a positive integer"),
+        ({"factory": "IVF{nlist},Flat", "search": [{"nprobe": True}]}, r"must be a number"),
+        ({"factory": "IVF{nlist},Flat", "search": [{}]}, r"search\[0\] is empty"),
+        (
+            {"factory": "IVF{nlist}_HNSW32,Flat", "search": [{"nprobe": 1}, {"quantizer_efSearch": 8}]},
+            r"every search entry must set the same parameters",
+        ),
+        ("HNSW32", r"must be a table"),
+    ],
+)
 def test_bad_user_tables_are_bench_errors(table, message):
     with pytest.raises(BenchError, match=message) as info:
         index_spec_from_table("bad", table)
@@ -232,6 +243,7 @@ def test_user_index_names_cannot_contain_a_slash():
 
 
 # --- the exact reference and recall --------------------------------------------------------------------
+
 
 def test_exact_top_breaks_ties_by_lower_id():
     vectors = np.array([[1, 0], [0, 1], [1, 0], [0.6, 0.8], [1, 0]], dtype=np.float32)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import store
 from bench.report.inspector import inspector_data, write_inspector
+from bench.results import store
 from tests.conftest import DOCS, QUESTIONS, finished_runs, run_cli, write_project
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
@@ -31,8 +31,11 @@ def _build_run(root: Path, whole_documents: bool = False) -> Path:
     assert [q["id"] for q in gold] == [q[0] for q in QUESTIONS]
     for q in gold:
         q["tags"] = TAGS[q["id"]]
-    evidence = {"doc": "kb/laptops.md", "grade": 2} if whole_documents else \
-        {"doc": "kb/laptops.md", "quote": HOSTILE, "grade": 2}
+    evidence = (
+        {"doc": "kb/laptops.md", "grade": 2}
+        if whole_documents
+        else {"doc": "kb/laptops.md", "quote": HOSTILE, "grade": 2}
+    )
     gold.append({"id": "q7", "question": HOSTILE_QUESTION, "evidence": [evidence], "tags": ["it", "hostile"]})
     (root / "gold.jsonl").write_text("".join(json.dumps(q) + "\n" for q in gold), encoding="utf-8")
     result = run_cli("run", str(config), "--no-report")
@@ -42,8 +45,12 @@ def _build_run(root: Path, whole_documents: bool = False) -> Path:
 
 
 def _load(run: Path) -> tuple[dict, list[dict], list[dict], dict]:
-    return (store.load_json(run / store.SUMMARY), store.load_jsonl(run / store.PER_QUESTION),
-            store.load_jsonl(run / store.TEXTS), store.load_json(run / store.MANIFEST))
+    return (
+        store.load_json(run / store.SUMMARY),
+        store.load_jsonl(run / store.PER_QUESTION),
+        store.load_jsonl(run / store.TEXTS),
+        store.load_json(run / store.MANIFEST),
+    )
 
 
 class Run:
@@ -61,8 +68,11 @@ class Run:
         return next(r for r in self.records if r["candidate"] == candidate and r["question_id"] == qid)
 
     def misses(self, candidate: str) -> set[str]:
-        return {r["question_id"] for r in self.records if r["candidate"] == candidate
-                and (r["first_relevant_rank"] is None or r["first_relevant_rank"] > self.k)}
+        return {
+            r["question_id"]
+            for r in self.records
+            if r["candidate"] == candidate and (r["first_relevant_rank"] is None or r["first_relevant_rank"] > self.k)
+        }
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +91,19 @@ def driver():
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
     with tempfile.TemporaryDirectory(prefix="bench-chromium-") as profile:
-        for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
-                    "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                    "--disable-sync", f"--user-data-dir={profile}", "--window-size=1280,1000"):
+        for arg in (
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--window-size=1280,1000",
+        ):
             options.add_argument(arg)
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         browser = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
@@ -114,7 +134,8 @@ def _click(driver, element_id: str) -> None:
 def _shown(driver) -> list[str]:
     """Question ids of the question elements the browser renders (not hidden)."""
     return driver.execute_script(
-        "return [...document.querySelectorAll('.question')].filter(q => q.checkVisibility()).map(q => q.dataset.qid)")
+        "return [...document.querySelectorAll('.question')].filter(q => q.checkVisibility()).map(q => q.dataset.qid)"
+    )
 
 
 def _count(driver) -> str:
@@ -169,7 +190,8 @@ def test_misses_only_keeps_the_questions_candidate_a_misses(driver, chunk_run: R
 def test_tag_filter_and_search_show_exactly_the_matching_questions(driver, chunk_run: Run):
     _open(driver, chunk_run.page)
     tag_options = driver.execute_script(
-        "return [...document.querySelectorAll('#tag-filter option')].map(o => [o.value, o.textContent])")
+        "return [...document.querySelectorAll('#tag-filter option')].map(o => [o.value, o.textContent])"
+    )
     assert tag_options[0] == ["", "all tags"]
     assert ["ops", "ops (3)"] in tag_options and ["hostile", "hostile (1)"] in tag_options
     _select(driver, "tag-filter", "it")
@@ -210,17 +232,18 @@ def test_hostile_text_is_shown_as_text_and_never_runs(driver, chunk_run: Run):
     assert driver.execute_script("return window.__pwned === undefined")
     _click(driver, "misses-only")
     hostile = [t["text"] for t in chunk_run.texts if "__pwned" in t["text"]]
-    assert any(SCRIPT_PART in text for text in hostile) and any('onerror="window.__pwned=2">' in text
-                                                                 for text in hostile)
+    assert any(SCRIPT_PART in text for text in hostile) and any(
+        'onerror="window.__pwned=2">' in text for text in hostile
+    )
     for text in hostile:  # every hostile unit appears, literally, as visible text
         holders = driver.execute_script(
-            "return [...document.querySelectorAll('.unit-text')].filter(e => e.textContent === arguments[0])", text)
+            "return [...document.querySelectorAll('.unit-text')].filter(e => e.textContent === arguments[0])", text
+        )
         assert any(h.is_displayed() for h in holders), text
     [question] = driver.find_elements(By.CSS_SELECTOR, '.question[data-qid="q7"] .question-text')
     assert question.get_attribute("textContent") == HOSTILE_QUESTION
     assert driver.execute_script("return document.querySelectorAll('.question-text b').length") == 0
-    scripts = driver.execute_script(
-        "return [...document.querySelectorAll('script')].map(s => [s.id, s.type])")
+    scripts = driver.execute_script("return [...document.querySelectorAll('script')].map(s => [s.id, s.type])")
     assert scripts == [["bench-data", "application/json"], ["", ""]]
     assert driver.execute_script("return document.querySelectorAll('img, [onerror]').length") == 0
     assert driver.execute_script("return window.__pwned === undefined")
@@ -245,8 +268,10 @@ def test_labels_first_relevant_and_missed_units_follow_the_records(driver, chunk
             assert first == ([rank] if rank is not None and rank <= k else [])
             ranks = {_span(e): i for i, e in reversed(list(enumerate(record["ranking"], start=1)))}
             missed = [e for e in record["expected"] if _span(e) not in top]
-            assert column["missed"] == [{"span": _span(e), "position": f"rank {ranks[_span(e)]}"
-                                         if _span(e) in ranks else "not retrieved"} for e in missed]
+            assert column["missed"] == [
+                {"span": _span(e), "position": f"rank {ranks[_span(e)]}" if _span(e) in ranks else "not retrieved"}
+                for e in missed
+            ]
             missed_seen += len(missed)
     assert labels == {"ground truth", "distractor"}
     assert missed_seen > 0

@@ -28,16 +28,16 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from bench import paths, store
-from bench.cache import EmbeddingCache, text_key
+from bench.chunking.table import ChunkTable
 from bench.config import load_config
-from bench.corpus import Corpus, load_corpus
-from bench.embedders import PASSAGE, load_embedder
+from bench.embedders import PASSAGE, load_embedder, paths
+from bench.embedders.cache import EmbeddingCache, text_key
 from bench.errors import BenchError
-from bench.history import list_runs
-from bench.report.recompute import recompute
-from bench.runner import run_shootout
-from bench.units import ChunkTable
+from bench.inputs.corpus import Corpus, load_corpus
+from bench.results import store
+from bench.results.history import list_runs
+from bench.results.recompute import recompute
+from bench.run.shootout import run_shootout
 from tests.conftest import CONFIG, DOCS, QUESTIONS, REPO, write_project
 
 GENERATED = 150  # documents added to the tiny corpus
@@ -51,6 +51,7 @@ TIMEOUT_S = 120
 
 # --- helpers ---------------------------------------------------------------------------------------------
 
+
 def _big_project(root: Path) -> Path:
     """The tiny project plus generated documents, the same text every time."""
     config = write_project(root, BIG_CONFIG)
@@ -60,8 +61,7 @@ def _big_project(root: Path) -> Path:
     text = ""
     for i in range(GENERATED):
         if i % DUPLICATE_EVERY != DUPLICATE_EVERY - 1:
-            text = "\n\n".join(" ".join(rng.choice(words) for _ in range(rng.randint(20, 60))) + "."
-                               for _ in range(6))
+            text = "\n\n".join(" ".join(rng.choice(words) for _ in range(rng.randint(20, 60))) + "." for _ in range(6))
         path = root / "corpus" / "gen" / f"doc{i:04d}.txt"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text + "\n", encoding="utf-8")
@@ -76,8 +76,13 @@ def _start(config: Path, *args: str) -> subprocess.Popen:
     # a handled signal is reset to its default by exec, so Ctrl-C reaches bench as at a terminal.
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        return subprocess.Popen([sys.executable, "-m", "bench", "run", str(config), "--no-report", *args],
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return subprocess.Popen(
+            [sys.executable, "-m", "bench", "run", str(config), "--no-report", *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     finally:
         signal.signal(signal.SIGINT, previous)
 
@@ -103,8 +108,9 @@ def _stop_mid_embedding(config: Path, sig: signal.Signals) -> tuple[int, str, in
     try:
         while _cached_rows(cache) == 0:
             if proc.poll() is not None:
-                pytest.fail(f"the run ended (exit {proc.returncode}) before embedding began; "
-                            f"stderr: {proc.stderr.read()}")
+                pytest.fail(
+                    f"the run ended (exit {proc.returncode}) before embedding began; stderr: {proc.stderr.read()}"
+                )
             if time.monotonic() - t0 > TIMEOUT_S:
                 pytest.fail("no vector was cached in time")
             time.sleep(0.01)
@@ -164,8 +170,8 @@ def reference(tmp_path_factory) -> Path:
 
 # --- Ctrl-C and SIGTERM ----------------------------------------------------------------------------------
 
-def test_ctrl_c_mid_embedding_keeps_nothing_and_the_rerun_resumes_to_identical_results(tmp_path: Path,
-                                                                                         reference: Path):
+
+def test_ctrl_c_mid_embedding_keeps_nothing_and_the_rerun_resumes_to_identical_results(tmp_path: Path, reference: Path):
     config = _big_project(tmp_path)
     code, stderr, cached, _ = _stop_mid_embedding(config, signal.SIGINT)
     assert code == 130
@@ -190,6 +196,7 @@ def test_sigterm_is_treated_like_ctrl_c(tmp_path: Path, reference: Path):
 
 # --- SIGKILL ---------------------------------------------------------------------------------------------
 
+
 def _cached_passages(config: Path, documents: int = 10) -> dict[str, np.ndarray]:
     """The first documents' chunks (embedded first) that the cache holds a vector for, read through bench's cache."""
     cfg = load_config(config)
@@ -205,8 +212,9 @@ def _cached_passages(config: Path, documents: int = 10) -> dict[str, np.ndarray]
     return {by_key[key]: vector for key, vector in found.items()}
 
 
-def test_sigkill_leaves_nothing_that_passes_for_a_run_and_the_rerun_cleans_up_and_resumes(tmp_path: Path,
-                                                                                           reference: Path):
+def test_sigkill_leaves_nothing_that_passes_for_a_run_and_the_rerun_cleans_up_and_resumes(
+    tmp_path: Path, reference: Path
+):
     config = _big_project(tmp_path)
     results = tmp_path / "results"
     code, _, cached, _ = _stop_mid_embedding(config, signal.SIGKILL)
@@ -270,6 +278,7 @@ def test_a_run_refuses_a_run_id_another_live_run_is_writing(tmp_path: Path):
 
 # --- determinism -----------------------------------------------------------------------------------------
 
+
 def test_cold_warm_and_uncached_runs_conclude_identically(tmp_path: Path, reference: Path):
     """The reference run had a cold cache; a warm rerun and a --no-cache run must rank every question
     the same, scores and ties included (the corpus repeats documents, so ties are many)."""
@@ -284,6 +293,7 @@ def test_cold_warm_and_uncached_runs_conclude_identically(tmp_path: Path, refere
     assert _results(uncached_run) == _results(reference)
     _, rows = _load(reference)
     assert [r["candidate"] for r in rows] == [DENSE] * len(QUESTIONS) + [LEXICAL] * len(QUESTIONS)
-    tied = [(a["id"], b["id"]) for r in rows for a, b in zip(r["ranking"], r["ranking"][1:])
-            if a["score"] == b["score"]]
+    tied = [
+        (a["id"], b["id"]) for r in rows for a, b in zip(r["ranking"], r["ranking"][1:]) if a["score"] == b["score"]
+    ]
     assert tied and all(a < b for a, b in tied)  # there were ties, broken by unit id

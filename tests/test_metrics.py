@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.metrics import (
+from bench.evaluation.metrics import (
     QUALITY_METRICS,
     Grades,
     first_relevant_rank,
@@ -158,8 +158,7 @@ def test_fewer_than_k_results_precision_divides_by_k(grades):
     # f1 = 2 * 0.4 * 1 / 1.4 = 0.8 / 1.4 = 4/7
     # mrr = 1; map = (P@1 + P@2) / 2 = (1 + 1) / 2 = 1
     # ndcg = (1 + 1/L(3)) / (1 + 1/L(3)) = 1 (same in both gains: binary)
-    expected = {"hit_rate": 1.0, "recall": 1.0, "precision": 0.4, "f1": 4 / 7,
-                "mrr": 1.0, "ndcg": 1.0, "map": 1.0}
+    expected = {"hit_rate": 1.0, "recall": 1.0, "precision": 0.4, "f1": 4 / 7, "mrr": 1.0, "ndcg": 1.0, "map": 1.0}
     assert_row(row(quality(grades, 5), 2, 5), expected)
     assert_row(row(quality(grades, 5, "linear"), 2, 5), expected)
     # k=4: precision = 2/4
@@ -209,8 +208,10 @@ def test_no_expected_units_gives_zeros_without_warnings(grades):
 def test_k_equals_one(grades):
     # q0 at k=1: top [2]; hit 1; recall 1/3; precision 1/1; f1 = 2*1*(1/3)/(4/3) = 0.5
     # mrr 1; ndcg: DCG = 3 = IDCG (ideal top-1 is also grade 2) -> 1; map = P@1 / |E| = 1/3
-    assert_row(row(quality(grades, 1), 0, 1), {"hit_rate": 1.0, "recall": 1 / 3, "precision": 1.0,
-                                               "f1": 0.5, "mrr": 1.0, "ndcg": 1.0, "map": 1 / 3})
+    assert_row(
+        row(quality(grades, 1), 0, 1),
+        {"hit_rate": 1.0, "recall": 1 / 3, "precision": 1.0, "f1": 0.5, "mrr": 1.0, "ndcg": 1.0, "map": 1 / 3},
+    )
     # q3 at k=1: top [0] -> everything 0, mrr is cut at k (first relevant is at rank 2)
     assert_row(row(quality(grades, 1), 3, 1), ZEROS)
 
@@ -220,8 +221,15 @@ def test_k_equals_depth(grades):
     # recall 2/3; precision 2/5; f1 = 2*(2/5)*(2/3) / (2/5 + 2/3) = (8/15) / (16/15) = 0.5
     # mrr 1; map = (1 + 2/3) / 3 = 5/9
     # ndcg (exp): DCG = 3 + 1/L(4) = 3.5; IDCG = 3 + 1/L(3) + 1/L(4) (ideal ranks 4, 5 are 0)
-    expected = {"hit_rate": 1.0, "recall": 2 / 3, "precision": 0.4, "f1": 0.5, "mrr": 1.0,
-                "ndcg": 3.5 / (3.5 + 1 / L(3)), "map": 5 / 9}
+    expected = {
+        "hit_rate": 1.0,
+        "recall": 2 / 3,
+        "precision": 0.4,
+        "f1": 0.5,
+        "mrr": 1.0,
+        "ndcg": 3.5 / (3.5 + 1 / L(3)),
+        "map": 5 / 9,
+    }
     assert_row(row(quality(grades, 5), 0, 5), expected)
 
 
@@ -231,15 +239,15 @@ def test_linear_and_exponential_gain(grades):
     # graded q0: 0.84727 vs 0.79849 (see test_ndcg_*_q0)
     assert abs(exp[0] - lin[0]) > 0.01
     # binary data: 2^1 - 1 = 1, so both gains give the same nDCG
-    binary = make_grades([[0, 1, 1, 0], [1, 0, 0, 1], [0, 0, 0, 0]],
-                         [[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]], [3, 2, 1])
+    binary = make_grades(
+        [[0, 1, 1, 0], [1, 0, 0, 1], [0, 0, 0, 0]], [[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]], [3, 2, 1]
+    )
     for k in range(1, 5):
         e = quality(binary, k, "exponential")[f"ndcg@{k}"]
         li = quality(binary, k, "linear")[f"ndcg@{k}"]
         np.testing.assert_allclose(e, li, rtol=0, atol=TOL)
     # and a hand value for the binary case: row 0 at k=3: DCG = 1/L(3) + 1/L(4); IDCG = 1 + 1/L(3) + 1/L(4)
-    assert quality(binary, 3, "linear")["ndcg@3"][0] == pytest.approx(
-        (1 / L(3) + 0.5) / (1 + 1 / L(3) + 0.5), abs=TOL)
+    assert quality(binary, 3, "linear")["ndcg@3"][0] == pytest.approx((1 / L(3) + 0.5) / (1 + 1 / L(3) + 0.5), abs=TOL)
 
 
 def test_ndcg_ideal_uses_all_expected_units():
@@ -255,8 +263,7 @@ def test_hit_curve(grades):
     values = list(curve.values())
     assert all(a <= b for a, b in zip(values, values[1:]))
     for k in range(1, 6):
-        assert curve[f"hit_rate@{k}"] == pytest.approx(float(np.mean(quality(grades, k)[f"hit_rate@{k}"])),
-                                                       abs=TOL)
+        assert curve[f"hit_rate@{k}"] == pytest.approx(float(np.mean(quality(grades, k)[f"hit_rate@{k}"])), abs=TOL)
     # by hand: @1 hits q0, q2 -> 2/6; from @2 on also q3 -> 3/6
     assert values == pytest.approx([2 / 6, 3 / 6, 3 / 6, 3 / 6, 3 / 6], abs=TOL)
 
@@ -315,8 +322,10 @@ def rankings(draw, min_relevant: int = 1):
             # a relevant unit that no ranking can retrieve (outside the universe)
             qrel[f"hidden-{qid}"] = draw(st.integers(1, 3))
         docs = draw(st.lists(st.sampled_from(universe), unique=True, max_size=min(depth, len(universe))))
-        scores = sorted(draw(st.lists(st.integers(-10**6, 10**6), unique=True,
-                                      min_size=len(docs), max_size=len(docs))), reverse=True)
+        scores = sorted(
+            draw(st.lists(st.integers(-(10**6), 10**6), unique=True, min_size=len(docs), max_size=len(docs))),
+            reverse=True,
+        )
         qrels[qid] = qrel
         run[qid] = {doc: float(s) for doc, s in zip(docs, scores)}
     k = draw(st.integers(1, depth))
@@ -385,9 +394,16 @@ def test_agrees_with_trec_eval_and_ranx(case):
     # ranx (query order of qrels and run must match: both follow `present`)
     r_qrels = {qid: qrels[qid] for qid in present}
     r_run = {qid: run[qid] for qid in present}
-    names = {"ndcg_burges": ("ndcg", exp), "ndcg": ("ndcg", lin), "hit_rate": ("hit_rate", exp),
-             "mrr": ("mrr", exp), "precision": ("precision", exp), "recall": ("recall", exp),
-             "f1": ("f1", exp), "map": ("map", exp)}
+    names = {
+        "ndcg_burges": ("ndcg", exp),
+        "ndcg": ("ndcg", lin),
+        "hit_rate": ("hit_rate", exp),
+        "mrr": ("mrr", exp),
+        "precision": ("precision", exp),
+        "recall": ("recall", exp),
+        "f1": ("f1", exp),
+        "map": ("map", exp),
+    }
     scores = ranx.evaluate(r_qrels, r_run, [f"{m}@{k}" for m in names], return_mean=False)
     for ranx_name, (name, result) in names.items():
         theirs = scores[f"{ranx_name}@{k}"]

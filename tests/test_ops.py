@@ -8,25 +8,25 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import ops
+from bench import measure
 from tests.conftest import QUESTIONS, finished_runs, run_cli, write_project
 
 
 def test_percentiles_interpolate_linearly_between_closest_ranks():
     # 1..10 ms: p50 = 5.5 (between 5 and 6), p95 = 9 + 0.55 = 9.55, p99 = 9 + 0.91 = 9.91
-    figures = ops.latency_summary("x", [i / 1000 for i in range(1, 11)])
+    figures = measure.latency_summary("x", [i / 1000 for i in range(1, 11)])
     assert figures["x_ms_p50"] == pytest.approx(5.5)
     assert figures["x_ms_p95"] == pytest.approx(9.55)
     assert figures["x_ms_p99"] == pytest.approx(9.91)
     assert figures["x_ms_mean"] == pytest.approx(5.5)
-    assert ops.latency_summary("x", []) == {"x_ms_p50": None, "x_ms_p95": None, "x_ms_p99": None, "x_ms_mean": None}
+    assert measure.latency_summary("x", []) == {"x_ms_p50": None, "x_ms_p95": None, "x_ms_p99": None, "x_ms_mean": None}
 
 
 def test_token_figures_count_what_truncation_never_embeds():
     # max 10: chunks of 4, 10, 15, 30 tokens lose 0, 0, 5, 20 of 59
-    figures = ops.token_figures(np.array([4, 10, 15, 30]), 10)
+    figures = measure.token_figures(np.array([4, 10, 15, 30]), 10)
     assert figures == {"index_tokens": 59, "truncated_chunks": 2, "truncated_token_share": pytest.approx(25 / 59)}
-    assert ops.token_figures(np.array([4, 100]), None)["truncated_chunks"] == 0
+    assert measure.token_figures(np.array([4, 100]), None)["truncated_chunks"] == 0
 
 
 PRICED = """\
@@ -54,8 +54,11 @@ def priced_run(tmp_path: Path) -> dict:
     config = write_project(tmp_path, config=PRICED)
     assert run_cli("run", str(config)).returncode == 0
     [run] = finished_runs(tmp_path / "results")
-    return {"summary": json.loads((run / "summary.json").read_text()),
-            "manifest": json.loads((run / "manifest.json").read_text()), "config": config}
+    return {
+        "summary": json.loads((run / "summary.json").read_text()),
+        "manifest": json.loads((run / "manifest.json").read_text()),
+        "config": config,
+    }
 
 
 def test_every_ops_figure_is_present_and_consistent(priced_run):
@@ -71,8 +74,9 @@ def test_every_ops_figure_is_present_and_consistent(priced_run):
             assert o["price_per_mtok"] == 0.0 and o["run_cost_usd"] == 0.0 and o["dims"] is None
             continue
         assert o["vector_bytes"] == o["n_chunks"] * o["dims"] * 4 == o["n_chunks"] * 256 * 4
-        assert o["index_bytes"] > 0 and o["compression_ratio"] == pytest.approx(o["vector_bytes"] / o["index_bytes"],
-                                                                                 abs=1e-3)
+        assert o["index_bytes"] > 0 and o["compression_ratio"] == pytest.approx(
+            o["vector_bytes"] / o["index_bytes"], abs=1e-3
+        )
         assert o["price_per_mtok"] == 2.5 and o["price_source"] == "config"
         assert o["index_tokens"] > 0 and o["question_tokens_mean"] > 0
         assert o["index_cost_usd"] == pytest.approx(o["index_tokens"] / 1e6 * 2.5)
@@ -80,8 +84,9 @@ def test_every_ops_figure_is_present_and_consistent(priced_run):
         # a cold run bills the corpus and the questions once (the second index reuses the cache)
         assert o["run_cost_usd"] == pytest.approx(o["billed_tokens"] / 1e6 * 2.5)
         assert o["truncated_chunks"] == 0  # the hashing model reads any length
-    flat, sq8 = (next(c for c in priced_run["summary"]["candidates"] if c["id"] == f"hash/tok24/{i}")
-                 for i in ("flat", "sq8"))
+    flat, sq8 = (
+        next(c for c in priced_run["summary"]["candidates"] if c["id"] == f"hash/tok24/{i}") for i in ("flat", "sq8")
+    )
     assert flat["ops"]["billed_tokens"] > 0 and flat["ops"]["chunks_embedded"] > 0
     assert sq8["ops"]["billed_tokens"] == 0 and sq8["ops"]["run_cost_usd"] == 0  # all from the cache
     assert priced_run["manifest"]["prices"]["hash"]["price_per_mtok"] == 2.5

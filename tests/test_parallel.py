@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from bench.report.parallel import Jobs
+from bench.report.jobs import Jobs
 
 
 def test_results_come_back_by_name_in_the_order_given():

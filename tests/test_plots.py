@@ -29,10 +29,17 @@ def _candidate(cid: str, ranks: list[int | None], cost: float | None, latency: t
     counts = {str(r): sum(h == r for h in hits) for r in range(1, DEPTH + 1)} | {"miss": ranks.count(None)}
     curve = {f"hit_rate@{n}": sum(h <= n for h in hits) / len(ranks) for n in range(1, DEPTH + 1)}
     mrr = sum(1 / r for r in hits if r <= K) / len(ranks)
-    return {"id": cid, "model": model, "chunker": chunker, "index": index, "rank": rank,
-            "quality": {f"mrr@{K}": mrr, f"hit_rate@{K}": curve[f"hit_rate@{K}"]}, "curve": curve,
-            "diagnostics": {"first_relevant_rank": counts},
-            "ops": {"cost_per_1k_queries_usd": cost, "query_embed_ms_p95": latency[0], "search_ms_p95": latency[1]}}
+    return {
+        "id": cid,
+        "model": model,
+        "chunker": chunker,
+        "index": index,
+        "rank": rank,
+        "quality": {f"mrr@{K}": mrr, f"hit_rate@{K}": curve[f"hit_rate@{K}"]},
+        "curve": curve,
+        "diagnostics": {"first_relevant_rank": counts},
+        "ops": {"cost_per_1k_queries_usd": cost, "query_embed_ms_p95": latency[0], "search_ms_p95": latency[1]},
+    }
 
 
 def make_run(candidates: dict = CANDIDATES) -> tuple[dict, list[dict]]:
@@ -42,19 +49,37 @@ def make_run(candidates: dict = CANDIDATES) -> tuple[dict, list[dict]]:
     for rank, c in enumerate(built, start=1):
         c["rank"] = rank
     edges = list(np.linspace(10, 64, 11))
-    summary = {"k": K, "depth": DEPTH, "unit": "chunk", "candidates": built,
-               "chunkers": {"tok64": {"chunks": 40, "tokens": 2300,
-                                      "token_sizes": {"min": 10, "p50": 60, "p95": 64, "max": 64, "mean": 57.5},
-                                      "token_histogram": {"edges": edges, "counts": [1, 0, 2, 1, 0, 1, 2, 3, 5, 25]}}}}
+    summary = {
+        "k": K,
+        "depth": DEPTH,
+        "unit": "chunk",
+        "candidates": built,
+        "chunkers": {
+            "tok64": {
+                "chunks": 40,
+                "tokens": 2300,
+                "token_sizes": {"min": 10, "p50": 60, "p95": 64, "max": 64, "mean": 57.5},
+                "token_histogram": {"edges": edges, "counts": [1, 0, 2, 1, 0, 1, 2, 3, 5, 25]},
+            }
+        },
+    }
     rng = np.random.default_rng(7)
     records = []
     for cid, (ranks, _, _) in candidates.items():
         for q, first in enumerate(ranks):
             scale = 5.0 if cid.startswith("bm25") else 0.2
             gap = None if cid.startswith("api") else float(rng.normal(0.02, scale))
-            records.append({"candidate": cid, "question_id": f"q{q:02d}", "question": f"question number {q}?",
-                            "tags": [], "first_relevant_rank": first, "metrics": {},
-                            "diagnostics": {"score_gap": gap}})
+            records.append(
+                {
+                    "candidate": cid,
+                    "question_id": f"q{q:02d}",
+                    "question": f"question number {q}?",
+                    "tags": [],
+                    "first_relevant_rank": first,
+                    "metrics": {},
+                    "diagnostics": {"score_gap": gap},
+                }
+            )
     return summary, records
 
 
@@ -144,8 +169,9 @@ def test_first_rank_bars_are_shares_with_a_distinct_miss_bar(run, figs):
         ax = next(a for a in fig.axes if a.get_gid() == c["id"])
         counts = c["diagnostics"]["first_relevant_rank"]
         ranks = [p for p in ax.patches if p.get_gid() == c["id"]]
-        assert [p.get_height() for p in ranks] == pytest.approx([counts[str(r)] / N_QUESTIONS
-                                                                 for r in range(1, DEPTH + 1)])
+        assert [p.get_height() for p in ranks] == pytest.approx(
+            [counts[str(r)] / N_QUESTIONS for r in range(1, DEPTH + 1)]
+        )
         (miss,) = [p for p in ax.patches if p.get_gid() == "miss"]
         assert miss.get_height() == pytest.approx(counts["miss"] / N_QUESTIONS)
         assert miss.get_hatch() and to_hex(miss.get_facecolor()) != candidate_colours(summary)[c["id"]]
@@ -194,8 +220,12 @@ def test_quality_vs_latency_sums_embed_and_search(run, figs):
     summary, _ = run
     fig = figs["quality_vs_latency"]
     (dots,) = by_gid(fig, "candidates")
-    latency = {"dense-a/tok64/flat": 11.0, "dense-b/tok64/hnsw": 3.5, "api/tok64/flat": 50.0,
-               "bm25/tok64/inverted": 0.2}
+    latency = {
+        "dense-a/tok64/flat": 11.0,
+        "dense-b/tok64/hnsw": 3.5,
+        "api/tok64/flat": 50.0,
+        "bm25/tok64/inverted": 0.2,
+    }
     expected = [(latency[c["id"]], c["quality"][f"mrr@{K}"]) for c in summary["candidates"]]
     assert np.allclose(dots.get_offsets(), expected)
     assert fig.axes[0].get_xscale() == "log"  # 0.2 to 50 ms spans more than two orders of magnitude
@@ -205,8 +235,10 @@ def test_quality_vs_latency_sums_embed_and_search(run, figs):
 
 def test_cost_axis_spanning_orders_of_magnitude_still_plots_zero(run):
     summary, _ = run
-    costly = [{**c, "ops": {**c["ops"], "cost_per_1k_queries_usd": cost}}
-              for c, cost in zip(summary["candidates"], [0.0, 0.001, 0.5, 2.0])]
+    costly = [
+        {**c, "ops": {**c["ops"], "cost_per_1k_queries_usd": cost}}
+        for c, cost in zip(summary["candidates"], [0.0, 0.001, 0.5, 2.0])
+    ]
     fig = plots.quality_vs_cost({**summary, "candidates": costly})
     ax = fig.axes[0]
     assert ax.get_xscale() == "symlog" and ax.get_xlim()[0] <= 0
@@ -276,8 +308,15 @@ def test_write_plots_writes_real_non_blank_reproducible_pngs(run, tmp_path):
     summary, records = run
     matrix = rank_matrix(summary, records)
     first = plots.write_plots(tmp_path / "a", summary, records, matrix)
-    names = {"hit_rate_curves.png", "first_rank.png", "score_gaps.png", "quality_vs_cost.png",
-             "quality_vs_latency.png", "chunk_sizes.png", "rank_matrix.png"}
+    names = {
+        "hit_rate_curves.png",
+        "first_rank.png",
+        "score_gaps.png",
+        "quality_vs_cost.png",
+        "quality_vs_latency.png",
+        "chunk_sizes.png",
+        "rank_matrix.png",
+    }
     assert {p.name for p in first.values()} == names
     assert {p.name for p in (tmp_path / "a").iterdir()} == names  # no temporary files left behind
     for path in first.values():
@@ -292,22 +331,37 @@ def test_write_plots_without_rank_matrix_leaves_it_out(run, tmp_path, monkeypatc
     summary, records = run
     monkeypatch.setattr(plots, "png_bytes", lambda fig: b"png")  # what is written is checked above
     written = plots.write_plots(tmp_path, summary, records)
-    assert set(written) == {"hit_rate_curves", "first_rank", "score_gaps", "quality_vs_cost",
-                            "quality_vs_latency", "chunk_sizes"}
+    assert set(written) == {
+        "hit_rate_curves",
+        "first_rank",
+        "score_gaps",
+        "quality_vs_cost",
+        "quality_vs_latency",
+        "chunk_sizes",
+    }
     assert all(path.parent == tmp_path for path in written.values())
 
 
 @pytest.mark.parametrize("n", [1, 12])
 def test_one_or_twelve_candidates_are_all_labelled(n):
     specs = list(CANDIDATES.values())
-    candidates = {f"model-{i:02d}/chunker-with-a-rather-long-name/{'inverted' if i % 4 == 3 else 'hnsw'}":
-                  (specs[i % 4][0], None if i == 5 else 0.01 * i, (1.0 + i, 0.1))
-                  for i in range(n)}
+    candidates = {
+        f"model-{i:02d}/chunker-with-a-rather-long-name/{'inverted' if i % 4 == 3 else 'hnsw'}": (
+            specs[i % 4][0],
+            None if i == 5 else 0.01 * i,
+            (1.0 + i, 0.1),
+        )
+        for i in range(n)
+    }
     summary, records = make_run(candidates)
     ids = [c["id"] for c in summary["candidates"]]
-    figs = {"hit_rate_curves": plots.hit_rate_curves(summary), "first_rank": plots.first_rank_distribution(summary),
-            "score_gaps": plots.score_gaps(summary, records), "quality_vs_latency": plots.quality_vs_latency(summary),
-            "rank_matrix": plots.rank_matrix_heatmap(*rank_matrix(summary, records), DEPTH, K)}
+    figs = {
+        "hit_rate_curves": plots.hit_rate_curves(summary),
+        "first_rank": plots.first_rank_distribution(summary),
+        "score_gaps": plots.score_gaps(summary, records),
+        "quality_vs_latency": plots.quality_vs_latency(summary),
+        "rank_matrix": plots.rank_matrix_heatmap(*rank_matrix(summary, records), DEPTH, K),
+    }
     for name, fig in figs.items():
         shown = texts(fig)
         unlabelled = [cid for cid in ids if not any(cid in t for t in shown)]

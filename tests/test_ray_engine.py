@@ -18,10 +18,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from bench import paths
-from bench.cache import EmbeddingCache
 from bench.cli import main
-from bench.embedders import MODELS, ModelSpec, load_embedder
+from bench.embedders import MODELS, ModelSpec, load_embedder, paths
+from bench.embedders.cache import EmbeddingCache
 from bench.engines import LocalEngine, make_engine
 from bench.errors import BenchError, PartialEmbeddingError
 from tests.conftest import finished_runs, write_project
@@ -30,7 +29,7 @@ ray = pytest.importorskip("ray")
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("ray.data")
 
-from bench.ray_engine import (  # noqa: E402  (needs Ray)
+from bench.engines.ray import (  # noqa: E402  (needs Ray)
     ACTORS_ENV,
     ADDRESS_ENV,
     RayEngine,
@@ -50,8 +49,13 @@ def local_ray():
     started = not ray.is_initialized()
     if started:
         with _keep_sigterm_handler():  # later tests must find SIGTERM as it was
-            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
-                     object_store_memory=256 << 20)
+            ray.init(
+                num_cpus=2,
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level=logging.ERROR,
+                object_store_memory=256 << 20,
+            )
     yield
     if started:
         ray.shutdown()
@@ -63,7 +67,7 @@ def hash_model():
 
 
 def _texts(n: int) -> list[str]:
-    words = "vacation laptop backup restore pager rotation disk battery region drill".split()
+    words = ["vacation", "laptop", "backup", "restore", "pager", "rotation", "disk", "battery", "region", "drill"]
     return [" ".join(words[(i * 7 + j) % len(words)] for j in range(3 + i % 9)) + f" item {i}" for i in range(n)]
 
 
@@ -72,7 +76,7 @@ def _batches(n_batches: int) -> list[list[str]]:
     sizes = [1 + (i * 3) % 7 for i in range(n_batches)]  # uneven, like a cache's last batch
     out, lo = [], 0
     for size in sizes:
-        out.append(texts[lo: lo + size])
+        out.append(texts[lo : lo + size])
         lo += size
     return out
 
@@ -100,8 +104,9 @@ def test_make_engine_builds_the_ray_engine(tmp_path):
 def test_cache_filled_through_ray_needs_nothing_more_locally(hash_model, tmp_path):
     texts = _texts(70) + _texts(10)  # repeats are embedded once
     cache = EmbeddingCache(tmp_path / "cache")
-    first, stats = cache.embed(hash_model, texts, "passage", batch_size=8,
-                               engine=RayEngine(models_dir=tmp_path, batch_size=8))
+    first, stats = cache.embed(
+        hash_model, texts, "passage", batch_size=8, engine=RayEngine(models_dir=tmp_path, batch_size=8)
+    )
     assert stats.embedded == 70 and stats.cached == 0
     again, stats = cache.embed(hash_model, texts, "passage", batch_size=8, engine=LocalEngine())
     assert stats.embedded == 0 and stats.cached == len(texts)
@@ -111,9 +116,20 @@ def test_cache_filled_through_ray_needs_nothing_more_locally(hash_model, tmp_pat
 
 
 def _run(root: Path, engine: str) -> Path:
-    result = CliRunner().invoke(main, ["run", str(root / "bench.toml"), "--engine", engine, "--no-report",
-                                       "--results", str(root / f"results-{engine}"),
-                                       "--cache-dir", str(root / f"cache-{engine}")])
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            str(root / "bench.toml"),
+            "--engine",
+            engine,
+            "--no-report",
+            "--results",
+            str(root / f"results-{engine}"),
+            "--cache-dir",
+            str(root / f"cache-{engine}"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     [run] = finished_runs(root / f"results-{engine}")
     return run
@@ -126,11 +142,19 @@ def test_bench_run_on_ray_ranks_exactly_as_local(tmp_path, monkeypatch):
     ray_rows = [json.loads(line) for line in (ray_run / "per_question.jsonl").read_text().splitlines()]
     local_rows = [json.loads(line) for line in (local_run / "per_question.jsonl").read_text().splitlines()]
     assert ray_rows == local_rows and any(r["candidate"].startswith("hash/") for r in ray_rows)
-    quality = lambda run: {c["id"]: (c["rank"], c["quality"], c["curve"])  # noqa: E731
-                           for c in json.loads((run / "summary.json").read_text())["candidates"]}
+
+    def quality(run):
+        return {
+            c["id"]: (c["rank"], c["quality"], c["curve"])
+            for c in json.loads((run / "summary.json").read_text())["candidates"]
+        }
+
     assert quality(ray_run) == quality(local_run)
-    embedded = {c["id"]: c["ops"]["chunks_embedded"]
-                for c in json.loads((ray_run / "summary.json").read_text())["candidates"] if c["model"] == "hash"}
+    embedded = {
+        c["id"]: c["ops"]["chunks_embedded"]
+        for c in json.loads((ray_run / "summary.json").read_text())["candidates"]
+        if c["model"] == "hash"
+    }
     assert embedded and all(n > 0 for n in embedded.values())
     assert json.loads((ray_run / "manifest.json").read_text())["engine"] == "ray"
 
@@ -158,8 +182,11 @@ def test_a_model_error_on_a_worker_is_the_same_one_line_bench_error(tmp_path):
     with pytest.raises(BenchError) as local:
         load_embedder(spec, models_dir=tmp_path)
     with pytest.raises(BenchError) as remote:
-        list(RayEngine(models_dir=tmp_path, batch_size=8).embed_batches(SimpleNamespace(spec=spec), [["a"], ["b"]],
-                                                                         "passage"))
+        list(
+            RayEngine(models_dir=tmp_path, batch_size=8).embed_batches(
+                SimpleNamespace(spec=spec), [["a"], ["b"]], "passage"
+            )
+        )
     assert str(remote.value) == str(local.value) and "\n" not in str(remote.value)
     assert type(remote.value) is BenchError
 
@@ -175,13 +202,19 @@ def test_any_other_worker_failure_is_one_line_naming_the_model(tmp_path):
 
 def test_failures_ray_reports_itself_become_one_line():
     minilm = MODELS.get("minilm")
-    missing = ray.exceptions.RaySystemError("The actor died because of an error raised in its creation task\n"
-                                            "  File \"worker.py\", line 1\nModuleNotFoundError: No module named 'bench'")
+    missing = ray.exceptions.RaySystemError(
+        "The actor died because of an error raised in its creation task\n"
+        "  File \"worker.py\", line 1\nModuleNotFoundError: No module named 'bench'"
+    )
     assert str(_ray_failure(missing, minilm)).startswith("Ray workers cannot import bench: install it")
-    killed = ray.exceptions.RaySystemError("\x1b[36mray::MapWorker\x1b[39m (pid=1)\n  File \"x\", line 2\n"
-                                           "ray.exceptions.OutOfMemoryError: Task was killed due to low memory.\n")
-    assert str(_ray_failure(killed, minilm)) == ("model 'minilm': Ray could not embed the corpus: "
-                                                 "ray.exceptions.OutOfMemoryError: Task was killed due to low memory.")
+    killed = ray.exceptions.RaySystemError(
+        '\x1b[36mray::MapWorker\x1b[39m (pid=1)\n  File "x", line 2\n'
+        "ray.exceptions.OutOfMemoryError: Task was killed due to low memory.\n"
+    )
+    assert str(_ray_failure(killed, minilm)) == (
+        "model 'minilm': Ray could not embed the corpus: "
+        "ray.exceptions.OutOfMemoryError: Task was killed due to low memory."
+    )
     wrapped = ray.exceptions.RaySystemError("wrapped")
     wrapped.__cause__ = ValueError("bad value\nsecond line")
     assert str(_ray_failure(wrapped, minilm)) == "model 'minilm': Ray could not embed the corpus: ValueError: bad value"
@@ -194,7 +227,7 @@ def test_partial_answers_reach_the_cache_for_the_right_batch(monkeypatch):
         def embed(self, texts, role):
             raise PartialEmbeddingError("quota exceeded", np.array([0, 2]), np.ones((2, 4), dtype=np.float32))
 
-    monkeypatch.setattr("bench.ray_engine.load_embedder", lambda *a, **k: HalfDone())
+    monkeypatch.setattr("bench.engines.ray.load_embedder", lambda *a, **k: HalfDone())
     actor = _EmbedActor(spec=MODELS.get("hash"), batch_size=8, models_dir="/", role="passage", gpu=False)
     row = actor(pa.table({"batch": [3], "texts": [[b"a", b"b", b"c"]]})).to_pylist()[0]
 
@@ -222,7 +255,7 @@ def test_api_models_are_embedded_in_this_process(monkeypatch):
             calls.append(texts)
             return np.ones((len(texts), 2), dtype=np.float32)
 
-    monkeypatch.setattr("bench.ray_engine.ray.data.from_items", lambda *a, **k: pytest.fail("went to Ray"))
+    monkeypatch.setattr("bench.engines.ray.ray.data.from_items", lambda *a, **k: pytest.fail("went to Ray"))
     got = list(RayEngine(models_dir=Path("m"), batch_size=8).embed_batches(Api(), [["a"], ["b", "c"]], "passage"))
     assert [i for i, _ in got] == [0, 1] and calls == [["a"], ["b", "c"]]
 
@@ -234,8 +267,8 @@ def test_pool_size_follows_cpus_batches_and_the_override(monkeypatch):
     assert _pool(hash_spec, 1) == (1, 2.0, 0.0)  # a lone batch gets every CPU
     monkeypatch.setenv(ACTORS_ENV, "4")
     assert _pool(hash_spec, 100) == (4, 0.5, 0.0)  # more actors than CPUs share them
-    monkeypatch.setattr("bench.ray_engine.ray.cluster_resources", lambda: {"CPU": 48.0})
-    monkeypatch.setattr("bench.ray_engine.ray.nodes", lambda: [{"Alive": True, "Resources": {"CPU": 16.0}}] * 3)
+    monkeypatch.setattr("bench.engines.ray.ray.cluster_resources", lambda: {"CPU": 48.0})
+    monkeypatch.setattr("bench.engines.ray.ray.nodes", lambda: [{"Alive": True, "Resources": {"CPU": 16.0}}] * 3)
     monkeypatch.setenv(ACTORS_ENV, "2")
     assert _pool(hash_spec, 100) == (2, 16.0, 0.0)  # an actor fits on one node
     monkeypatch.setenv(ACTORS_ENV, "lots")
@@ -245,8 +278,8 @@ def test_pool_size_follows_cpus_batches_and_the_override(monkeypatch):
 
 def test_pool_puts_one_transformer_on_each_gpu(monkeypatch):
     monkeypatch.delenv(ACTORS_ENV, raising=False)
-    monkeypatch.setattr("bench.ray_engine.ray.cluster_resources", lambda: {"CPU": 16.0, "GPU": 4.0})
-    monkeypatch.setattr("bench.ray_engine.ray.nodes", lambda: [{"Alive": True, "Resources": {"CPU": 8.0}}] * 2)
+    monkeypatch.setattr("bench.engines.ray.ray.cluster_resources", lambda: {"CPU": 16.0, "GPU": 4.0})
+    monkeypatch.setattr("bench.engines.ray.ray.nodes", lambda: [{"Alive": True, "Resources": {"CPU": 8.0}}] * 2)
     assert _pool(MODELS.get("minilm"), 100) == (4, 1.0, 1.0)
     assert _pool(MODELS.get("minilm"), 2) == (2, 1.0, 1.0)
     assert _pool(MODELS.get("static"), 100) == (16, 1.0, 0.0)  # a lookup table gains nothing from a GPU
@@ -263,8 +296,8 @@ def _closed_port() -> int:
 def test_an_unreachable_cluster_is_one_line_naming_the_address(monkeypatch, tmp_path):
     address = f"127.0.0.1:{_closed_port()}"
     monkeypatch.setenv(ADDRESS_ENV, address)
-    monkeypatch.setattr("bench.ray_engine.ray.is_initialized", lambda: False)
-    monkeypatch.setattr("bench.ray_engine.ray.init", lambda *a, **k: pytest.fail("tried to connect"))
+    monkeypatch.setattr("bench.engines.ray.ray.is_initialized", lambda: False)
+    monkeypatch.setattr("bench.engines.ray.ray.init", lambda *a, **k: pytest.fail("tried to connect"))
     engine = RayEngine(models_dir=tmp_path, batch_size=8)
     with pytest.raises(BenchError) as e:
         list(engine.embed_batches(load_embedder(MODELS.get("hash")), [["a"]], "passage"))
@@ -284,8 +317,8 @@ def test_a_cluster_that_refuses_the_driver_is_one_line_with_the_fix(monkeypatch,
         server.listen()
         address = f"127.0.0.1:{server.getsockname()[1]}"
         monkeypatch.setenv(ADDRESS_ENV, address)
-        monkeypatch.setattr("bench.ray_engine.ray.is_initialized", lambda: False)
-        monkeypatch.setattr("bench.ray_engine.ray.init", refuse)
+        monkeypatch.setattr("bench.engines.ray.ray.is_initialized", lambda: False)
+        monkeypatch.setattr("bench.engines.ray.ray.init", refuse)
         with pytest.raises(BenchError) as e:
             RayEngine(models_dir=tmp_path, batch_size=8)._connect()
     message = str(e.value)

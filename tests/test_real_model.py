@@ -25,8 +25,14 @@ def minilm():
 
 
 def test_minilm_loads_offline_and_embeds_meaningfully(minilm):
-    vectors = minilm.embed(["How do I reset my password?", "Steps to change a forgotten password",
-                            "The forklift battery charges overnight."], "query")
+    vectors = minilm.embed(
+        [
+            "How do I reset my password?",
+            "Steps to change a forgotten password",
+            "The forklift battery charges overnight.",
+        ],
+        "query",
+    )
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     similar, unrelated = vectors[0] @ vectors[1], vectors[0] @ vectors[2]
@@ -62,8 +68,12 @@ def test_default_shootout_ranks_nine_candidates(default_run):
     minilm = [c for c in summary["candidates"] if c["model"] == "minilm"]
     # the static model is a cheap approximation: the transformer it came from ranks better
     assert max(c["quality"]["mrr@5"] for c in minilm) > max(c["quality"]["mrr@5"] for c in static)
-    assert all(c["ops"]["dims"] == 384 and c["ops"]["vector_bytes"] == c["ops"]["n_chunks"] * 384 * 4
-               and c["ops"]["index_bytes"] >= c["ops"]["vector_bytes"] for c in minilm)
+    assert all(
+        c["ops"]["dims"] == 384
+        and c["ops"]["vector_bytes"] == c["ops"]["n_chunks"] * 384 * 4
+        and c["ops"]["index_bytes"] >= c["ops"]["vector_bytes"]
+        for c in minilm
+    )
     assert "minilm/" in result.stdout and "mrr@5" in result.stdout
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["locked"] is True  # the bundled goldset is reviewed and locked
@@ -79,7 +89,7 @@ def test_a_warm_rerun_never_loads_the_model(default_run):
     assert first.returncode == 0, first.stderr
     script = (
         "import sys; from pathlib import Path; from bench.config import load_config; "
-        "from bench.runner import run_shootout; "
+        "from bench.run.shootout import run_shootout; "
         f"cfg = load_config(Path({str(root / 'bench.toml')!r})).with_overrides("
         f"cache_override=Path({str(root / 'cache')!r}), results=Path({str(root / 'warm')!r})); "
         "out = run_shootout(cfg, only=('minilm/*',), reports=False); "
@@ -87,8 +97,13 @@ def test_a_warm_rerun_never_loads_the_model(default_run):
         "print('torch' in sys.modules, all(o['query_embed_from_cache'] for o in ops), "
         "sum(o['chunks_embedded'] for o in ops))"
     )
-    warm = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    warm = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert warm.returncode == 0, warm.stderr
     assert warm.stdout.split() == ["False", "True", "0"]  # nothing of the model is loaded or embedded
     [cold_run] = finished_runs(root / "results")

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.chunking import Chunk, chunk_id
-from bench.corpus import load_corpus
-from bench.goldset import CHUNK, DOCUMENT, Evidence, Goldset, Question, load_goldset
-from bench.relevance import Judgment, judge, overlap_relevant
-from bench.units import ChunkTable
+from bench.chunking.table import ChunkTable
+from bench.evaluation.relevance import Judgment, judge, overlap_relevant
+from bench.inputs.corpus import load_corpus
+from bench.inputs.goldset import CHUNK, DOCUMENT, Evidence, Goldset, Question, load_goldset
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -74,10 +74,20 @@ def test_exactly_at_threshold_is_relevant_just_below_is_not() -> None:
     assert judge_one(t, [E("a", 281, 321)]) == {}
 
 
-@pytest.mark.parametrize(("min_overlap", "shorter", "need"), [
-    (0.07, 100, 7), (0.14, 50, 7), (0.28, 25, 7), (0.55, 20, 11), (0.3, 10, 3), (0.1, 30, 3), (0.7, 10, 7),
-    (1.0, 37, 37), (0.25, 4, 1),
-])
+@pytest.mark.parametrize(
+    ("min_overlap", "shorter", "need"),
+    [
+        (0.07, 100, 7),
+        (0.14, 50, 7),
+        (0.28, 25, 7),
+        (0.55, 20, 11),
+        (0.3, 10, 3),
+        (0.1, 30, 3),
+        (0.7, 10, 7),
+        (1.0, 37, 37),
+        (0.25, 4, 1),
+    ],
+)
 def test_threshold_is_exact_for_decimal_min_overlap(min_overlap: float, shorter: int, need: int) -> None:
     # Mathematically min_overlap * shorter == need, so an overlap of exactly `need` is "at least" it,
     # even where the float product rounds up (0.07 * 100 == 7.000000000000001).
@@ -226,10 +236,19 @@ def test_end_to_end_from_files(tmp_path: Path) -> None:
     (root / "sub" / "two.txt").write_text("Kappa lambda mu. Nu xi omicron.")
     corpus = load_corpus(root)
     gold = tmp_path / "g.jsonl"
-    gold.write_text("\n".join(json.dumps(r) for r in [
-        {"id": "q1", "question": "delta?", "evidence": [{"doc": "one.md", "quote": "Delta epsilon zeta.", "grade": 2}]},
-        {"id": "q2", "question": "nu?", "evidence": [{"doc": "sub/two.txt", "quote": "Nu xi"}]},
-    ]))
+    gold.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {
+                    "id": "q1",
+                    "question": "delta?",
+                    "evidence": [{"doc": "one.md", "quote": "Delta epsilon zeta.", "grade": 2}],
+                },
+                {"id": "q2", "question": "nu?", "evidence": [{"doc": "sub/two.txt", "quote": "Nu xi"}]},
+            ]
+        )
+    )
     g = load_goldset(gold, corpus)
     chunks = []
     for d in corpus.documents:  # split at each ". "
@@ -279,9 +298,13 @@ def span(draw, n: int = 60) -> tuple[int, int]:
 @st.composite
 def scenario(draw):
     chunk_spans = {d: draw(st.lists(span(), max_size=6)) for d in DOCS}
-    questions = draw(st.lists(
-        st.lists(st.tuples(st.sampled_from(DOCS), span(), st.integers(1, 3)), min_size=1, max_size=4),
-        min_size=1, max_size=4))
+    questions = draw(
+        st.lists(
+            st.lists(st.tuples(st.sampled_from(DOCS), span(), st.integers(1, 3)), min_size=1, max_size=4),
+            min_size=1,
+            max_size=4,
+        )
+    )
     percent = draw(st.integers(1, 100))
     return chunk_spans, questions, percent
 

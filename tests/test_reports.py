@@ -13,13 +13,31 @@ import pytest
 
 from tests.conftest import QUESTIONS, finished_runs, run_cli
 
-PLOTS = {"hit_rate_curves.png", "first_rank.png", "score_gaps.png", "quality_vs_cost.png", "quality_vs_latency.png",
-         "chunk_sizes.png", "rank_matrix.png"}
-PAGE_TITLES = ["bench shootout: summary", "Hit rate by cutoff", "Where the first relevant unit landed", "Score gap",
-               "Quality vs cost", "Quality vs", "Chunk sizes per chunker", "Bootstrap 95% intervals",
-               "Head to head: all pairs on mrr@3", "Head to head: all pairs on the other metrics",
-               "Head to head: the two best candidates", "Rank matrix",
-               "Per tag", "Provenance"]
+PLOTS = {
+    "hit_rate_curves.png",
+    "first_rank.png",
+    "score_gaps.png",
+    "quality_vs_cost.png",
+    "quality_vs_latency.png",
+    "chunk_sizes.png",
+    "rank_matrix.png",
+}
+PAGE_TITLES = [
+    "bench shootout: summary",
+    "Hit rate by cutoff",
+    "Where the first relevant unit landed",
+    "Score gap",
+    "Quality vs cost",
+    "Quality vs",
+    "Chunk sizes per chunker",
+    "Bootstrap 95% intervals",
+    "Head to head: all pairs on mrr@3",
+    "Head to head: all pairs on the other metrics",
+    "Head to head: the two best candidates",
+    "Rank matrix",
+    "Per tag",
+    "Provenance",
+]
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +98,7 @@ def test_report_pdf_has_its_pages_in_order_and_none_is_blank(run: Path, tmp_path
         assert found is not None, f"no page titled {title!r} after page {position + 1}"
         position = found
     assert "minilm" not in texts[0] and "hash/tok24/flat" in texts[0]  # the summary names this run's candidates
-    from bench.diagnosis import diagnose, findings_lines
+    from bench.evaluation.findings import diagnose, findings_lines
 
     summary = json.loads((run / "summary.json").read_text())
     lines = findings_lines(diagnose(summary, _records(run)))
@@ -137,16 +155,22 @@ def test_compare_all_pairs_and_head_to_head(run: Path):
     b = {r["question_id"]: r["metrics"]["mrr@3"] for r in records if r["candidate"] == ids[-1]}
     wins = sum(a[q] > b[q] for q in a)
     ties = sum(np.isclose(a[q], b[q]) for q in a)
-    line = next(line for line in h2h.stdout.splitlines() if line.strip().startswith("│ mrr@3")
-                or line.strip().startswith("mrr@3"))
+    line = next(
+        line
+        for line in h2h.stdout.splitlines()
+        if line.strip().startswith("│ mrr@3") or line.strip().startswith("mrr@3")
+    )
     assert f"{wins}/{ties}/{len(a) - wins - ties}" in line
 
 
-@pytest.mark.parametrize("args, message", [
-    (("--a", "hash/tok24/flat"), "give both --a ID and --b ID"),
-    (("--a", "hash/tok24/flat", "--b", "nope/x/flat"), "nope/x/flat"),
-    (("--metric", "mrr@99"), "--metric mrr@99: not in this run"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--a", "hash/tok24/flat"), "give both --a ID and --b ID"),
+        (("--a", "hash/tok24/flat", "--b", "nope/x/flat"), "nope/x/flat"),
+        (("--metric", "mrr@99"), "--metric mrr@99: not in this run"),
+    ],
+)
 def test_compare_bad_input_is_one_line_and_exit_2(run: Path, args, message):
     result = run_cli("compare", str(run), *args)
     assert result.returncode == 2

@@ -6,12 +6,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.cache import EmbeddingCache, NoCache
 from bench.chunking import Chunk, chunk_id
+from bench.chunking.table import ChunkTable
 from bench.embedders import MODELS, load_embedder
-from bench.index import INDEXES
-from bench.retrievers import BM25Retriever, DenseRetriever, top_n
-from bench.units import ChunkTable
+from bench.embedders.cache import EmbeddingCache, NoCache
+from bench.retrieval.faiss_index import INDEXES
+from bench.retrieval.retrievers import BM25Retriever, DenseRetriever, top_n
 
 TEXTS = {
     "b.md": ["nightly database backups", "laptop memory and disk", "vacation days per year"],
@@ -104,7 +104,7 @@ def test_a_damaged_or_truncated_vector_file_is_recomputed(tmp_path):
     DenseRetriever(spec, INDEXES.get("flat"), EmbeddingCache(tmp_path)).build(table)
     [vector_file] = tmp_path.glob("*.f32")
     data = bytearray(vector_file.read_bytes())
-    data[4 * spec.dims: 8 * spec.dims] = bytes(4 * spec.dims)  # row 1 zeroed
+    data[4 * spec.dims : 8 * spec.dims] = bytes(4 * spec.dims)  # row 1 zeroed
     vector_file.write_bytes(data)
     again = DenseRetriever(spec, INDEXES.get("flat"), EmbeddingCache(tmp_path))
     assert again.build(table).embed.embedded == 1
@@ -142,15 +142,17 @@ def test_two_processes_can_fill_one_cache_at_once(tmp_path):
 
     script = (
         "import sys, numpy as np\n"
-        "from bench.cache import EmbeddingCache\n"
+        "from bench.embedders.cache import EmbeddingCache\n"
         "from bench.embedders import MODELS, load_embedder\n"
         "texts = [f'text number {i} about topic {i % 7}' for i in range(3000)]\n"
         "v, stats = EmbeddingCache(sys.argv[1]).embed(load_embedder(MODELS.get('hash')), texts, 'passage', 50)\n"
         "np.save(sys.argv[2], v)\n"
     )
     env = {"PYTHONPATH": str(REPO)}
-    procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "cache"), str(tmp_path / f"v{i}.npy")],
-                              env=env) for i in range(2)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "cache"), str(tmp_path / f"v{i}.npy")], env=env)
+        for i in range(2)
+    ]
     assert [p.wait(timeout=300) for p in procs] == [0, 0]
     first, second = np.load(tmp_path / "v0.npy"), np.load(tmp_path / "v1.npy")
     texts = [f"text number {i} about topic {i % 7}" for i in range(3000)]

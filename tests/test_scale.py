@@ -16,20 +16,38 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-import bench.cache
-import bench.index
-from bench.cache import EmbeddingCache, NoCache
+import bench.embedders.cache
+import bench.retrieval.faiss_index
 from bench.chunking import FixedTokenChunker, MarkdownSectionChunker, RecursiveChunker
-from bench.corpus import load_corpus
+from bench.chunking.table import ChunkTable
 from bench.embedders import MODELS, PASSAGE, load_embedder
-from bench.index import INDEXES, exact_top
-from bench.lexical import BM25Index, Tokenizer
-from bench.retrievers import DenseRetriever
-from bench.units import ChunkTable
+from bench.embedders.cache import EmbeddingCache, NoCache
+from bench.inputs.corpus import load_corpus
+from bench.retrieval.bm25 import BM25Index, Tokenizer
+from bench.retrieval.faiss_index import INDEXES, exact_top
+from bench.retrieval.retrievers import DenseRetriever
 from tests.conftest import finished_runs, run_cli, write_project
 
-WORDS = ["backup", "nightly", "laptop", "memory", "vacation", "days", "on-call", "rotation", "the", "and",
-         "of", "disk", "région", "日本", "policy", "leave", "a", "is"]
+WORDS = [
+    "backup",
+    "nightly",
+    "laptop",
+    "memory",
+    "vacation",
+    "days",
+    "on-call",
+    "rotation",
+    "the",
+    "and",
+    "of",
+    "disk",
+    "région",
+    "日本",
+    "policy",
+    "leave",
+    "a",
+    "is",
+]
 
 
 def _text(rng: random.Random, n: int) -> str:
@@ -40,8 +58,10 @@ def _text(rng: random.Random, n: int) -> str:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(WORDS), max_size=30), min_size=1, max_size=60),
-       st.lists(st.lists(st.sampled_from([*WORDS, "unknown"]), max_size=6), min_size=1, max_size=10))
+@given(
+    st.lists(st.lists(st.sampled_from(WORDS), max_size=30), min_size=1, max_size=60),
+    st.lists(st.lists(st.sampled_from([*WORDS, "unknown"]), max_size=6), min_size=1, max_size=10),
+)
 def test_bm25_scores_equal_bm25s_to_the_last_bit(docs, queries):
     tokenize = Tokenizer()
     tokens = [tokenize(" ".join(d)) for d in docs]
@@ -52,8 +72,11 @@ def test_bm25_scores_equal_bm25s_to_the_last_bit(docs, queries):
     theirs.index(tokens, show_progress=False)
     for q in queries:
         q_tokens = tokenize(" ".join(q))
-        expected = np.asarray(theirs.get_scores(q_tokens), dtype=np.float32) if q_tokens \
+        expected = (
+            np.asarray(theirs.get_scores(q_tokens), dtype=np.float32)
+            if q_tokens
             else np.zeros(len(docs), dtype=np.float32)
+        )
         assert np.array_equal(ours.scores(q_tokens), expected)
 
 
@@ -112,7 +135,9 @@ def test_a_folder_corpus_reads_each_file_when_asked(tmp_path: Path):
 @pytest.mark.parametrize("chunker", [FixedTokenChunker(16, 4), RecursiveChunker(20), MarkdownSectionChunker(24)])
 def test_a_chunked_corpus_slices_the_same_texts_the_chunker_made(tmp_path: Path, chunker):
     rng = random.Random(5)
-    rows = [{"id": f"doc{i}", "text": f"# Title {i}\n\n{_text(rng, 50)}\n\n## Part\n\n{_text(rng, 30)}"} for i in range(12)]
+    rows = [
+        {"id": f"doc{i}", "text": f"# Title {i}\n\n{_text(rng, 50)}\n\n## Part\n\n{_text(rng, 30)}"} for i in range(12)
+    ]
     path = tmp_path / "c.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows))
     corpus = load_corpus(path)
@@ -125,9 +150,9 @@ def test_a_chunked_corpus_slices_the_same_texts_the_chunker_made(tmp_path: Path,
 
 
 def test_chunk_sizes_of_a_very_large_table_come_from_an_even_sample(tmp_path: Path, monkeypatch):
-    import bench.plan
-    from bench.plan import chunk_sizes
-    from bench.tokens import count_tokens
+    import bench.chunking.sizes
+    from bench.chunking.sizes import chunk_sizes
+    from bench.chunking.tokens import count_tokens
 
     rng = random.Random(9)
     rows = [{"id": f"doc{i:02d}", "text": _text(rng, rng.randint(5, 80))} for i in range(40)]
@@ -135,7 +160,7 @@ def test_chunk_sizes_of_a_very_large_table_come_from_an_even_sample(tmp_path: Pa
     table = ChunkTable.chunk_corpus(load_corpus(tmp_path / "c.jsonl"), FixedTokenChunker(10))
     exact = chunk_sizes(table)
     assert exact["tokens_sampled"] is None and exact["tokens"] == sum(count_tokens(t) for t in table.texts)
-    monkeypatch.setattr(bench.plan, "SIZE_SAMPLE", 25)
+    monkeypatch.setattr(bench.chunking.sizes, "SIZE_SAMPLE", 25)
     sampled = chunk_sizes(table)
     rows_measured = np.unique(np.linspace(0, len(table) - 1, 25).astype(np.int64))
     sizes = [count_tokens(table.text(int(i))) for i in rows_measured]
@@ -153,7 +178,7 @@ def test_large_vector_tables_are_memory_mapped_unlinked_and_identical(tmp_path: 
     embedder = load_embedder(MODELS.get("hash"))
     expected = embedder.embed(texts, PASSAGE)
     in_memory, _ = EmbeddingCache(tmp_path / "a").embed(embedder, texts, PASSAGE, batch_size=16)
-    monkeypatch.setattr(bench.cache, "IN_MEMORY_BYTES", 0)
+    monkeypatch.setattr(bench.embedders.cache, "IN_MEMORY_BYTES", 0)
     cache = EmbeddingCache(tmp_path / "b")
     cold, cold_stats = cache.embed(embedder, texts, PASSAGE, batch_size=16)
     warm, warm_stats = cache.embed(embedder, texts, PASSAGE, batch_size=16)
@@ -173,11 +198,12 @@ def test_two_caches_appending_to_one_model_file_never_share_rows(tmp_path: Path)
     first.embed(embedder, a[:20], PASSAGE, batch_size=7)
     second.embed(embedder, b, PASSAGE, batch_size=9)
     first.embed(embedder, a, PASSAGE, batch_size=7)
-    found = EmbeddingCache(tmp_path).lookup(embedder.spec.cache_key, embedder.dims,
-                                            [bench.cache.text_key(PASSAGE, t) for t in a + b])
+    found = EmbeddingCache(tmp_path).lookup(
+        embedder.spec.cache_key, embedder.dims, [bench.embedders.cache.text_key(PASSAGE, t) for t in a + b]
+    )
     assert len(found) == 80
     expected = embedder.embed(a + b, PASSAGE)
-    assert all(np.array_equal(found[bench.cache.text_key(PASSAGE, t)], v) for t, v in zip(a + b, expected))
+    assert all(np.array_equal(found[bench.embedders.cache.text_key(PASSAGE, t)], v) for t, v in zip(a + b, expected))
 
 
 # --- blocked exact search and index building ------------------------------------------------------------
@@ -202,8 +228,8 @@ def test_indexes_built_block_by_block_from_a_sample_search_like_one_pass(monkeyp
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     queries = vectors[:50] + 0.01
     whole = INDEXES.get("flat").build(vectors)
-    monkeypatch.setattr(bench.index, "ADD_BLOCK", 700)
-    monkeypatch.setattr(bench.index, "TRAIN_MAX", 1000)
+    monkeypatch.setattr(bench.retrieval.faiss_index, "ADD_BLOCK", 700)
+    monkeypatch.setattr(bench.retrieval.faiss_index, "TRAIN_MAX", 1000)
     blocks = INDEXES.get("flat").build(vectors)
     assert blocks.ntotal == whole.ntotal == 3000
     assert np.array_equal(blocks.search(queries, 10)[1], whole.search(queries, 10)[1])
@@ -225,7 +251,7 @@ def test_a_memory_mapped_table_gives_the_same_rankings(tmp_path: Path, monkeypat
         return retriever, retriever.search(queries, 10), retriever.recall_against_exact(queries, 10)
 
     plain, plain_rankings, plain_recall = rankings(tmp_path / "plain")
-    monkeypatch.setattr(bench.cache, "IN_MEMORY_BYTES", 0)
+    monkeypatch.setattr(bench.embedders.cache, "IN_MEMORY_BYTES", 0)
     mapped, mapped_rankings, mapped_recall = rankings(tmp_path / "mapped")
     assert isinstance(mapped.vectors, np.memmap) and not isinstance(plain.vectors, np.memmap)
     assert np.array_equal(mapped.vectors, plain.vectors) and mapped_recall == plain_recall
@@ -244,9 +270,17 @@ def test_a_run_records_each_phase_with_time_and_memory(tmp_path: Path):
     phases = json.loads((run / "manifest.json").read_text())["phases"]
     names = [p["phase"] for p in phases]
     assert names[:3] == ["load corpus", "load goldset", "check lock"]
-    for expected in ("chunk tok24", "judge relevance", "embed hash/tok24", "index hash/tok24/flat",
-                     "index bm25/tok24/inverted", "search hash/tok24/flat", "recall vs exact hash/tok24/flat",
-                     "measure chunk sizes", "write results"):
+    for expected in (
+        "chunk tok24",
+        "judge relevance",
+        "embed hash/tok24",
+        "index hash/tok24/flat",
+        "index bm25/tok24/inverted",
+        "search hash/tok24/flat",
+        "recall vs exact hash/tok24/flat",
+        "measure chunk sizes",
+        "write results",
+    ):
         assert expected in names
     assert names[-1] == "reports"
     assert all(p["seconds"] >= 0 and p["rss_mb"] > 0 and p["peak_rss_mb"] >= p["rss_mb"] * 0.5 for p in phases)

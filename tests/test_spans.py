@@ -1,4 +1,4 @@
-"""Span metrics (bench.spans): hand-computed cases and a differential test against a naive model.
+"""Span metrics (bench.evaluation.spans): hand-computed cases and a differential test against a naive model.
 
 Notation in the comments: R = top-k retrieved chunks lying in an evidence document, H = union of
 the evidence spans, I = |union(R) ∩ H|, Σ = Σ|c ∈ R| (with multiplicity).
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.spans import SPAN_METRICS, covered, merge, span_keys, span_metrics
+from bench.evaluation.spans import SPAN_METRICS, covered, merge, span_keys, span_metrics
 
 
 def metrics(retrieved, evidence, k, min_overlap=0.5):
@@ -24,10 +24,12 @@ def metrics(retrieved, evidence, k, min_overlap=0.5):
 
 
 def expect(recall, precision, iou, evidence_recall):
-    return {"span_recall": pytest.approx(recall, abs=1e-12),
-            "span_precision": pytest.approx(precision, abs=1e-12),
-            "span_iou": pytest.approx(iou, abs=1e-12),
-            "evidence_recall": pytest.approx(evidence_recall, abs=1e-12)}
+    return {
+        "span_recall": pytest.approx(recall, abs=1e-12),
+        "span_precision": pytest.approx(precision, abs=1e-12),
+        "span_iou": pytest.approx(iou, abs=1e-12),
+        "evidence_recall": pytest.approx(evidence_recall, abs=1e-12),
+    }
 
 
 # ---------------------------------------------------------------------------------------------

@@ -61,9 +61,7 @@ def make_chunker(kind: str, embed: Callable | None = None, **params: object) -> 
             f"unknown chunker kind {kind!r}: {_did_you_mean(str(kind), known)}known kinds: {', '.join(known)}"
         )
     cls = CHUNKER_KINDS[kind]
-    accepted = {
-        name: p for name, p in inspect.signature(cls).parameters.items() if p.kind is p.POSITIONAL_OR_KEYWORD
-    }
+    accepted = {name: p for name, p in inspect.signature(cls).parameters.items() if p.kind is p.POSITIONAL_OR_KEYWORD}
     needs_embed = accepted.pop(_EMBED_PARAM, None) is not None
     for name in params:
         if name not in accepted:
@@ -73,13 +71,9 @@ def make_chunker(kind: str, embed: Callable | None = None, **params: object) -> 
             )
     missing = [name for name, p in accepted.items() if p.default is p.empty and name not in params]
     if missing:
-        raise BenchError(
-            f"chunker {kind!r} needs parameter(s) {', '.join(map(repr, missing))}: add them to its config"
-        )
+        raise BenchError(f"chunker {kind!r} needs parameter(s) {', '.join(map(repr, missing))}: add them to its config")
     if needs_embed:
         if embed is None:
-            raise BenchError(
-                f"chunker {kind!r} needs a model: set model = \"...\" in its [chunkers.NAME] table"
-            )
+            raise BenchError(f'chunker {kind!r} needs a model: set model = "..." in its [chunkers.NAME] table')
         return cls(**{_EMBED_PARAM: embed}, **params)
     return cls(**params)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from bench.chunking.base import Chunk, chunk_id
+from bench.chunking.tokens import token_char_offsets
 from bench.errors import BenchError
-from bench.tokens import token_char_offsets
 
 
 def validate_size_overlap(kind: str, size: object, overlap: object) -> None:

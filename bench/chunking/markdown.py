@@ -7,7 +7,7 @@ import re
 from bench.chunking.base import Chunk, chunk_id, strip_span
 from bench.chunking.fixed_tokens import validate_size_overlap
 from bench.chunking.recursive import RecursiveChunker
-from bench.tokens import count_tokens
+from bench.chunking.tokens import count_tokens
 
 # CommonMark ATX heading: up to 3 spaces of indent, 1-6 '#', then a space/tab or end of line.
 _ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*))?")

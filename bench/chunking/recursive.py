@@ -11,7 +11,7 @@ import re
 
 from bench.chunking.base import Chunk, chunk_id, strip_span
 from bench.chunking.fixed_tokens import validate_size_overlap
-from bench.tokens import count_tokens, token_char_offsets
+from bench.chunking.tokens import count_tokens, token_char_offsets
 
 # Coarsest first. A span is cut right after each match, so a separator stays with the text
 # before it and the pieces of a span always cover it exactly.

@@ -17,8 +17,8 @@ import numpy as np
 from bench.chunking.base import Chunk, chunk_id
 from bench.chunking.recursive import RecursiveChunker
 from bench.chunking.sentences import sentence_spans
+from bench.chunking.tokens import count_tokens
 from bench.errors import BenchError
-from bench.tokens import count_tokens
 
 Embed = Callable[[list[str]], "np.ndarray"]
 
@@ -85,8 +85,7 @@ class SemanticChunker:
         """Cosine distance between the buffered groups of sentence ``i`` and ``i + 1``."""
         n = len(sentences)
         groups = [
-            text[sentences[max(0, i - self.buffer)][0] : sentences[min(n - 1, i + self.buffer)][1]]
-            for i in range(n)
+            text[sentences[max(0, i - self.buffer)][0] : sentences[min(n - 1, i + self.buffer)][1]] for i in range(n)
         ]
         vectors = np.asarray(self.embed(groups), dtype=np.float64)
         if vectors.ndim != 2 or vectors.shape[0] != n:

@@ -10,8 +10,8 @@ import re
 
 from bench.chunking.base import Chunk, chunk_id, strip_span
 from bench.chunking.recursive import RecursiveChunker
+from bench.chunking.tokens import count_tokens
 from bench.errors import BenchError
-from bench.tokens import count_tokens
 
 # A sentence ends right after: terminal punctuation plus closing quotes/brackets and whitespace
 # (the recursive splitter's sentence rule), CJK terminal punctuation (no space needed), or any
@@ -43,9 +43,7 @@ def _whole_number(kind: str, name: str, value: object, minimum: int) -> int:
     return value
 
 
-def split_long_spans(
-    text: str, spans: list[tuple[int, int]], size: int | None
-) -> list[tuple[int, int]]:
+def split_long_spans(text: str, spans: list[tuple[int, int]], size: int | None) -> list[tuple[int, int]]:
     """``spans`` with each one over ``size`` tokens cut into pieces that fit (recursive splitter:
     at word boundaries where it can, token windows where it cannot)."""
     if size is None:

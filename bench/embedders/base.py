@@ -27,7 +27,7 @@ class ModelSpec:
     dims: int | None = None
     max_tokens: int | None = None
     similarity: str = "cosine"
-    price_per_mtok: float | None = None  # set by [model.NAME]; else bench.costs resolves the price
+    price_per_mtok: float | None = None  # set by [model.NAME]; else bench.evaluation.costs resolves the price
     revision: str = ""
     query_prompt: str = ""
     passage_prompt: str = ""
@@ -60,8 +60,10 @@ class Embedder(Protocol):
 def check_dims(spec: ModelSpec, actual: int) -> None:
     """A declared width must be the model's: cached vectors are looked up by it before loading."""
     if spec.dims and spec.dims != actual:
-        raise BenchError(f"model {spec.name!r}: dims = {spec.dims} is configured but the model makes "
-                         f"{actual}-dimensional vectors; set dims = {actual} in [model.{spec.name}]")
+        raise BenchError(
+            f"model {spec.name!r}: dims = {spec.dims} is configured but the model makes "
+            f"{actual}-dimensional vectors; set dims = {actual} in [model.{spec.name}]"
+        )
 
 
 def normalise(vectors: np.ndarray) -> np.ndarray:

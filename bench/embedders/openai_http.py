@@ -183,7 +183,7 @@ class OpenAIEmbedder:
         self.timeout_s = float(timeout)
         self.encoding_format = spec.option("encoding_format", "float")
         if self.encoding_format not in ("float", "base64"):
-            raise BenchError(f"{where}: encoding_format = {self.encoding_format!r} must be \"float\" or \"base64\"")
+            raise BenchError(f'{where}: encoding_format = {self.encoding_format!r} must be "float" or "base64"')
         self.input_type = _as_bool(spec.option("input_type", False), "input_type", where)
         dimensions = spec.option("dimensions")
         self.dimensions = None if dimensions is None else _as_int(dimensions, "dimensions", where, 1)
@@ -192,12 +192,18 @@ class OpenAIEmbedder:
         base = from_env or str(spec.option("base_url", DEFAULT_BASE_URL))
         parts = urllib.parse.urlsplit(base)
         # where the base URL came from, for error messages
-        self._base_source = (f"${self.base_url_env}" if from_env else
-                             f"the base_url param; ${self.base_url_env} is unset" if spec.option("base_url") else
-                             f"the default; ${self.base_url_env} is unset")
+        self._base_source = (
+            f"${self.base_url_env}"
+            if from_env
+            else f"the base_url param; ${self.base_url_env} is unset"
+            if spec.option("base_url")
+            else f"the default; ${self.base_url_env} is unset"
+        )
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise BenchError(f"{where}: base URL {_redact_url(base)!r} from {self._base_source} is not an http(s) URL; "
-                             f"set it like http://127.0.0.1:8000/v1")
+            raise BenchError(
+                f"{where}: base URL {_redact_url(base)!r} from {self._base_source} is not an http(s) URL; "
+                f"set it like http://127.0.0.1:8000/v1"
+            )
         self.base_url = base.rstrip("/")
         self.url = self.base_url + "/embeddings"
         self.shown_url = _redact_url(self.url)
@@ -216,8 +222,10 @@ class OpenAIEmbedder:
     # -- public -----------------------------------------------------------------------------
     def __repr__(self) -> str:
         key = "set" if self._key else "unset"
-        return (f"OpenAIEmbedder(name={self.spec.name!r}, model={self.model!r}, url={self.shown_url!r}, "
-                f"key=${self.api_key_env} {key})")
+        return (
+            f"OpenAIEmbedder(name={self.spec.name!r}, model={self.model!r}, url={self.shown_url!r}, "
+            f"key=${self.api_key_env} {key})"
+        )
 
     @property
     def call_size(self) -> int:
@@ -234,7 +242,7 @@ class OpenAIEmbedder:
 
     def count_tokens(self, texts: list[str]) -> np.ndarray:
         """cl100k tokens: what OpenAI bills for its embedding models; an estimate for other servers."""
-        from bench.tokens import count_tokens_each
+        from bench.chunking.tokens import count_tokens_each
 
         return count_tokens_each(texts)
 
@@ -246,7 +254,7 @@ class OpenAIEmbedder:
             return np.zeros((0, self.dims), dtype=np.float32)
         prompt = self.spec.query_prompt if role == QUERY else self.spec.passage_prompt
         sent = [prompt + t for t in texts]
-        batches = [sent[lo: lo + self.batch_size] for lo in range(0, len(sent), self.batch_size)]
+        batches = [sent[lo : lo + self.batch_size] for lo in range(0, len(sent), self.batch_size)]
         abort = threading.Event()
         answered: dict[int, np.ndarray] = {}  # batch number -> rows; kept when another batch fails
         try:
@@ -264,13 +272,14 @@ class OpenAIEmbedder:
     def _partial(self, message: str, answered: dict[int, np.ndarray]) -> PartialEmbeddingError:
         """The failure, carrying the rows already paid for so that they need not be bought again."""
         numbers = sorted(answered)
-        positions = np.concatenate([number * self.batch_size + np.arange(len(answered[number]))
-                                    for number in numbers])
+        positions = np.concatenate([number * self.batch_size + np.arange(len(answered[number])) for number in numbers])
         return PartialEmbeddingError(message, positions, normalise(np.vstack([answered[n] for n in numbers])))
 
-    def _embed_concurrently(self, batches: list[list[str]], role: str, abort: threading.Event,
-                            answered: dict[int, np.ndarray]) -> None:
+    def _embed_concurrently(
+        self, batches: list[list[str]], role: str, abort: threading.Event, answered: dict[int, np.ndarray]
+    ) -> None:
         """Fills ``answered`` with every batch that came back, then raises the first real failure."""
+
         def run(batch: list[str]) -> np.ndarray:
             try:
                 return self._embed_batch(batch, role, abort)
@@ -306,8 +315,11 @@ class OpenAIEmbedder:
         return json.dumps(body).encode("utf-8")
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json",
-                   "User-Agent": "bench-embeddings/0.1"}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": "bench-embeddings/0.1",
+        }
         if self._key:
             headers["Authorization"] = "Bearer " + self._key.reveal()
         return headers
@@ -336,7 +348,7 @@ class OpenAIEmbedder:
                 if failure.retry_after is not None:
                     delay = min(self.retry_after_cap, failure.retry_after)
                 else:
-                    delay = random.uniform(0, min(self.backoff_cap, self.backoff_base * 2 ** attempt))
+                    delay = random.uniform(0, min(self.backoff_cap, self.backoff_base * 2**attempt))
                 with self._lock:
                     self.retries += 1
                 log.info("%s: %s; retry %d/%d in %.2fs", self.shown_url, last, attempt + 1, self.max_retries, delay)
@@ -344,12 +356,16 @@ class OpenAIEmbedder:
                     raise _Aborted() from None
                 continue
             return self._parse(body, texts)
-        hint = ("the server is rate-limiting: lower concurrency or raise max_retries"
-                if last.startswith("HTTP 429") else
-                f"check that the server at {_redact_url(self.base_url)} (from {self._base_source}) is up and healthy, "
-                "or raise max_retries / timeout_s in the model's params")
-        raise BenchError(f"model {self.spec.name!r}: {self.shown_url} failed {attempts} "
-                         f"attempt{'s' if attempts != 1 else ''} (last: {last}); {hint}")
+        hint = (
+            "the server is rate-limiting: lower concurrency or raise max_retries"
+            if last.startswith("HTTP 429")
+            else f"check that the server at {_redact_url(self.base_url)} (from {self._base_source}) is up and healthy, "
+            "or raise max_retries / timeout_s in the model's params"
+        )
+        raise BenchError(
+            f"model {self.spec.name!r}: {self.shown_url} failed {attempts} "
+            f"attempt{'s' if attempts != 1 else ''} (last: {last}); {hint}"
+        )
 
     def _send(self, payload: bytes) -> bytes:
         """POST once: the body of a 2xx, ``_Retryable`` for a transient failure, BenchError otherwise."""
@@ -371,27 +387,35 @@ class OpenAIEmbedder:
             if status == 429 or 500 <= status <= 599:
                 raise _Retryable(what, _retry_after_seconds(headers.get("Retry-After") if headers else None)) from None
             location = _redact_url(headers.get("Location", "")) if headers else ""
-            raise BenchError(f"model {self.spec.name!r}: {self.shown_url} answered {what}; "
-                             f"{self._client_error_hint(status, location)}") from None
+            raise BenchError(
+                f"model {self.spec.name!r}: {self.shown_url} answered {what}; "
+                f"{self._client_error_hint(status, location)}"
+            ) from None
         except (TimeoutError, http.client.HTTPException, OSError) as exc:
             raise _Retryable(self._describe_network_error(exc)) from None
 
     def _client_error_hint(self, status: int, location: str = "") -> str:
         if 300 <= status <= 399:
             where = f" to {self._scrub(location)}" if location else ""
-            return (f"the server redirects{where}, which is not followed (the key would go along): "
-                    f"set ${self.base_url_env} to the final address")
+            return (
+                f"the server redirects{where}, which is not followed (the key would go along): "
+                f"set ${self.base_url_env} to the final address"
+            )
         if status in (401, 403):
             if not self._key:
                 return f"${self.api_key_env} is not set: export the API key in it"
             return f"check the key in ${self.api_key_env} (and that it may use model {self.model!r})"
         if status == 404:
-            return (f"check the base URL {_redact_url(self.base_url)} (from {self._base_source}; "
-                    f"it usually ends in /v1) and the model name {self.model!r}")
+            return (
+                f"check the base URL {_redact_url(self.base_url)} (from {self._base_source}; "
+                f"it usually ends in /v1) and the model name {self.model!r}"
+            )
         if status == 413:
             return "the request is too large: lower batch_size in the model's params"
-        return (f"check the model name {self.model!r}, the params (dimensions, input_type, encoding_format) "
-                "and that the texts fit the model's max tokens")
+        return (
+            f"check the model name {self.model!r}, the params (dimensions, input_type, encoding_format) "
+            "and that the texts fit the model's max tokens"
+        )
 
     def _describe_network_error(self, exc: BaseException) -> str:
         reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
@@ -404,8 +428,10 @@ class OpenAIEmbedder:
 
     # -- response -----------------------------------------------------------------------------
     def _malformed(self, why: str) -> BenchError:
-        return BenchError(f"model {self.spec.name!r}: malformed response from {self.shown_url}: {self._scrub(why)}; "
-                          "is this an OpenAI-compatible /embeddings endpoint?")
+        return BenchError(
+            f"model {self.spec.name!r}: malformed response from {self.shown_url}: {self._scrub(why)}; "
+            "is this an OpenAI-compatible /embeddings endpoint?"
+        )
 
     def _parse(self, body: bytes, texts: list[str]) -> np.ndarray:
         try:
@@ -414,13 +440,13 @@ class OpenAIEmbedder:
             raise self._malformed(f"not JSON ({body[:60].decode('utf-8', 'replace')!r})") from None
         data = obj.get("data") if isinstance(obj, dict) else None
         if not isinstance(data, list):
-            raise self._malformed("no \"data\" list")
+            raise self._malformed('no "data" list')
         if len(data) != len(texts):
             raise self._malformed(f"{len(data)} embeddings for {len(texts)} inputs")
         rows: list[np.ndarray | None] = [None] * len(texts)
         for position, item in enumerate(data):
             if not isinstance(item, dict) or "embedding" not in item:
-                raise self._malformed(f"data[{position}] has no \"embedding\"")
+                raise self._malformed(f'data[{position}] has no "embedding"')
             index = item.get("index", position)
             if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(texts):
                 raise self._malformed(f"data[{position}].index = {index!r} is not in 0..{len(texts) - 1}")
@@ -438,10 +464,13 @@ class OpenAIEmbedder:
                 self._dims = width
             expected = self._dims
         if width != expected:
-            source = ("spec dims" if self.spec.dims else
-                      "the dimensions param" if self.dimensions else "earlier responses")
-            raise BenchError(f"model {self.spec.name!r}: {self.shown_url} returned {width}-dim vectors but "
-                             f"{source} say {expected}; fix dims/dimensions in the model spec")
+            source = (
+                "spec dims" if self.spec.dims else "the dimensions param" if self.dimensions else "earlier responses"
+            )
+            raise BenchError(
+                f"model {self.spec.name!r}: {self.shown_url} returned {width}-dim vectors but "
+                f"{source} say {expected}; fix dims/dimensions in the model spec"
+            )
         matrix = np.vstack(rows).astype(np.float32, copy=False)
         if not np.isfinite(matrix).all():
             raise self._malformed("non-finite values in an embedding")
@@ -473,7 +502,7 @@ class OpenAIEmbedder:
                     break
         estimated = billed is None
         if estimated:
-            from bench.tokens import count_tokens
+            from bench.chunking.tokens import count_tokens
 
             billed = sum(count_tokens(t) for t in texts)
         with self._lock:

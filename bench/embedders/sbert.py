@@ -22,7 +22,11 @@ def resolve_source(source: str) -> Path:
         except ImportError:
             pip_name = module_name.replace("_", "-")
             raise BenchError(f"model package {module_name!r} is not installed; pip install {pip_name}") from None
-        path = Path(module.get_model_path()) if hasattr(module, "get_model_path") else Path(module.__file__).parent / "model"
+        path = (
+            Path(module.get_model_path())
+            if hasattr(module, "get_model_path")
+            else Path(module.__file__).parent / "model"
+        )
     else:
         path = Path(source).expanduser()
     if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
@@ -62,8 +66,10 @@ class SentenceTransformerEmbedder:
             try:
                 model = SentenceTransformer(name, device="cpu", revision=spec.revision or None)
             except OSError as e:
-                raise BenchError(f"model {spec.name!r}: cannot load {name!r} from the model hub ({e.__class__.__name__}); "
-                                 "without a network, download it elsewhere and give its folder as source") from None
+                raise BenchError(
+                    f"model {spec.name!r}: cannot load {name!r} from the model hub ({e.__class__.__name__}); "
+                    "without a network, download it elsewhere and give its folder as source"
+                ) from None
         else:
             model = SentenceTransformer(self._path, device="cpu", local_files_only=True)
         if spec.max_tokens:

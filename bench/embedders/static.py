@@ -91,6 +91,7 @@ class StaticEmbedder:
     def embed(self, texts: list[str], role: str) -> np.ndarray:
         prompt = self.spec.query_prompt if role == QUERY else self.spec.passage_prompt
         max_length = self.spec.max_tokens or 512
-        vectors = self.model.encode([prompt + t for t in texts], max_length=max_length, show_progress_bar=False,
-                                    use_multiprocessing=False)
+        vectors = self.model.encode(
+            [prompt + t for t in texts], max_length=max_length, show_progress_bar=False, use_multiprocessing=False
+        )
         return normalise(np.asarray(vectors, dtype=np.float32))

@@ -10,8 +10,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from bench.gate import CheckResult
-from bench.history import (
+from bench.results.gate import CheckResult
+from bench.results.history import (
     HEADLINE,
     RunInfo,
     TrendPoint,
@@ -46,9 +46,13 @@ def _num(value: float | None) -> str:
 
 def runs_table(runs: list[RunInfo], results: Path) -> Table:
     """One section per run (oldest first), one row per candidate with its headline metrics at the run's k."""
-    table = Table(title=f"{len(runs)} runs under {escape(str(results))}, oldest first; metrics at each run's k, "
-                        "bold: the run's best mrr; corpus and goldset: first 12 hex of their sha256, yellow where "
-                        "changed since the previous run", title_justify="left", show_edge=False)
+    table = Table(
+        title=f"{len(runs)} runs under {escape(str(results))}, oldest first; metrics at each run's k, "
+        "bold: the run's best mrr; corpus and goldset: first 12 hex of their sha256, yellow where "
+        "changed since the previous run",
+        title_justify="left",
+        show_edge=False,
+    )
     for col in ("started (UTC)", "run", "config", "corpus", "goldset", "k", "lock", "candidate"):
         # ids and fingerprints are what people copy: they never wrap
         table.add_column(col, justify="right" if col == "k" else "left", no_wrap=col != "started (UTC)")
@@ -58,10 +62,15 @@ def runs_table(runs: list[RunInfo], results: Path) -> Table:
     for run in runs:
         if previous is not None:
             table.add_section()
-        run_cells = [_date(run.started), escape(run.run_id), escape(run.config_hash),
-                     _fingerprint_cell(run.corpus_sha256, previous and previous.corpus_sha256),
-                     _fingerprint_cell(run.goldset_sha256, previous and previous.goldset_sha256),
-                     str(run.k), "yes" if run.locked else "no"]
+        run_cells = [
+            _date(run.started),
+            escape(run.run_id),
+            escape(run.config_hash),
+            _fingerprint_cell(run.corpus_sha256, previous and previous.corpus_sha256),
+            _fingerprint_cell(run.goldset_sha256, previous and previous.goldset_sha256),
+            str(run.k),
+            "yes" if run.locked else "no",
+        ]
         if not run.candidates:
             table.add_row(*run_cells, "(no candidates)")
         best = max((q.get(f"mrr@{run.k}", float("-inf")) for q in run.candidates.values()), default=None)
@@ -84,8 +93,9 @@ def trend_table(points: list[TrendPoint], candidate: str, metric: str, ks: dict[
     """One candidate's metric run by run, with the change from the previous run and what made runs
     incomparable (a new corpus or goldset fingerprint, another k)."""
     ks = ks or {}
-    table = Table(title=f"{escape(metric)} of {escape(candidate)} over {len(points)} runs, oldest first",
-                  title_justify="left")
+    table = Table(
+        title=f"{escape(metric)} of {escape(candidate)} over {len(points)} runs, oldest first", title_justify="left"
+    )
     for col in ("started (UTC)", "run", metric, "Δ vs previous", "not comparable with previous"):
         table.add_column(col, justify="right" if col in (metric, "Δ vs previous") else "left")
     marked = False
@@ -94,9 +104,13 @@ def trend_table(points: list[TrendPoint], candidate: str, metric: str, ks: dict[
         changes = _changes(before, point, ks)
         marked = marked or bool(changes)
         delta = None if before is None else point.value - before.value
-        table.add_row(_date(point.started), escape(point.run_id), f"{point.value:.4f}",
-                      f"[dim]{_delta(delta)}[/]" if changes else _delta(delta),
-                      f"[{CHANGED}]{', '.join(changes)}[/]" if changes else "")
+        table.add_row(
+            _date(point.started),
+            escape(point.run_id),
+            f"{point.value:.4f}",
+            f"[dim]{_delta(delta)}[/]" if changes else _delta(delta),
+            f"[{CHANGED}]{', '.join(changes)}[/]" if changes else "",
+        )
     if marked:
         table.caption = "a marked row's value is not comparable with the rows before it (other data or cutoff)"
         table.caption_justify = "left"
@@ -120,12 +134,19 @@ def compare_view(result: dict) -> Group:
     """The forced warning first (if any), then ``a → b (+delta)`` per candidate and headline metric."""
     parts: list = []
     if result["forced"]:
-        parts.append(Text(f"forced: these runs are not comparable ({'; '.join(result['forced'])}); "
-                          "read the differences with care", style=CHANGED))
+        parts.append(
+            Text(
+                f"forced: these runs are not comparable ({'; '.join(result['forced'])}); "
+                "read the differences with care",
+                style=CHANGED,
+            )
+        )
     k_a, k_b = result["k_a"], result["k_b"]
     labels = [metric_label(f"{name}@{k_a}", f"{name}@{k_b}") for name in HEADLINE]
-    title = (f"A {escape(result['a'])} → B {escape(result['b'])}: {len(result['deltas'])} candidates in both runs "
-             "(cells: A → B (B − A); green up, red down)")
+    title = (
+        f"A {escape(result['a'])} → B {escape(result['b'])}: {len(result['deltas'])} candidates in both runs "
+        "(cells: A → B (B − A); green up, red down)"
+    )
     table = Table(title=title, title_justify="left")
     table.add_column("candidate")
     for label in labels:
@@ -150,8 +171,7 @@ def _change_cell(entry: dict | None) -> str:
 
 def check_table(result: CheckResult) -> Table:
     """The failures of a regression check: drops beyond --max-drop and candidates missing from the run."""
-    table = Table(title=f"{escape(result.run_id)} vs baseline {escape(result.baseline_run_id)}",
-                  title_justify="left")
+    table = Table(title=f"{escape(result.run_id)} vs baseline {escape(result.baseline_run_id)}", title_justify="left")
     for col in ("candidate", "metric", "baseline", "current", "drop"):
         table.add_column(col, justify="left" if col in ("candidate", "metric") else "right")
     for r in result.regressions:
@@ -168,8 +188,10 @@ def check_failure_line(result: CheckResult) -> str:
     drops = [r for r in result.regressions if r.current is not None]
     parts = []
     if drops:
-        parts.append(f"{len(drops)} metric(s) of {len({r.candidate for r in drops})} candidate(s) dropped by more "
-                     f"than {result.max_drop:g}")
+        parts.append(
+            f"{len(drops)} metric(s) of {len({r.candidate for r in drops})} candidate(s) dropped by more "
+            f"than {result.max_drop:g}"
+        )
     if len(drops) < len(result.regressions):
         parts.append(f"{len(result.regressions) - len(drops)} metric(s) missing from the run")
     if result.missing:

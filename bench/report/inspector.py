@@ -29,13 +29,12 @@ import json
 import math
 from pathlib import Path
 
-from bench.store import write_atomic
+from bench.files import write_atomic
 
 DOCUMENT_PREVIEW = 1500  # characters of a whole document shown; the page notes the full length
 QUOTE_LIMIT = 600  # characters of an evidence quote shown under its question
 
-_SCRIPT_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026",
-                   0x2028: "\\u2028", 0x2029: "\\u2029"}
+_SCRIPT_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026", 0x2028: "\\u2028", 0x2029: "\\u2029"}
 
 
 def write_inspector(path: Path, summary: dict, records: list[dict], texts: list[dict], manifest: dict) -> None:
@@ -89,7 +88,7 @@ class _Tables:
             return None
         for unit_start, unit_end, text in self.by_doc.get(doc_id, ()):
             if unit_start <= start and end <= unit_end:
-                quote = text[start - unit_start:end - unit_start]
+                quote = text[start - unit_start : end - unit_start]
                 return self.text(quote if len(quote) <= QUOTE_LIMIT else quote[:QUOTE_LIMIT] + "…")
         return None
 
@@ -115,17 +114,29 @@ def _result(record: dict, k: int, tables: _Tables) -> dict:
         "mrr": _score(metrics.get(f"mrr@{k}")),
         "recall": _score(metrics.get(f"recall@{k}")),
         "ranking": [[tables.unit(e), _score(e.get("score")), e.get("grade", 0)] for e in record["ranking"]],
-        "expected": [[tables.unit(e), _score(e.get("score")), e.get("grade", 1), ranks.get(_span(e))]
-                     for e in record["expected"]],
+        "expected": [
+            [tables.unit(e), _score(e.get("score")), e.get("grade", 1), ranks.get(_span(e))] for e in record["expected"]
+        ],
     }
 
 
 def _question(record: dict, tables: _Tables) -> dict:
-    evidence = [[tables.doc(ev["doc"]), ev.get("start"), ev.get("end"), ev.get("grade", 1),
-                 tables.quote(ev["doc"], ev.get("start"), ev.get("end"))]
-                for ev in record.get("evidence", [])]
-    return {"id": record["question_id"], "text": record.get("question", ""), "tags": list(record.get("tags", [])),
-            "evidence": evidence}
+    evidence = [
+        [
+            tables.doc(ev["doc"]),
+            ev.get("start"),
+            ev.get("end"),
+            ev.get("grade", 1),
+            tables.quote(ev["doc"], ev.get("start"), ev.get("end")),
+        ]
+        for ev in record.get("evidence", [])
+    ]
+    return {
+        "id": record["question_id"],
+        "text": record.get("question", ""),
+        "tags": list(record.get("tags", [])),
+        "evidence": evidence,
+    }
 
 
 def inspector_data(summary: dict, records: list[dict], texts: list[dict], manifest: dict) -> dict:
@@ -148,12 +159,25 @@ def inspector_data(summary: dict, records: list[dict], texts: list[dict], manife
             results[ci][question_index[record["question_id"]]] = _result(record, k, tables)
     corpus = manifest.get("corpus", {})
     return {
-        "run": {"id": manifest.get("run_id", ""), "started": manifest.get("started", ""),
-                "corpus": corpus.get("path", ""), "corpus_sha256": corpus.get("sha256", ""),
-                "goldset": manifest.get("goldset", {}).get("path", ""),
-                "k": k, "depth": summary["depth"], "unit": unit},
-        "candidates": [{"id": c["id"], "rank": c["rank"], "mrr": _score(c["quality"].get(f"mrr@{k}")),
-                        "recall": _score(c["quality"].get(f"recall@{k}"))} for c in candidates],
+        "run": {
+            "id": manifest.get("run_id", ""),
+            "started": manifest.get("started", ""),
+            "corpus": corpus.get("path", ""),
+            "corpus_sha256": corpus.get("sha256", ""),
+            "goldset": manifest.get("goldset", {}).get("path", ""),
+            "k": k,
+            "depth": summary["depth"],
+            "unit": unit,
+        },
+        "candidates": [
+            {
+                "id": c["id"],
+                "rank": c["rank"],
+                "mrr": _score(c["quality"].get(f"mrr@{k}")),
+                "recall": _score(c["quality"].get(f"recall@{k}")),
+            }
+            for c in candidates
+        ],
         "questions": questions,
         "docs": tables.docs,
         "texts": tables.texts,
@@ -174,10 +198,11 @@ def _csp_hash(source: str) -> str:
 
 
 def render_html(data: dict) -> str:
-    csp = (f"default-src 'none'; script-src {_csp_hash(_JS)}; style-src {_csp_hash(_CSS)}; "
-           "img-src 'none'; base-uri 'none'; form-action 'none'")
-    return (_PAGE.replace("@CSP@", csp).replace("@CSS@", _CSS).replace("@JS@", _JS)
-            .replace("@DATA@", script_json(data)))
+    csp = (
+        f"default-src 'none'; script-src {_csp_hash(_JS)}; style-src {_csp_hash(_CSS)}; "
+        "img-src 'none'; base-uri 'none'; form-action 'none'"
+    )
+    return _PAGE.replace("@CSP@", csp).replace("@CSS@", _CSS).replace("@JS@", _JS).replace("@DATA@", script_json(data))
 
 
 _PAGE = """<!DOCTYPE html>

@@ -23,8 +23,8 @@ from matplotlib.figure import Figure, FigureBase
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
-from bench import store
-from bench.index import LEXICAL_INDEX
+from bench import files
+from bench.retrieval.faiss_index import LEXICAL_INDEX
 
 DPI = 150
 SIZE = (8.0, 5.0)  # inches: one chart
@@ -75,8 +75,9 @@ def candidate_styles(summary: dict) -> dict[str, Style]:
     styles = {}
     for i, cid in enumerate(ids):
         cycle = i // len(palette)
-        styles[cid] = Style(palette[i % len(palette)], LINESTYLES[cycle % len(LINESTYLES)],
-                            MARKERS[cycle % len(MARKERS)])
+        styles[cid] = Style(
+            palette[i % len(palette)], LINESTYLES[cycle % len(LINESTYLES)], MARKERS[cycle % len(MARKERS)]
+        )
     return styles
 
 
@@ -115,8 +116,7 @@ def _new_figure(title: str, subtitle: str = "", size: tuple[float, float] = SIZE
         return fig, fig
     body = fig.subfigures(1, 1)
     width = int(size[0] * 14.5)  # characters of 9 pt text that fit across the figure
-    body.suptitle("\n".join(textwrap.fill(line, width) for line in subtitle.split("\n")), fontsize=9,
-                  color=NOTE_COLOUR)
+    body.suptitle("\n".join(textwrap.fill(line, width) for line in subtitle.split("\n")), fontsize=9, color=NOTE_COLOUR)
     return fig, body
 
 
@@ -137,8 +137,9 @@ def _legend_outside(fig: Figure, body: FigureBase, ax) -> None:
     width, height = fig.get_size_inches()
     if lines * 9 * 1.25 / 72 <= height - 1.0:  # 9 pt text, 1.25 line spacing
         # anchored to the axes (not the figure) so its top lines up with the chart, below the caption
-        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize=9,
-                  frameon=False)
+        ax.legend(
+            handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize=9, frameon=False
+        )
         return
     ncols = max(1, min(len(labels), int((width - 0.3) // 3.0)))  # an entry: ~2.5 in of wrapped id plus its line
     fig.set_size_inches(width, height + math.ceil(lines / ncols) * 8 * 1.25 / 72 + 0.3)
@@ -165,8 +166,11 @@ def _plural(n: int, word: str) -> str:
 
 
 def _curve(candidate: dict) -> tuple[list[int], list[float]]:
-    points = sorted((int(key.split("@")[1]), value) for key, value in candidate.get("curve", {}).items()
-                    if key.startswith("hit_rate@") and value is not None)
+    points = sorted(
+        (int(key.split("@")[1]), value)
+        for key, value in candidate.get("curve", {}).items()
+        if key.startswith("hit_rate@") and value is not None
+    )
     return [n for n, _ in points], [v for _, v in points]
 
 
@@ -183,8 +187,17 @@ def hit_rate_curves(summary: dict) -> Figure:
     for c in candidates:
         xs, ys = _curve(c)
         st = styles[c["id"]]
-        ax.plot(xs, ys, color=st.colour, linestyle=st.linestyle, marker=st.marker, markersize=3.5, linewidth=1.6,
-                label=wrap_id(c["id"]), gid=c["id"])
+        ax.plot(
+            xs,
+            ys,
+            color=st.colour,
+            linestyle=st.linestyle,
+            marker=st.marker,
+            markersize=3.5,
+            linewidth=1.6,
+            label=wrap_id(c["id"]),
+            gid=c["id"],
+        )
     ax.axvline(k, color=NOTE_COLOUR, linestyle=":", linewidth=1.2, gid="k")
     ax.annotate(f"k = {k}", (k, 0.02), xytext=(4, 0), textcoords="offset points", fontsize=9, color=NOTE_COLOUR)
     ax.set_xlim(0.5, depth + 0.5)
@@ -217,9 +230,12 @@ def first_rank_distribution(summary: dict) -> Figure:
     rows, cols = _grid(len(candidates))
     titles = [wrap_id(c["id"], PANEL_ID_WIDTH) for c in candidates]
     width = _panels_width(titles, cols)
-    fig, body = _new_figure(title, "share of questions by rank of the first relevant unit; "
-                            f"tall bars on the left are better, miss = none in the top {depth}",
-                            (width, max(3.6, 1.2 + rows * (1.9 + 0.17 * max(t.count("\n") for t in titles)))))
+    fig, body = _new_figure(
+        title,
+        "share of questions by rank of the first relevant unit; "
+        f"tall bars on the left are better, miss = none in the top {depth}",
+        (width, max(3.6, 1.2 + rows * (1.9 + 0.17 * max(t.count("\n") for t in titles)))),
+    )
     axes = body.subplots(rows, cols, sharex=True, sharey=True, squeeze=False).ravel()
     colours = candidate_colours(summary)
     miss_x = depth + max(1.5, 0.12 * depth)  # a gap before the miss bar keeps it apart from the ranks
@@ -228,18 +244,27 @@ def first_rank_distribution(summary: dict) -> Figure:
         shares, miss = _rank_shares(c, depth)
         top = max(top, miss, *shares)
         ax.bar(range(1, depth + 1), shares, width=0.8, color=colours[c["id"]], label="ranks", gid=c["id"])
-        ax.bar([miss_x], [miss], width=0.8, color=MISS_COLOUR, hatch=MISS_HATCH, edgecolor="white",
-               linewidth=0, label="miss", gid="miss")
+        ax.bar(
+            [miss_x],
+            [miss],
+            width=0.8,
+            color=MISS_COLOUR,
+            hatch=MISS_HATCH,
+            edgecolor="white",
+            linewidth=0,
+            label="miss",
+            gid="miss",
+        )
         ax.axvline(k + 0.5, color=NOTE_COLOUR, linestyle=":", linewidth=1)
         ax.set_title(f"{name}\nmiss {miss:.0%}", fontsize=9)
         ax.set_gid(c["id"])
         ax.grid(axis="y", alpha=0.3)
-    for ax in axes[len(candidates):]:
+    for ax in axes[len(candidates) :]:
         ax.set_axis_off()
     ticks = sorted({1, k, *range(5, depth + 1, 5)}) if depth > 10 else list(range(1, depth + 1))
     inches_per_rank = (width - 0.8) / cols / (miss_x + 0.4)
     ticks = [t for t in ticks if t == 1 or (miss_x - t) * inches_per_rank >= 0.28]  # room for the "miss" label
-    for ax in axes[:len(candidates)]:
+    for ax in axes[: len(candidates)]:
         ax.xaxis.set_major_locator(FixedLocator([*ticks, miss_x]))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: "miss" if x == miss_x else f"{x:.0f}"))
         ax.tick_params(labelbottom=True, labelsize=8)
@@ -270,23 +295,35 @@ def score_gaps(summary: dict, records: list[dict]) -> Figure:
     """
     title = "Score gap: best expected unit vs top distractor"
     gaps = _gaps(records)
-    groups = [(label, [c for c in summary.get("candidates", []) if is_lexical(c) == lexical and gaps.get(c["id"])])
-              for label, lexical in (("cosine similarity", False), ("BM25 score", True))]
+    groups = [
+        (label, [c for c in summary.get("candidates", []) if is_lexical(c) == lexical and gaps.get(c["id"])])
+        for label, lexical in (("cosine similarity", False), ("BM25 score", True))
+    ]
     groups = [(label, cands) for label, cands in groups if cands]
     if not groups:
         return _message_figure(title, "no score gaps recorded")
     n_rows = sum(len(cands) for _, cands in groups)
-    fig, body = _new_figure(title, "right of zero = the best expected unit outscored every distractor; "
-                            "box = middle half of questions, line = median",
-                            (8.0, max(3.6, 1.6 + 0.42 * n_rows + 0.9 * len(groups))))
+    fig, body = _new_figure(
+        title,
+        "right of zero = the best expected unit outscored every distractor; "
+        "box = middle half of questions, line = median",
+        (8.0, max(3.6, 1.6 + 0.42 * n_rows + 0.9 * len(groups))),
+    )
     axes = body.subplots(len(groups), 1, squeeze=False, height_ratios=[len(c) + 1.2 for _, c in groups]).ravel()
     colours = candidate_colours(summary)
     rng = np.random.default_rng(0)  # fixed jitter: identical inputs give identical images
     for ax, (label, cands) in zip(axes, groups):
         data = [gaps[c["id"]] for c in cands]
         positions = list(range(len(cands)))
-        boxes = ax.boxplot(data, positions=positions, orientation="horizontal", widths=0.6, patch_artist=True,
-                           showfliers=False, medianprops={"color": "black", "linewidth": 1.5})
+        boxes = ax.boxplot(
+            data,
+            positions=positions,
+            orientation="horizontal",
+            widths=0.6,
+            patch_artist=True,
+            showfliers=False,
+            medianprops={"color": "black", "linewidth": 1.5},
+        )
         for box, c in zip(boxes["boxes"], cands):
             box.set_facecolor(colours[c["id"]])
             box.set_alpha(0.55)
@@ -300,8 +337,9 @@ def score_gaps(summary: dict, records: list[dict]) -> Figure:
         ax.set_xlabel(f"score gap ({label})")
         ax.grid(axis="x", alpha=0.3)
         right = ax.secondary_yaxis("right")
-        right.set_yticks(positions, [f"{np.mean(np.asarray(v) < 0):.0%} < 0" for v in data], fontsize=8,
-                         color=NOTE_COLOUR)
+        right.set_yticks(
+            positions, [f"{np.mean(np.asarray(v) < 0):.0%} < 0" for v in data], fontsize=8, color=NOTE_COLOUR
+        )
         right.tick_params(length=0)
         right.set_ylabel("questions with gap < 0", fontsize=8, color=NOTE_COLOUR)
     return fig
@@ -318,8 +356,7 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
     """
     front = []
     for i, (xi, yi) in enumerate(points):
-        dominated = any(xj <= xi and yj >= yi and (xj < xi or yj > yi)
-                        for j, (xj, yj) in enumerate(points) if j != i)
+        dominated = any(xj <= xi and yj >= yi and (xj < xi or yj > yi) for j, (xj, yj) in enumerate(points) if j != i)
         if not dominated:
             front.append(i)
     return front
@@ -353,19 +390,25 @@ def quality_vs_latency(summary: dict, metric: str | None = None) -> Figure:
     return _tradeoff(summary, metric, latencies, "p95 query latency (ms): embed + search", "latency", _ms)
 
 
-def _tradeoff(summary: dict, metric: str | None, xs: dict[str, float | None], xlabel: str, what: str,
-              formatter) -> Figure:
+def _tradeoff(
+    summary: dict, metric: str | None, xs: dict[str, float | None], xlabel: str, what: str, formatter
+) -> Figure:
     """Scatter of quality against ``xs`` with each point labelled and the Pareto front drawn as a step line."""
     metric = metric or f"mrr@{summary['k']}"
     title = f"Quality vs {what}: {metric}"
-    shown = [c for c in summary.get("candidates", [])
-             if xs.get(c["id"]) is not None and c.get("quality", {}).get(metric) is not None]
+    shown = [
+        c
+        for c in summary.get("candidates", [])
+        if xs.get(c["id"]) is not None and c.get("quality", {}).get(metric) is not None
+    ]
     left_out = len(summary.get("candidates", [])) - len(shown)
     if not shown:
         return _message_figure(title, f"no candidate has both a known {what} and {metric}")
     better = "cheaper" if what == "cost" else "faster"
-    note = f"higher and further left is better; ringed points joined by the step line = Pareto front " \
-           f"(no other candidate is {better} and at least as good)"
+    note = (
+        f"higher and further left is better; ringed points joined by the step line = Pareto front "
+        f"(no other candidate is {better} and at least as good)"
+    )
     if left_out:
         note += f"\n{_plural(left_out, 'candidate')} without a known {what} not shown"
     if len({xs[c["id"]] for c in shown}) == 1 and len(shown) > 1:
@@ -374,8 +417,16 @@ def _tradeoff(summary: dict, metric: str | None, xs: dict[str, float | None], xl
     ax = body.subplots()
     points = [(float(xs[c["id"]]), float(c["quality"][metric])) for c in shown]
     colours = candidate_colours(summary)
-    ax.scatter([x for x, _ in points], [y for _, y in points], s=60, c=[colours[c["id"]] for c in shown],
-               edgecolors="white", linewidths=0.8, zorder=3, gid="candidates")
+    ax.scatter(
+        [x for x, _ in points],
+        [y for _, y in points],
+        s=60,
+        c=[colours[c["id"]] for c in shown],
+        edgecolors="white",
+        linewidths=0.8,
+        zorder=3,
+        gid="candidates",
+    )
     front = pareto_front(points)
     _draw_front(ax, [points[i] for i in front])
     _x_scale(ax, [x for x, _ in points], formatter)
@@ -390,10 +441,25 @@ def _tradeoff(summary: dict, metric: str | None, xs: dict[str, float | None], xl
 def _draw_front(ax, front: list[tuple[float, float]]) -> None:
     """Ring the front's points and join them with a step line: the best quality reachable at each cost."""
     front = sorted(front, key=lambda p: (p[0], -p[1]))
-    ax.plot([x for x, _ in front], [y for _, y in front], drawstyle="steps-post", color=FRONT_COLOUR,
-            linewidth=1.2, zorder=2, gid="pareto-front")
-    ax.scatter([x for x, _ in front], [y for _, y in front], s=170, facecolors="none", edgecolors=FRONT_COLOUR,
-               linewidths=1.4, zorder=4, gid="pareto")
+    ax.plot(
+        [x for x, _ in front],
+        [y for _, y in front],
+        drawstyle="steps-post",
+        color=FRONT_COLOUR,
+        linewidth=1.2,
+        zorder=2,
+        gid="pareto-front",
+    )
+    ax.scatter(
+        [x for x, _ in front],
+        [y for _, y in front],
+        s=170,
+        facecolors="none",
+        edgecolors=FRONT_COLOUR,
+        linewidths=1.4,
+        zorder=4,
+        gid="pareto",
+    )
 
 
 def _x_scale(ax, xs: list[float], formatter) -> None:
@@ -402,7 +468,7 @@ def _x_scale(ax, xs: list[float], formatter) -> None:
     if positive and max(positive) / min(positive) > 100:
         low, high = math.floor(math.log10(min(positive))), math.ceil(math.log10(max(positive)))
         subs = (1, 2, 5) if high - low <= 3 else (1,)  # 1-2-5 steps only while they cannot crowd
-        ticks = [m * 10.0 ** e for e in range(low, high + 1) for m in subs]
+        ticks = [m * 10.0**e for e in range(low, high + 1) for m in subs]
         if len(positive) == len(xs):
             ax.set_xscale("log")
         else:  # symlog so that zero plots; no negative ticks, the left of zero is only margin
@@ -419,14 +485,31 @@ def _x_scale(ax, xs: list[float], formatter) -> None:
 
 # Offsets (points) tried in turn for a point's label: beside it first, then further out with a leader line.
 _NEAR_OFFSETS = [(8, 0), (-8, 0), (7, 6), (7, -6), (-7, 6), (-7, -6), (0, 10), (0, -10)]
-_FAR_OFFSETS = [(14, 13), (14, -13), (-14, 13), (-14, -13), (22, 24), (22, -24), (-22, 24), (-22, -24),
-                (0, 26), (0, -26), (34, 0), (-34, 0), (34, 36), (34, -36), (-34, 36), (-34, -36)]
+_FAR_OFFSETS = [
+    (14, 13),
+    (14, -13),
+    (-14, 13),
+    (-14, -13),
+    (22, 24),
+    (22, -24),
+    (-22, 24),
+    (-22, -24),
+    (0, 26),
+    (0, -26),
+    (34, 0),
+    (-34, 0),
+    (34, 36),
+    (34, -36),
+    (-34, 36),
+    (-34, -36),
+]
 
 Rect = tuple[float, float, float, float]  # x0, y0, x1, y1 in display pixels
 
 
-def _label_points(fig: Figure, ax, points: list[tuple[float, float]], ids: list[str], colours: list[str],
-                  front: list[int]) -> None:
+def _label_points(
+    fig: Figure, ax, points: list[tuple[float, float]], ids: list[str], colours: list[str], front: list[int]
+) -> None:
     """Label each point with its candidate id, greedily choosing a spot that covers no marker, label, leader
     line or the Pareto step line, stays inside the axes and reads as belonging to its own point.
 
@@ -532,9 +615,20 @@ def _annotation(ax, xy: tuple[float, float], text: str, colour: str, dx: float, 
     ha = "left" if dx > 0 else "right" if dx < 0 else "center"
     va = "bottom" if dy > 0 else "top" if dy < 0 else "center"
     arrow = {"arrowstyle": "-", "color": colour, "linewidth": 0.8, "shrinkA": 0, "shrinkB": 2} if leader else None
-    ann = ax.annotate(text, xy, xytext=(dx, dy), textcoords="offset points", ha=ha, va=va, fontsize=8,
-                      color="0.1", arrowprops=arrow, annotation_clip=False, zorder=5,
-                      bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.7})
+    ann = ax.annotate(
+        text,
+        xy,
+        xytext=(dx, dy),
+        textcoords="offset points",
+        ha=ha,
+        va=va,
+        fontsize=8,
+        color="0.1",
+        arrowprops=arrow,
+        annotation_clip=False,
+        zorder=5,
+        bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.7},
+    )
     ann.set_in_layout(False)
     return ann
 
@@ -551,13 +645,16 @@ def _overlap(a: Rect, b: Rect) -> float:
 
 def _segment_hits_rect(segment, rect: Rect, samples: int = 24) -> bool:
     (x0, y0), (x1, y1) = segment
-    return any(rect[0] < x0 + t * (x1 - x0) < rect[2] and rect[1] < y0 + t * (y1 - y0) < rect[3]
-               for t in np.linspace(0.05, 0.95, samples))
+    return any(
+        rect[0] < x0 + t * (x1 - x0) < rect[2] and rect[1] < y0 + t * (y1 - y0) < rect[3]
+        for t in np.linspace(0.05, 0.95, samples)
+    )
 
 
 def _segments_cross(a, b) -> bool:
     def orient(p, q, r) -> float:
         return (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0])
+
     (p1, p2), (q1, q2) = a, b
     return orient(p1, p2, q1) * orient(p1, p2, q2) < 0 and orient(q1, q2, p1) * orient(q1, q2, p2) < 0
 
@@ -568,13 +665,19 @@ def _segments_cross(a, b) -> bool:
 def chunk_sizes(summary: dict) -> Figure:
     """Token-size histogram per chunker, with the chunk count and p50/p95 marked."""
     title = "Chunk sizes per chunker"
-    chunkers = {name: info for name, info in (summary.get("chunkers") or {}).items()
-                if (info or {}).get("token_histogram", {}).get("counts")}
+    chunkers = {
+        name: info
+        for name, info in (summary.get("chunkers") or {}).items()
+        if (info or {}).get("token_histogram", {}).get("counts")
+    }
     if not chunkers:
         return _message_figure(title, "no chunk sizes recorded")
     rows, cols = _grid(len(chunkers))
-    fig, body = _new_figure(title, "number of chunks by size in tokens; dashed = median (p50), dotted = p95",
-                            (8.0, max(3.6, 1.2 + 2.0 * rows)))
+    fig, body = _new_figure(
+        title,
+        "number of chunks by size in tokens; dashed = median (p50), dotted = p95",
+        (8.0, max(3.6, 1.2 + 2.0 * rows)),
+    )
     axes = body.subplots(rows, cols, sharex=True, squeeze=False).ravel()
     for ax, (name, info) in zip(axes, chunkers.items()):
         hist, sizes = info["token_histogram"], info.get("token_sizes", {})
@@ -589,7 +692,7 @@ def chunk_sizes(summary: dict) -> Figure:
         ax.set_title(f"{wrap_id(name)}\n{' · '.join(stats)} tokens", fontsize=9)
         ax.tick_params(labelbottom=True, labelsize=8)
         ax.grid(axis="y", alpha=0.3)
-    for ax in axes[len(chunkers):]:
+    for ax in axes[len(chunkers) :]:
         ax.set_axis_off()
     body.supxlabel("chunk size (tokens)", fontsize=10)
     body.supylabel("chunks", fontsize=10)
@@ -599,8 +702,9 @@ def chunk_sizes(summary: dict) -> Figure:
 # --- 6. first relevant rank per question and candidate -------------------------------------------------------
 
 
-def rank_matrix_heatmap(questions: list[str], candidates: list[str], matrix: list[list[int | None]], depth: int,
-                        k: int) -> Figure:
+def rank_matrix_heatmap(
+    questions: list[str], candidates: list[str], matrix: list[list[int | None]], depth: int, k: int
+) -> Figure:
     """Questions × candidates heatmap of the first relevant rank: darker = found higher, hatched red = miss."""
     title = "Rank matrix: first relevant rank per question"
     if not questions or not candidates:
@@ -610,11 +714,15 @@ def rank_matrix_heatmap(questions: list[str], candidates: list[str], matrix: lis
     # candidate ids run at 45° below the cells: room for the longest, on top of the cells' own height
     id_height = max(len(c) for c in candidates) * 8 * 0.6 / 72 * math.sin(math.radians(45))
     height = (max(4.0, 1.6 + 0.15 * n_rows) if labelled else 8.0) + 1.2 + min(4.0, id_height)
-    fig, body = _new_figure(title, f"darker = found higher in the ranking; dotted line on the colour bar = k ({k}); "
-                            "hatched red = miss", (width, height))
+    fig, body = _new_figure(
+        title,
+        f"darker = found higher in the ranking; dotted line on the colour bar = k ({k}); hatched red = miss",
+        (width, height),
+    )
     ax = body.subplots()
-    values = np.ma.masked_invalid(np.array([[np.nan if r is None else min(r, depth) for r in row]
-                                            for row in matrix], dtype=float))
+    values = np.ma.masked_invalid(
+        np.array([[np.nan if r is None else min(r, depth) for r in row] for row in matrix], dtype=float)
+    )
     blues = colormaps["Blues"]
     # rank 1 darkest, depth lightest; log spacing gives the top ranks, which matter most, the widest contrast
     shades = 0.95 - 0.75 * np.log(np.arange(1, depth + 1)) / math.log(max(depth, 2))
@@ -638,9 +746,14 @@ def rank_matrix_heatmap(questions: list[str], candidates: list[str], matrix: lis
     bar.ax.axhline(k + 0.5, color="black", linestyle=":", linewidth=1.2)
     bar.set_label("rank of the first relevant unit", fontsize=9)
     bar.ax.tick_params(labelsize=8)
-    body.legend(handles=[Patch(facecolor=MISS_COLOUR, hatch=MISS_HATCH, edgecolor="white",
-                               label=f"miss (none in top {depth})")], loc="outside lower right", fontsize=9,
-                frameon=False)
+    body.legend(
+        handles=[
+            Patch(facecolor=MISS_COLOUR, hatch=MISS_HATCH, edgecolor="white", label=f"miss (none in top {depth})")
+        ],
+        loc="outside lower right",
+        fontsize=9,
+        frameon=False,
+    )
     return fig
 
 
@@ -648,7 +761,7 @@ def rank_matrix_heatmap(questions: list[str], candidates: list[str], matrix: lis
 
 
 def history_trends(summary: dict, trends: Sequence, metric: str) -> Figure:
-    """``metric`` of every candidate over the runs in ``trends`` (``bench.history.CandidateTrend``), oldest
+    """``metric`` of every candidate over the runs in ``trends`` (``bench.results.history.CandidateTrend``), oldest
     first; x is the run, labelled by its start date."""
     title = f"History: {metric} over earlier runs of this corpus and goldset"
     shown = [t for t in trends if len(t.points) >= 2]
@@ -661,9 +774,17 @@ def history_trends(summary: dict, trends: Sequence, metric: str) -> Figure:
     for t in shown:
         st = styles.get(t.candidate)
         xs = [runs.index(p.run_id) for p in t.points]
-        ax.plot(xs, [p.value for p in t.points], color=st.colour if st else "0.5",
-                linestyle=st.linestyle if st else "-", marker=st.marker if st else "o", markersize=3.5,
-                linewidth=1.6, label=wrap_id(t.candidate), gid=t.candidate)
+        ax.plot(
+            xs,
+            [p.value for p in t.points],
+            color=st.colour if st else "0.5",
+            linestyle=st.linestyle if st else "-",
+            marker=st.marker if st else "o",
+            markersize=3.5,
+            linewidth=1.6,
+            label=wrap_id(t.candidate),
+            gid=t.candidate,
+        )
     ax.set_xticks(range(len(runs)), [r[:8] + "\n" + r[9:15] for r in runs], fontsize=7)
     ax.set_xlabel("run (UTC date and time)")
     ax.set_ylabel(metric)
@@ -718,7 +839,7 @@ def png_bytes(fig: Figure) -> bytes:
 def save(folder: Path, name: str, png: bytes) -> Path:
     """Write one drawn plot atomically as ``folder/<file name>``."""
     path = folder / FILES[name]
-    store.write_atomic(path, png)
+    files.write_atomic(path, png)
     return path
 
 

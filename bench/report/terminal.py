@@ -7,10 +7,10 @@ import sys
 from rich.console import Console, Group
 from rich.table import Table
 
-from bench.costs import resolve_price
 from bench.embedders import MODELS
-from bench.metrics import metric_key
-from bench.report.formats import p_value, rank, with_ci
+from bench.evaluation.costs import resolve_price
+from bench.evaluation.metrics import metric_key
+from bench.formatting import p_value, rank, with_ci
 
 
 def console(stderr: bool = False) -> Console:
@@ -24,8 +24,9 @@ COLUMNS = ("mrr", "recall", "hit_rate", "ndcg", "precision", "map")
 
 def shootout_table(summary: dict, title: str = "") -> Table:
     k = summary["k"]
-    table = Table(title=title or f"Candidates ranked by mrr@{k}, then recall@{k} ({summary['unit']} unit)",
-                  title_justify="left")
+    table = Table(
+        title=title or f"Candidates ranked by mrr@{k}, then recall@{k} ({summary['unit']} unit)", title_justify="left"
+    )
     table.add_column("#", justify="right")
     table.add_column("candidate (model/chunker/index)")
     for name in COLUMNS:
@@ -43,17 +44,36 @@ def shootout_table(summary: dict, title: str = "") -> Table:
             text = f"{value:.3f}"
             cells.append(f"[bold green]{text}[/]" if value == best[name] and value > 0 else text)
         opsf = c["ops"]
-        embed = "cached" if opsf.get("dims") and not opsf.get("chunks_embedded") else _num(opsf.get("embed_seconds"), "{:.1f}")
+        embed = (
+            "cached"
+            if opsf.get("dims") and not opsf.get("chunks_embedded")
+            else _num(opsf.get("embed_seconds"), "{:.1f}")
+        )
         latency = f"{_num(opsf.get('query_embed_ms_p50'), '{:.1f}')}/{_num(opsf.get('query_embed_ms_p95'), '{:.1f}')}"
-        table.add_row(str(c["rank"]), c["id"], *cells, str(opsf.get("n_chunks", "")), embed, latency,
-                      _usd(opsf.get("index_cost_usd")), _usd(opsf.get("cost_per_1k_queries_usd")))
+        table.add_row(
+            str(c["rank"]),
+            c["id"],
+            *cells,
+            str(opsf.get("n_chunks", "")),
+            embed,
+            latency,
+            _usd(opsf.get("index_cost_usd")),
+            _usd(opsf.get("cost_per_1k_queries_usd")),
+        )
     notes = []
-    sampled = {(c["ops"].get("latency_samples"), c.get("diagnostics", {}).get("n_questions"))
-               for c in summary["candidates"]}
-    notes += [f"latency timed on single queries: the first {n} of {total} questions (latency_samples)"
-              for n, total in sorted(sampled, key=str) if n and total and n < total]
-    kept = {c["model"]: c["ops"].get("query_embed_measured") for c in summary["candidates"]
-            if c["ops"].get("query_embed_from_cache")}
+    sampled = {
+        (c["ops"].get("latency_samples"), c.get("diagnostics", {}).get("n_questions")) for c in summary["candidates"]
+    }
+    notes += [
+        f"latency timed on single queries: the first {n} of {total} questions (latency_samples)"
+        for n, total in sorted(sampled, key=str)
+        if n and total and n < total
+    ]
+    kept = {
+        c["model"]: c["ops"].get("query_embed_measured")
+        for c in summary["candidates"]
+        if c["ops"].get("query_embed_from_cache")
+    }
     if kept:
         when = ", ".join(f"{model} at {measured}" for model, measured in sorted(kept.items()))
         notes.append(f"query latency timed earlier on this machine ({when}); --remeasure times it again")
@@ -66,8 +86,10 @@ def shootout_table(summary: dict, title: str = "") -> Table:
 def diagnostics_table(summary: dict) -> Table:
     """Why candidates score as they do: hit-rate curve points, misses, score gap, span metrics."""
     k, depth = summary["k"], summary["depth"]
-    table = Table(title="Diagnostics (score gap = best expected unit − top distractor; span metrics on characters)",
-                  title_justify="left")
+    table = Table(
+        title="Diagnostics (score gap = best expected unit − top distractor; span metrics on characters)",
+        title_justify="left",
+    )
     table.add_column("candidate")
     cutoffs = sorted({1, k, depth})
     for c in cutoffs:
@@ -82,9 +104,13 @@ def diagnostics_table(summary: dict) -> Table:
             table.add_column(key.replace("_", " ", 1), justify="right")
     for c in summary["candidates"]:
         d = c["diagnostics"]
-        row = [c["id"], *(f"{c['curve'][f'hit_rate@{cut}']:.3f}" for cut in cutoffs),
-               str(d["first_relevant_rank"]["miss"]),
-               _num(d["score_gap_mean"], "{:+.3f}"), _num(d["score_gap_median"], "{:+.3f}")]
+        row = [
+            c["id"],
+            *(f"{c['curve'][f'hit_rate@{cut}']:.3f}" for cut in cutoffs),
+            str(d["first_relevant_rank"]["miss"]),
+            _num(d["score_gap_mean"], "{:+.3f}"),
+            _num(d["score_gap_median"], "{:+.3f}"),
+        ]
         if has_spans:
             row += [f"{c['quality'][key]:.3f}" for key in spans]
         table.add_row(*row)
@@ -97,9 +123,15 @@ def plan_table(planned: list) -> Table:
     for col in ("candidate", "chunks", "corpus tokens", "question tokens", "$/Mtok", "index cost $", "cold run $"):
         table.add_column(col, justify="left" if col == "candidate" else "right")
     for p in planned:
-        table.add_row(p.candidate.id, _num(p.chunks, "{:,}"), _num(p.corpus_tokens, "{:,}"),
-                      f"{p.question_tokens:,}", _num(p.price_per_mtok, "{:g}"),
-                      _num(p.index_cost_usd, "{:.4f}"), _num(p.run_cost_usd, "{:.4f}"))
+        table.add_row(
+            p.candidate.id,
+            _num(p.chunks, "{:,}"),
+            _num(p.corpus_tokens, "{:,}"),
+            f"{p.question_tokens:,}",
+            _num(p.price_per_mtok, "{:g}"),
+            _num(p.index_cost_usd, "{:.4f}"),
+            _num(p.run_cost_usd, "{:.4f}"),
+        )
     return table
 
 
@@ -113,8 +145,13 @@ def chunk_table(stats: list, skipped: list[str]) -> Table:
         table.add_column(col, justify="left" if col in ("chunker", "kind") else "right")
     for s in stats:
         t, c = s.token_sizes, s.char_sizes
-        table.add_row(s.chunker, s.kind, f"{s.chunks:,}", f"{s.tokens:,}",
-                      *(f"{t[q]:.0f} ({c[q]:.0f})" for q in ("min", "p50", "p95", "max", "mean")))
+        table.add_row(
+            s.chunker,
+            s.kind,
+            f"{s.chunks:,}",
+            f"{s.tokens:,}",
+            *(f"{t[q]:.0f} ({c[q]:.0f})" for q in ("min", "p50", "p95", "max", "mean")),
+        )
     return table
 
 
@@ -126,13 +163,19 @@ def models_table() -> Table:
         spec = MODELS.get(name)
         kind = "lexical" if spec.lexical else spec.loader
         price = resolve_price(spec, configured=False)
-        table.add_row(name, kind, _num(spec.dims, "{}"), _num(spec.max_tokens, "{}"),
-                      _num(price.price_per_mtok, "{:g}"), spec.description)
+        table.add_row(
+            name,
+            kind,
+            _num(spec.dims, "{}"),
+            _num(spec.max_tokens, "{}"),
+            _num(price.price_per_mtok, "{:g}"),
+            spec.description,
+        )
     return table
 
 
 def _usd(value) -> str:
-    from bench.costs import format_usd
+    from bench.evaluation.costs import format_usd
 
     return "?" if value is None else format_usd(value)
 
@@ -182,17 +225,38 @@ def _p(value: float) -> str:
 def pairs_table(pairs: list[dict], metric: str) -> Table:
     """``bench compare RUN``: every pair on one metric, Holm-corrected across pairs."""
     n = pairs[0]["n"] if pairs else 0
-    table = Table(title=f"Every pair on {metric}, paired over {n} questions "
-                        f"(p-values Holm-corrected across {len(pairs)} pairs; bold: p < 0.05)", title_justify="left")
-    for col in ("A", "B", "first rank W/T/L", "A wins/ties/losses", "mean A−B", "Wilcoxon p", "t-test p",
-                "randomisation p", "rank-biserial", "Cohen's dz"):
+    table = Table(
+        title=f"Every pair on {metric}, paired over {n} questions "
+        f"(p-values Holm-corrected across {len(pairs)} pairs; bold: p < 0.05)",
+        title_justify="left",
+    )
+    for col in (
+        "A",
+        "B",
+        "first rank W/T/L",
+        "A wins/ties/losses",
+        "mean A−B",
+        "Wilcoxon p",
+        "t-test p",
+        "randomisation p",
+        "rank-biserial",
+        "Cohen's dz",
+    ):
         table.add_column(col, justify="left" if col in ("A", "B") else "right")
     for p in pairs:
         fr = p["first_relevant_rank"]
-        table.add_row(p["a"], p["b"], f"{fr['wins']}/{fr['ties']}/{fr['losses']}",
-                      f"{p['wins']}/{p['ties']}/{p['losses']}", f"{p['mean_diff']:+.3f}",
-                      _p(p["wilcoxon_p_holm"]), _p(p["t_p_holm"]), _p(p["randomisation_p_holm"]),
-                      f"{p['rank_biserial']:+.2f}", f"{p['cohens_dz']:+.2f}")
+        table.add_row(
+            p["a"],
+            p["b"],
+            f"{fr['wins']}/{fr['ties']}/{fr['losses']}",
+            f"{p['wins']}/{p['ties']}/{p['losses']}",
+            f"{p['mean_diff']:+.3f}",
+            _p(p["wilcoxon_p_holm"]),
+            _p(p["t_p_holm"]),
+            _p(p["randomisation_p_holm"]),
+            f"{p['rank_biserial']:+.2f}",
+            f"{p['cohens_dz']:+.2f}",
+        )
     if n and n < 30:
         table.caption = f"only {n} questions: trust the Wilcoxon signed-rank test"
         table.caption_justify = "left"
@@ -202,26 +266,45 @@ def pairs_table(pairs: list[dict], metric: str) -> Table:
 def head_to_head_table(h2h: dict) -> Group:
     """``bench compare RUN --a ID --b ID``: every headline metric, wins, tests, intervals."""
     fr = h2h["first_relevant_rank"]
-    table = Table(title=f"{h2h['a']} (A) vs {h2h['b']} (B), {h2h['n_questions']} questions; first relevant rank: "
-                        f"A better on {fr['wins']}, equal on {fr['ties']}, worse on {fr['losses']}",
-                  title_justify="left")
-    for col in ("metric", "A wins/ties/losses", "mean A [95% CI]", "mean B [95% CI]", "Wilcoxon p", "t-test p",
-                "randomisation p", "rank-biserial", "Cohen's dz"):
+    table = Table(
+        title=f"{h2h['a']} (A) vs {h2h['b']} (B), {h2h['n_questions']} questions; first relevant rank: "
+        f"A better on {fr['wins']}, equal on {fr['ties']}, worse on {fr['losses']}",
+        title_justify="left",
+    )
+    for col in (
+        "metric",
+        "A wins/ties/losses",
+        "mean A [95% CI]",
+        "mean B [95% CI]",
+        "Wilcoxon p",
+        "t-test p",
+        "randomisation p",
+        "rank-biserial",
+        "Cohen's dz",
+    ):
         table.add_column(col, justify="left" if col == "metric" else "right")
     for metric, m in h2h["metrics"].items():
-        table.add_row(metric, f"{m['wins']}/{m['ties']}/{m['losses']}", with_ci(m["mean_a"], m["ci_a"]),
-                      with_ci(m["mean_b"], m["ci_b"]), _p(m["wilcoxon_p_holm"]), _p(m["t_p_holm"]),
-                      _p(m["randomisation_p_holm"]), f"{m['rank_biserial']:+.2f}", f"{m['cohens_dz']:+.2f}")
+        table.add_row(
+            metric,
+            f"{m['wins']}/{m['ties']}/{m['losses']}",
+            with_ci(m["mean_a"], m["ci_a"]),
+            with_ci(m["mean_b"], m["ci_b"]),
+            _p(m["wilcoxon_p_holm"]),
+            _p(m["t_p_holm"]),
+            _p(m["randomisation_p_holm"]),
+            f"{m['rank_biserial']:+.2f}",
+            f"{m['cohens_dz']:+.2f}",
+        )
     table.caption = "p-values Holm-corrected across these metrics; bold: p < 0.05. " + h2h["advice"]
     table.caption_justify = "left"
     parts: list = [table]
     if h2h.get("disagreements"):
-        worst = Table(title="Where they disagree most (first relevant rank; miss = none within depth)",
-                      title_justify="left")
+        worst = Table(
+            title="Where they disagree most (first relevant rank; miss = none within depth)", title_justify="left"
+        )
         for col in ("question", "A", "B", "text"):
             worst.add_column(col, justify="right" if col in ("A", "B") else "left")
         for d in h2h["disagreements"]:
             worst.add_row(d["question_id"], rank(d["rank_a"]), rank(d["rank_b"]), d["question"])
         parts.append(worst)
     return Group(*parts)
-

@@ -1,0 +1,164 @@
+"""The chunked corpus as arrays: what retrievers index and what relevance judges."""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import cached_property
+
+import numpy as np
+
+from bench.chunking import Chunk, Chunker
+from bench.inputs.corpus import Corpus
+from bench.inputs.lazy import Lazy
+
+
+class ChunkTable:
+    """Every chunk of a corpus under one chunker, in document order then start offset.
+
+    Row ``i`` of every array describes chunk ``i``; ``doc`` holds the document's ordinal in
+    ``doc_ids``. ``tie_order`` is each chunk's position in unit-id order: ranking ties are
+    broken by unit id, so results never depend on index internals.
+
+    Chunk texts are not kept: a chunk is ``document.text[start:end]``, sliced when it is read
+    (``texts``, ``iter_texts``, ``chunks``), so a table of millions of chunks is a few arrays.
+    """
+
+    def __init__(
+        self,
+        doc_ids: Sequence[str],
+        doc: np.ndarray,
+        start: np.ndarray,
+        end: np.ndarray,
+        ids: Sequence[str],
+        document_text: Callable[[int], str],
+        headings: Sequence[str] | None = None,
+    ):
+        self.doc_ids = tuple(doc_ids)
+        self.doc = doc  # int32, per chunk
+        self.start = start  # int64, per chunk
+        self.end = end  # int64, per chunk
+        self.ids = ids
+        self.headings = headings  # markdown heading path per chunk, when the chunker gives one
+        self._document_text = document_text  # document ordinal -> its text
+        positions = np.arange(len(self.doc_ids))
+        self.doc_first = np.searchsorted(doc, positions, side="left").astype(np.int64)  # len(chunks) if none
+        self.doc_stop = np.searchsorted(doc, positions, side="right").astype(np.int64)
+
+    @classmethod
+    def build(cls, doc_ids: Iterable[str], chunks: Iterable[Chunk]) -> ChunkTable:
+        """A table of chunks given with their texts."""
+        doc_ids = tuple(doc_ids)
+        ordinal = {d: i for i, d in enumerate(doc_ids)}
+        chunks = sorted(chunks, key=lambda c: (ordinal[c.doc_id], c.start, c.end))
+        texts = [c.text for c in chunks]
+        table = cls(
+            doc_ids,
+            np.fromiter((ordinal[c.doc_id] for c in chunks), dtype=np.int32, count=len(chunks)),
+            np.fromiter((c.start for c in chunks), dtype=np.int64, count=len(chunks)),
+            np.fromiter((c.end for c in chunks), dtype=np.int64, count=len(chunks)),
+            [c.id for c in chunks],
+            _no_document_text,
+            _headings(c.heading for c in chunks),
+        )
+        table.__dict__["_texts"] = texts
+        return table
+
+    @classmethod
+    def chunk_corpus(cls, corpus: Corpus, chunker: Chunker, progress=None) -> ChunkTable:
+        """Chunk every document, one at a time; ``progress(n)`` is called after each document."""
+        doc, start, end = array("i"), array("q"), array("q")
+        ids: list[str] = []
+        headings: list[str] = []
+        for ordinal, d in enumerate(corpus.documents):
+            chunks = sorted(chunker.chunk(d.id, d.text), key=lambda c: (c.start, c.end))
+            doc.extend([ordinal] * len(chunks))
+            start.extend(c.start for c in chunks)
+            end.extend(c.end for c in chunks)
+            ids.extend(c.id for c in chunks)
+            headings.extend(c.heading for c in chunks)
+            if progress:
+                progress(1)
+        return cls(
+            corpus.ids,
+            np.frombuffer(doc, dtype=np.int32),
+            np.frombuffer(start, dtype=np.int64),
+            np.frombuffer(end, dtype=np.int64),
+            ids,
+            lambda i: corpus.at(i).text,
+            _headings(headings),
+        )
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def text(self, i: int) -> str:
+        texts = self.__dict__.get("_texts")
+        if texts is not None:
+            return texts[i]
+        return self._document_text(int(self.doc[i]))[int(self.start[i]) : int(self.end[i])]
+
+    def iter_texts(self, lo: int = 0, hi: int | None = None) -> Iterator[str]:
+        """Chunk texts in table order, each document read once."""
+        hi = len(self) if hi is None else hi
+        texts = self.__dict__.get("_texts")
+        if texts is not None:
+            yield from texts[lo:hi]
+            return
+        doc, start, end = self.doc, self.start, self.end
+        i = lo
+        while i < hi:
+            d = int(doc[i])
+            text = self._document_text(d)
+            stop = min(hi, int(self.doc_stop[d]))
+            for j in range(i, stop):
+                yield text[int(start[j]) : int(end[j])]
+            i = stop
+
+    @property
+    def texts(self) -> Lazy[str]:
+        """Every chunk's text, read on demand (a sequence, not a list)."""
+        return Lazy(len(self), self.text, self.iter_texts)
+
+    @property
+    def chunks(self) -> Lazy[Chunk]:
+        return Lazy(len(self), self.chunk)
+
+    def chunk(self, i: int) -> Chunk:
+        return Chunk(
+            self.ids[i],
+            self.doc_ids[int(self.doc[i])],
+            int(self.start[i]),
+            int(self.end[i]),
+            self.text(i),
+            self.headings[i] if self.headings is not None else "",
+        )
+
+    @cached_property
+    def tie_order(self) -> np.ndarray:
+        return _rank_of(self.ids)
+
+    @cached_property
+    def doc_tie_order(self) -> np.ndarray:
+        return _rank_of(list(self.doc_ids))
+
+    def chunks_of(self, doc_ordinal: int) -> range:
+        return range(int(self.doc_first[doc_ordinal]), int(self.doc_stop[doc_ordinal]))
+
+
+def _headings(headings: Iterable[str]) -> list[str] | None:
+    """Heading paths, or None when no chunk has one (every chunker but markdown)."""
+    headings = list(headings)
+    return headings if any(headings) else None
+
+
+def _no_document_text(ordinal: int) -> str:
+    raise LookupError("this table was built from chunks; its texts are the chunks' own")
+
+
+def _rank_of(ids: Sequence[str]) -> np.ndarray:
+    """Position of each id in sorted order (ids are unique)."""
+    order = sorted(range(len(ids)), key=ids.__getitem__)
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[order] = np.arange(len(ids))
+    return rank

@@ -1,0 +1,1 @@
+"""Evaluation: relevance, metrics, span metrics, diagnostics, significance, costs and findings."""

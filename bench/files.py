@@ -1,0 +1,89 @@
+"""Files in and out: reading the text files users give bench (UTF-8, a byte-order mark is fine, CRLF
+or LF, JSONL) and writing bench's own files atomically, so a reader never sees half a file."""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from bench.errors import BenchError
+
+
+def read_text(path: Path) -> str:
+    """The file as text with LF line ends; not UTF-8, or binary (NUL bytes), is a BenchError naming file:line."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise BenchError(f"{path}: cannot read it ({e.strerror}); check that it is a readable file") from None
+    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        text = data[bom:].decode("utf-8")
+    except UnicodeDecodeError as e:
+        byte = bom + e.start
+        raise BenchError(f"{path}:{_line_of(data, byte)}: not UTF-8 text (byte {byte}); convert it to UTF-8") from None
+    nul = data.find(b"\0")
+    if nul >= 0:  # valid UTF-8 can still be a binary file; NUL never occurs in text
+        raise BenchError(
+            f"{path}:{_line_of(data, nul)}: a NUL byte (byte {nul}), so a binary file, not text; "
+            "remove the file or save it as UTF-8 text"
+        )
+    return text.replace("\r\n", "\n")
+
+
+def _line_of(data: bytes, offset: int) -> int:
+    """1-based line number of a byte offset."""
+    return data.count(b"\n", 0, offset) + 1
+
+
+def numbered_lines(text: str) -> list[tuple[int, str]]:
+    """Non-blank lines with their 1-based numbers (blank lines still count)."""
+    return [(n, line.rstrip("\r")) for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
+
+
+def json_object(line: str, where: str, expected: str) -> dict:
+    """One JSONL line as a dict; ``expected`` names its fields for the error message."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise BenchError(f"{where}: invalid JSON ({e.msg}); each line must be one JSON object") from None
+    if not isinstance(row, dict):
+        raise BenchError(
+            f"{where}: a JSON {_JSON_KINDS.get(type(row), 'value')}, not an object; "
+            f"write one object per line, with {expected}"
+        )
+    return row
+
+
+_JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write to a temporary file beside ``path``, fsync, then rename over it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # as an ordinary file would be, not mkstemp's owner-only
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, obj) -> None:
+    write_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_jsonl(path: Path, rows: Iterable[dict]) -> None:
+    write_atomic(path, "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows))

@@ -1,0 +1,1 @@
+"""Inputs of a run: the corpus, the goldset and its lock, and importers from other formats."""

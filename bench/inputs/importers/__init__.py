@@ -1,0 +1,12 @@
+"""Importers: other tools' benchmark layouts → a corpus and goldset that ``bench run`` accepts."""
+
+from __future__ import annotations
+
+from bench.inputs.importers.base import ImportResult
+from bench.inputs.importers.beir import import_beir
+from bench.inputs.importers.chroma import import_chroma
+from bench.inputs.importers.trec import import_trec
+
+FORMATS = ("beir", "trec", "chroma")
+
+__all__ = ["FORMATS", "ImportResult", "import_beir", "import_chroma", "import_trec"]

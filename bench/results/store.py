@@ -1,0 +1,176 @@
+"""The results layout (DESIGN §6): atomic writes, run ids, and loading old runs.
+
+A run is written into ``results/.<run_id>.partial/`` and renamed to ``results/<run_id>/``
+only when every file is complete, so a run that dies never leaves a folder that looks whole.
+The writer holds a lock inside its staging folder while it lives; a folder whose lock nobody
+holds was left by a killed run and is removed by the next run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO
+
+from bench.errors import BenchError
+
+try:
+    import fcntl
+except ImportError:  # Windows: abandoned staging folders are left for the user to delete
+    fcntl = None
+
+MANIFEST, SUMMARY, PER_QUESTION = "manifest.json", "summary.json", "per_question.jsonl"
+TEXTS = "texts.jsonl"  # the text of every unit a ranking or an expected list names, once each
+PARTIAL = ".partial"  # suffix of a staging folder, ``.<run_id>.partial``
+WRITER = ".writer"  # in a staging folder: the writer's pid, locked for as long as the writer lives
+# A staging folder without a writer file is either being set up this instant or was left by an older
+# bench; only the latter is this old.
+_UNCLAIMED_GRACE_SECONDS = 24 * 3600
+
+
+def new_run_id(results: Path, config_hash: str, now: datetime | None = None) -> str:
+    """``<UTC time>-<config hash>``; a second run in the same second gets ``-2``, ``-3`` …"""
+    now = now or datetime.now(UTC)
+    base = f"{now.strftime('%Y%m%dT%H%M%SZ')}-{config_hash}"
+    run_id, n = base, 1
+    while (results / run_id).exists() or (results / f".{run_id}.partial").exists():
+        n += 1
+        run_id = f"{base}-{n}"
+    return run_id
+
+
+@contextmanager
+def run_folder(results: Path, run_id: str) -> Iterator[Path]:
+    """Yield a staging folder; on success it becomes ``results/<run_id>``, on failure it is removed."""
+    try:
+        results.mkdir(parents=True, exist_ok=True)
+        probe = results / f".{run_id}.write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise BenchError(f"{results}: cannot write results there ({e.strerror}); pass --results DIR") from None
+    final = results / run_id
+    if final.exists():
+        raise BenchError(f"{final}: a run with this id already exists; wait a second and rerun")
+    remove_abandoned(results)
+    staging = results / f".{run_id}{PARTIAL}"
+    try:
+        staging.mkdir()
+    except FileExistsError:  # another live run took this id: its folder is not ours to remove
+        raise BenchError(f"{staging}: another run is writing this run id; wait a second and rerun") from None
+    writer = None
+    try:
+        writer = _claim(staging)
+        yield staging
+        if writer is not None:
+            # Unlinked while still locked: a sweeping run finds a fresh folder without a writer and leaves it be.
+            (staging / WRITER).unlink()
+        os.replace(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def _claim(staging: Path) -> IO[str] | None:
+    """Lock the staging folder for this process and note its pid; the kernel drops the lock when
+    the process dies, however it dies, which is how a later run tells an abandoned folder."""
+    if fcntl is None:
+        return None
+    locking = staging / f"{WRITER}.tmp"
+    writer = open(locking, "w", encoding="utf-8")  # noqa: SIM115 - open for the whole run: it is the lock
+    fcntl.flock(writer, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    writer.write(f"{os.getpid()}\n")
+    writer.flush()
+    os.replace(locking, staging / WRITER)  # it appears already locked: no sweeper can take it in between
+    return writer
+
+
+def _abandoned(staging: Path) -> bool:
+    """True when no live process is writing ``staging``."""
+    if fcntl is None:
+        return False
+    try:
+        if not (staging / WRITER).exists():
+            return time.time() - staging.stat().st_mtime > _UNCLAIMED_GRACE_SECONDS
+        with open(staging / WRITER, "rb") as writer:
+            fcntl.flock(writer, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:  # its writer lives
+        return False
+    except FileNotFoundError:  # finished (renamed) or removed meanwhile
+        return False
+    return True
+
+
+def remove_abandoned(results: Path) -> list[Path]:
+    """Remove staging folders whose writer died without cleaning up (SIGKILL, a power cut);
+    never one a live run is writing. Returns the folders removed."""
+    removed = []
+    for folder in sorted(results.glob(f".*{PARTIAL}")):
+        if folder.is_dir() and _abandoned(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def is_staging(path: Path) -> bool:
+    """A run still being written, or abandoned: never a finished run, whatever files it holds."""
+    return path.name.startswith(".") and path.name.endswith(PARTIAL)
+
+
+def referenced_texts(records: Iterable[dict], corpus) -> list[dict]:
+    """One row per distinct (doc_id, start, end) that the records name, with its text, so reports
+    show what was retrieved without the corpus."""
+    spans = {(e["doc_id"], e["start"], e["end"]) for r in records for e in (*r["ranking"], *r["expected"])}
+    return [
+        {"doc_id": doc_id, "start": start, "end": end, "text": corpus.get(doc_id).text[start:end]}
+        for doc_id, start, end in sorted(spans)
+    ]
+
+
+def find_run(ref: str | Path, results: Path = Path("results")) -> Path:
+    """A run folder from a path, a run id, or ``latest``."""
+    ref = str(ref)
+    candidates = [Path(ref), results / ref]
+    if ref == "latest":
+        runs = (
+            sorted(p for p in results.glob("*") if not p.name.startswith(".") and (p / SUMMARY).is_file())
+            if results.is_dir()
+            else []
+        )
+        if not runs:
+            raise BenchError(f"{results}: no finished runs yet; run `bench run` first")
+        candidates = [runs[-1]]
+    for path in candidates:
+        if is_staging(path.resolve()):
+            raise BenchError(f"{ref}: an unfinished run (staging folder), not a finished run; rerun `bench run`")
+        if (path / SUMMARY).is_file() and (path / PER_QUESTION).is_file():
+            return path
+    raise BenchError(f"{ref}: not a finished run (no {SUMMARY} and {PER_QUESTION}); give results/<run_id>")
+
+
+def load_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise BenchError(f"{path}: unreadable ({e}); the run folder is damaged") from None
+
+
+def load_jsonl(path: Path) -> list[dict]:
+    rows = []
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as e:
+                    raise BenchError(f"{path}:{lineno}: unreadable ({e.msg}); the run folder is damaged") from None
+    return rows

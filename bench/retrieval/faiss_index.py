@@ -1,0 +1,513 @@
+"""FAISS index specs: a factory string (or template) plus build parameters and query settings.
+
+Vectors are L2-normalised, so the inner-product metric ranks by cosine similarity.
+
+Build parameters are kept apart from query parameters, ann-benchmarks style: an index is
+built once and then searched at each of its query settings (``variants()``/``configure()``).
+
+A factory may be a template whose numbers adapt to the corpus at build time:
+``{nlist}`` (IVF lists), ``{m}`` (PQ sub-quantizers) and ``{nbits}`` (bits per PQ code);
+a build parameter of the same name pins the number instead. ``resolve_factory(n, dims)``
+gives the factory string that is actually built, so results can record it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import string
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bench.errors import BenchError
+from bench.registry import Registry
+
+LEXICAL_INDEX = "inverted"  # what lexical retrievers use instead of a FAISS index
+
+PLACEHOLDERS = ("nlist", "m", "nbits")  # template numbers resolved from the corpus size and dims
+HNSW_BUILD = ("efConstruction",)
+# Query parameters faiss.ParameterSpace knows; which apply depends on the index type.
+SEARCH_PARAMS = (
+    "nprobe",
+    "efSearch",
+    "quantizer_efSearch",
+    "quantizer_nprobe",
+    "max_codes",
+    "ht",
+    "k_factor",
+    "parallel_mode",
+)
+_INTEGER_PARAMS = {
+    "nlist",
+    "m",
+    "nbits",
+    "efConstruction",
+    "nprobe",
+    "efSearch",
+    "quantizer_efSearch",
+    "quantizer_nprobe",
+    "max_codes",
+    "ht",
+    "parallel_mode",
+}
+_PROBE_DIMS = (768, 384, 1024, 1536, 20160)  # dims tried when checking a factory string before any vectors exist
+_PROBE_N = 100_000
+_TABLE_KEYS = ("factory", "build", "search", "description")
+ADD_BLOCK = 262_144  # vectors handed to FAISS per add(): bounds the copy of a memory-mapped table
+TRAIN_MAX = 200_000  # vectors a quantizer (IVF, PQ, SQ) is trained on at most
+
+
+# --- numbers that adapt to the corpus -------------------------------------------------------------------
+
+
+def auto_nlist(n: int) -> int:
+    """IVF lists: about 4·sqrt(n), but at most n // 39 so every list gets ~39 training points (at least 1)."""
+    return max(1, min(round(4 * math.sqrt(max(n, 0))), n // 39))
+
+
+def auto_pq_m(dims: int) -> int:
+    """PQ sub-quantizers: the divisor of ``dims`` (at most 64) nearest dims / 8, the larger on a tie."""
+    target = min(dims / 8, 64)
+    divisors = [d for d in range(1, min(dims, 64) + 1) if dims % d == 0]
+    return min(divisors, key=lambda d: (abs(d - target), -d))
+
+
+def auto_pq_nbits(n: int) -> int:
+    """Bits per PQ code: 8, fewer when the corpus is too small for 2**nbits centroids (at least 1)."""
+    return max(1, min(8, math.floor(math.log2(n)) if n >= 1 else 1))
+
+
+def _placeholders(factory: str) -> list[str]:
+    return [name for _, name, _, _ in string.Formatter().parse(factory) if name is not None]
+
+
+# --- the spec ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    name: str
+    factory: str  # a faiss factory string, possibly with {nlist} {m} {nbits}
+    build_params: tuple[tuple[str, object], ...] = ()
+    search_params: tuple[dict, ...] = field(default=(), hash=False)  # one dict per query setting
+    exact: bool = False
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        build = self.build_params.items() if isinstance(self.build_params, Mapping) else self.build_params
+        object.__setattr__(self, "build_params", tuple((str(k), v) for k, v in build))
+        object.__setattr__(self, "search_params", tuple(dict(p) for p in self.search_params))
+
+    # build ------------------------------------------------------------------------------------------
+
+    def resolve_factory(self, n: int, dims: int) -> str:
+        """The factory string built for ``n`` vectors of ``dims`` dimensions (templates filled in)."""
+        names = _placeholders(self.factory)
+        if not names:
+            return self.factory
+        pinned = dict(self.build_params)
+        auto = {"nlist": lambda: auto_nlist(n), "m": lambda: auto_pq_m(dims), "nbits": lambda: auto_pq_nbits(n)}
+        values = {name: pinned[name] if name in pinned else auto[name]() for name in names if name in auto}
+        try:
+            return self.factory.format(**values)
+        except (KeyError, IndexError, ValueError) as e:
+            raise BenchError(
+                f"index {self.name!r}: factory {self.factory!r} has a bad placeholder ({e}); "
+                f"use only {{nlist}}, {{m}} or {{nbits}}"
+            ) from None
+
+    def build(self, vectors: np.ndarray):
+        """A trained faiss index (inner product) holding ``vectors``, at faiss's default query setting."""
+        return self.build_resolved(vectors)[0]
+
+    def build_resolved(self, vectors: np.ndarray):
+        """``(index, factory)``: the built index and the factory string it was built from."""
+        import faiss
+
+        n, dims = vectors.shape
+        factory = self.resolve_factory(n, dims)
+        params = dict(self.build_params)
+        try:
+            index = faiss.index_factory(dims, factory, faiss.METRIC_INNER_PRODUCT)
+        except RuntimeError as e:
+            raise BenchError(
+                f"index {self.name!r}: faiss cannot make {factory!r} for {dims}-dim vectors "
+                f"({_faiss_message(e)}); fix the factory string"
+            ) from None
+        if "efConstruction" in params:
+            hnsw = getattr(index, "hnsw", None)
+            if hnsw is None:
+                raise BenchError(
+                    f"index {self.name!r}: efConstruction needs an HNSW factory, not {factory!r}; remove it from build"
+                )
+            hnsw.efConstruction = int(params["efConstruction"])
+        _quiet_template_training(index, self.factory)
+        try:
+            if not index.is_trained:
+                index.train(_training_sample(vectors))
+            for lo in range(0, n, ADD_BLOCK):  # a memory-mapped table is read one block at a time
+                index.add(np.ascontiguousarray(vectors[lo : lo + ADD_BLOCK], dtype=np.float32))
+        except RuntimeError as e:
+            raise BenchError(
+                f"index {self.name!r}: faiss could not build {factory!r} on {n} vectors of {dims} dims "
+                f"({_faiss_message(e)}); use {{nlist}}/{{m}}/{{nbits}} in the factory so the numbers "
+                f"adapt to the corpus, or smaller numbers"
+            ) from None
+        return index, factory
+
+    # query settings ---------------------------------------------------------------------------------
+
+    def variants(self) -> list[tuple[str, dict]]:
+        """``(label, params)`` per query setting, e.g. ``("efSearch=64", {"efSearch": 64})``; one ``("", {})``
+        when the index has no query settings."""
+        if not self.search_params:
+            return [("", {})]
+        return [(variant_label(p), dict(p)) for p in self.search_params]
+
+    def configure(self, index, params: Mapping[str, object]) -> None:
+        """Apply one query setting to a built index (no rebuild)."""
+        configure(index, params, self.name)
+
+
+def variant_label(params: Mapping[str, object]) -> str:
+    return ",".join(f"{k}={v}" for k, v in params.items())
+
+
+def configure(index, params: Mapping[str, object], name: str = "") -> None:
+    """Set query parameters (``nprobe``, ``efSearch``, ...) on a built index."""
+    import faiss
+
+    space = faiss.ParameterSpace()
+    for key, value in params.items():
+        try:
+            space.set_index_parameter(index, key, float(value))
+        except RuntimeError:
+            what = f"index {name!r}" if name else "index"
+            raise BenchError(
+                f"{what}: query parameter {key!r} does not apply to this index; "
+                f"use one of: {', '.join(_accepted_search_params(index)) or 'none'}"
+            ) from None
+
+
+def _training_sample(vectors: np.ndarray) -> np.ndarray:
+    """All vectors, or a fixed random sample of ``TRAIN_MAX`` of them: k-means on a million
+    points costs far more than it gains over a few hundred thousand (FAISS samples too)."""
+    n = len(vectors)
+    if n <= TRAIN_MAX:
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+    rows = np.sort(np.random.default_rng(0).choice(n, TRAIN_MAX, replace=False))
+    return np.ascontiguousarray(vectors[rows], dtype=np.float32)
+
+
+def _quiet_template_training(index, template: str) -> None:
+    """Template numbers are chosen for small corpora on purpose; keep faiss's 'too few points' warnings quiet."""
+    import faiss
+
+    names = set(_placeholders(template))
+    if not names & {"nlist", "nbits"}:
+        return
+    try:
+        ivf = faiss.downcast_index(faiss.extract_index_ivf(index))
+    except RuntimeError:
+        ivf = None
+    if ivf is not None and "nlist" in names:
+        ivf.cp.min_points_per_centroid = 1
+    pq = getattr(ivf if ivf is not None else index, "pq", None)
+    if pq is not None and "nbits" in names:
+        pq.cp.min_points_per_centroid = 1
+
+
+def _faiss_message(e: Exception) -> str:
+    """The useful tail of a faiss RuntimeError, on one line."""
+    text = " ".join(str(e).split())
+    for marker in ("failed: ", "Error: "):
+        if marker in text:
+            text = text.rsplit(marker, 1)[1]
+            break
+    else:
+        if ": " in text and text.startswith("Error in"):
+            text = text.rsplit(": ", 1)[1]
+    return text[:200]
+
+
+def _accepted_search_params(index) -> list[str]:
+    import faiss
+
+    space, accepted = faiss.ParameterSpace(), []
+    for key in SEARCH_PARAMS:
+        try:
+            space.set_index_parameter(index, key, 1.0)
+            accepted.append(key)
+        except RuntimeError:
+            pass
+    return accepted
+
+
+# --- builtins ------------------------------------------------------------------------------------------
+
+INDEXES: Registry[IndexSpec] = Registry("index")
+INDEXES.register("flat", IndexSpec("flat", "Flat", exact=True, description="exact inner-product search"))
+INDEXES.register(
+    "hnsw",
+    IndexSpec(
+        "hnsw",
+        "HNSW32",
+        build_params=(("efConstruction", 80),),
+        search_params=({"efSearch": 16}, {"efSearch": 64}),
+        description="HNSW graph, 32 links per node",
+    ),
+)
+INDEXES.register(
+    "ivf",
+    IndexSpec(
+        "ivf",
+        "IVF{nlist},Flat",
+        search_params=({"nprobe": 1}, {"nprobe": 8}),
+        description="inverted file over k-means lists (nlist ~ 4·sqrt(n)), full vectors",
+    ),
+)
+INDEXES.register(
+    "ivfpq",
+    IndexSpec(
+        "ivfpq",
+        "IVF{nlist},PQ{m}x{nbits}np",
+        search_params=({"nprobe": 8},),
+        description="inverted file with product-quantised residuals (m ~ dims/8, 8-bit codes)",
+    ),
+)
+# "np": no polysemous training, which only serves the `ht` query parameter and makes training minutes slow.
+INDEXES.register("sq8", IndexSpec("sq8", "SQ8", description="8-bit scalar quantisation, scanned in full"))
+
+
+# --- user-defined indexes ------------------------------------------------------------------------------
+
+
+def index_spec_from_table(name: str, table: object) -> IndexSpec:
+    """An IndexSpec from a config table such as
+    ``{factory = "HNSW64", build = {efConstruction = 200}, search = [{efSearch = 32}, {efSearch = 128}]}``.
+
+    Checks the factory parses, and that every build/search parameter applies to that index type.
+    """
+    where = f"index {name!r}"
+    if not isinstance(name, str) or not name or "/" in name:
+        raise BenchError(f"{where}: an index name must be a non-empty string without '/'; rename it")
+    if not isinstance(table, Mapping):
+        raise BenchError(f'{where}: must be a table like {{factory = "HNSW32"}}, not {type(table).__name__}')
+    for key in table:
+        if key not in _TABLE_KEYS:
+            raise BenchError(
+                f"{where}: unknown key {key!r}; {_did_you_mean(key, _TABLE_KEYS)}known: {', '.join(_TABLE_KEYS)}"
+            )
+    factory = table.get("factory")
+    if not isinstance(factory, str) or not factory.strip():
+        raise BenchError(
+            f'{where}: needs factory = "...", a faiss index_factory string such as "HNSW32", '
+            f'"IVF{{nlist}},Flat" or "IVF{{nlist}},PQ{{m}}x{{nbits}}np"'
+        )
+    factory = factory.strip()
+    description = table.get("description", "")
+    if not isinstance(description, str):
+        raise BenchError(f"{where}: description must be a string")
+
+    try:
+        names = _placeholders(factory)
+    except ValueError as e:
+        raise BenchError(
+            f"{where}: factory {factory!r} has unbalanced braces ({e}); "
+            f"write placeholders as {{nlist}}, {{m}} or {{nbits}}"
+        ) from None
+    for ph in names:
+        if ph not in PLACEHOLDERS:
+            raise BenchError(
+                f"{where}: factory placeholder {{{ph}}} is unknown; {_did_you_mean(ph, PLACEHOLDERS)}"
+                f"known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}"
+            )
+
+    build = table.get("build", {})
+    if not isinstance(build, Mapping):
+        raise BenchError(f"{where}: build must be a table, e.g. build = {{efConstruction = 200}}")
+    search = table.get("search", [])
+    if isinstance(search, Mapping):
+        search = [search]
+    if not isinstance(search, list):
+        raise BenchError(
+            f"{where}: search must be a list of tables, e.g. search = [{{efSearch = 32}}, {{efSearch = 128}}]"
+        )
+    for i, entry in enumerate(search):
+        if not isinstance(entry, Mapping):
+            raise BenchError(
+                f"{where}: search[{i}] is {entry!r}, not a table; write each query setting as a "
+                f"table, e.g. search = [{{efSearch = 32}}, {{efSearch = 128}}]"
+            )
+        if not entry:
+            raise BenchError(
+                f"{where}: search[{i}] is empty; give it a parameter such as {{nprobe = 8}}, "
+                f"or leave search out for faiss's defaults"
+            )
+    if search and any(set(e) != set(search[0]) for e in search):
+        raise BenchError(
+            f"{where}: every search entry must set the same parameters "
+            f"({', '.join(search[0])}); give each entry all of them"
+        )
+
+    for key, value in build.items():
+        _check_number(where, f"build.{key}", value)
+    spec = IndexSpec(
+        name, factory, build_params=tuple(build.items()), search_params=tuple(search), description=description
+    )
+    probe = _probe(spec, where)
+    spec = IndexSpec(
+        name,
+        factory,
+        build_params=spec.build_params,
+        search_params=spec.search_params,
+        exact=_is_flat(probe),
+        description=description,
+    )
+
+    allowed_build = [*(HNSW_BUILD if getattr(probe, "hnsw", None) is not None else ()), *names]
+    for key in build:
+        if key not in allowed_build:
+            if key in HNSW_BUILD:
+                fix = f'{key} only applies to an HNSW factory such as "HNSW32", not {factory!r}; remove it'
+            elif key in PLACEHOLDERS:
+                fix = (
+                    f"{key} is part of the factory string: write it into {factory!r} "
+                    f"(or use {{{key}}} there to set it from build)"
+                )
+            else:
+                fix = (
+                    f"{_did_you_mean(key, (*HNSW_BUILD, *PLACEHOLDERS))}known for {factory!r}: "
+                    f"{', '.join(allowed_build) or 'none (leave build out)'}"
+                )
+            raise BenchError(f"{where}: build parameter {key!r} does not apply; {fix}")
+    allowed_search = _accepted_search_params(probe)
+    for i, entry in enumerate(search):
+        for key, value in entry.items():
+            if key not in allowed_search:
+                raise BenchError(
+                    f"{where}: search[{i}] parameter {key!r} does not apply to {factory!r}; "
+                    f"{_did_you_mean(key, allowed_search or SEARCH_PARAMS)}"
+                    f"known for it: {', '.join(allowed_search) or 'none (leave search out)'}"
+                )
+            _check_number(where, f"search[{i}].{key}", value)
+    return spec
+
+
+def _probe(spec: IndexSpec, where: str):
+    """An empty index from the spec's factory at some plausible dims, to learn its type; BenchError if none parse."""
+    import faiss
+
+    first_error = None
+    for dims in _PROBE_DIMS:
+        try:
+            factory = spec.resolve_factory(_PROBE_N, dims)
+            return faiss.index_factory(dims, factory, faiss.METRIC_INNER_PRODUCT)
+        except RuntimeError as e:
+            first_error = first_error or _faiss_message(e)
+    raise BenchError(
+        f"{where}: faiss cannot parse factory {spec.factory!r} ({first_error}); "
+        f'use an index_factory string such as "Flat", "HNSW32", "IVF{{nlist}},Flat" or '
+        f'"IVF{{nlist}},PQ{{m}}x{{nbits}}np"'
+    )
+
+
+def _is_flat(index) -> bool:
+    import faiss
+
+    return isinstance(index, faiss.IndexFlat)
+
+
+def _check_number(where: str, what: str, value: object) -> None:
+    key = what.rsplit(".", 1)[-1]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BenchError(f"{where}: {what} = {value!r} must be a number")
+    if key in _INTEGER_PARAMS and (not isinstance(value, int) or value < (0 if key in {"ht", "parallel_mode"} else 1)):
+        raise BenchError(f"{where}: {what} = {value!r} must be a positive integer")
+
+
+def _did_you_mean(word: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(known), n=1)
+    if not close:
+        lowered = {k.lower(): k for k in known}
+        close = [lowered[word.lower()]] if word.lower() in lowered else []
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
+# --- exact reference and sizes -------------------------------------------------------------------------
+
+
+def exact_top(vectors: np.ndarray, queries: np.ndarray, n: int, batch: int = 256, block: int = 65_536) -> np.ndarray:
+    """Brute-force inner-product top-``n`` ids per query (descending score, ties by lower id), int64
+    of shape (queries, min(n, len(vectors))). Vectors are scanned ``block`` rows at a time, so a
+    memory-mapped table of millions of rows needs no more memory than one block of scores."""
+    queries = np.ascontiguousarray(queries, dtype=np.float32)
+    total = len(vectors)
+    n = min(n, total)
+    out = np.empty((len(queries), n), dtype=np.int64)
+    if n == 0:
+        return out
+    for start in range(0, len(queries), batch):
+        q = queries[start : start + batch]
+        kept_ids: list[list[np.ndarray]] = [[] for _ in range(len(q))]
+        kept_scores: list[list[np.ndarray]] = [[] for _ in range(len(q))]
+        for lo in range(0, total, block):
+            part = np.ascontiguousarray(vectors[lo : lo + block], dtype=np.float32)
+            scores = q @ part.T
+            for row, (ids, row_scores) in enumerate(zip(_top_with_ties(scores, n), scores)):
+                kept_ids[row].append(ids + lo)
+                kept_scores[row].append(row_scores[ids])
+        for row in range(len(q)):
+            ids, scores = np.concatenate(kept_ids[row]), np.concatenate(kept_scores[row])
+            out[start + row] = ids[np.lexsort((ids, -scores))[:n]]
+    return out
+
+
+def _top_with_ties(scores: np.ndarray, n: int) -> list[np.ndarray]:
+    """Per row, the columns scoring at least its n-th best (everything tied with it kept)."""
+    width = scores.shape[1]
+    if n >= width:
+        return [np.arange(width)] * len(scores)
+    cut = np.partition(scores, width - n, axis=1)[:, width - n]
+    return [np.flatnonzero(row >= c) for row, c in zip(scores, cut)]
+
+
+def recall_against_exact(approx_ids, exact_ids) -> float:
+    """Mean over queries of |approx ∩ exact| / |exact|; ids of -1 (no result) are ignored.
+
+    Rows may be ragged (e.g. rankings from ``DenseRetriever.search``). A query whose exact row is
+    empty counts as 1.0; no queries at all gives NaN.
+    """
+    approx_rows, exact_rows = list(approx_ids), list(exact_ids)
+    if len(approx_rows) != len(exact_rows):
+        raise ValueError(f"{len(approx_rows)} approximate rows but {len(exact_rows)} exact rows")
+    if not exact_rows:
+        return float("nan")
+    total = 0.0
+    for approx, exact in zip(approx_rows, exact_rows):
+        want = set(np.asarray(exact, dtype=np.int64).ravel().tolist()) - {-1}
+        got = set(np.asarray(approx, dtype=np.int64).ravel().tolist()) - {-1}
+        total += len(want & got) / len(want) if want else 1.0
+    return total / len(exact_rows)
+
+
+def index_bytes(index) -> int:
+    """Size of the index as FAISS serializes it (counted as it streams out, never held in memory)."""
+    import faiss
+
+    size = 0
+
+    def count(data: bytes) -> None:
+        nonlocal size
+        size += len(data)
+
+    faiss.write_index(index, faiss.PyCallbackIOWriter(count))
+    return size
+
+
+def compression_ratio(index, n: int, dims: int) -> float:
+    """Raw float32 vector bytes (n·dims·4) over the serialized index size; ``index`` may be that size already."""
+    size = index if isinstance(index, (int, np.integer)) else index_bytes(index)
+    return (n * dims * 4) / size if size else float("nan")

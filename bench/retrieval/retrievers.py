@@ -1,0 +1,223 @@
+"""Dense (embedder + FAISS index) and lexical (BM25) retrieval behind one protocol.
+
+Rankings are deterministic: equal scores are ordered by unit id (``ChunkTable.tie_order``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from bench.chunking.table import ChunkTable
+from bench.embedders import PASSAGE, QUERY, Embedder, ModelSpec, load_embedder
+from bench.embedders.cache import EmbeddingCache, EmbedStats, drop_pages
+from bench.embedders.engine import Engine
+from bench.evaluation.costs import hourly_usd
+from bench.measure import rss_mb
+from bench.retrieval.bm25 import BM25Index, Tokenizer
+from bench.retrieval.faiss_index import IndexSpec, exact_top, index_bytes, recall_against_exact
+
+# Extra neighbours fetched from FAISS so ties at the cut-off are ordered by unit id, not by
+# whichever tied vector the index happened to visit first.
+TIE_MARGIN = 16
+
+
+@dataclass
+class BuildStats:
+    dims: int | None = None
+    embed_seconds: float = 0.0
+    index_build_seconds: float = 0.0
+    index_bytes: int | None = None
+    factory: str | None = None  # the FAISS factory string actually built
+    embed: EmbedStats = field(default_factory=EmbedStats)
+    chunk_tokens: np.ndarray | None = None  # per chunk, in the model's own tokenizer (dense models)
+    billed_tokens: int | None = None  # what an API reported for this build's embedding calls
+    hourly_usd: float | None = None  # compute price, when the model is costed by time
+    index_memory_mb: float | None = None  # resident memory the index build added (its structures)
+    rss_mb: dict[str, float] = field(default_factory=dict)  # resident memory after each step of the build
+
+
+class Retriever(Protocol):
+    def build(self, table: ChunkTable, progress: Callable[[int], None] | None = None) -> BuildStats:
+        """Index every chunk of the table."""
+
+    def encode(self, questions: list[str]) -> object:
+        """Turn questions into whatever ``search`` and ``score`` take (from the cache when it can)."""
+
+    def encode_live(self, questions: list[str]) -> object:
+        """As ``encode``, always computed now: what latency is measured on."""
+
+    def search(self, queries: object, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per query, up to ``n`` chunk indices and their scores, best first."""
+
+    def score(self, queries: object, q: int, chunks: np.ndarray) -> np.ndarray:
+        """Exact scores of the given chunks for query ``q``, retrieved or not."""
+
+    def set_search(self, params: dict) -> None:
+        """Apply one query setting of the index (no rebuild)."""
+
+    def recall_against_exact(self, queries: object, n: int) -> float | None:
+        """Share of the exact top-n this retriever finds; None when it is exact."""
+
+
+def top_n(scores: np.ndarray, tie_order: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the ``n`` best scores, descending, ties by ``tie_order``."""
+    if n < len(scores):
+        # Keep everything tied with the n-th best so the tie-break sees all of them.
+        cut = np.partition(scores, len(scores) - n)[len(scores) - n]
+        candidates = np.flatnonzero(scores >= cut)
+    else:
+        candidates = np.arange(len(scores))
+    order = np.lexsort((tie_order[candidates], -scores[candidates]))
+    return candidates[order][:n]
+
+
+class DenseRetriever:
+    def __init__(
+        self,
+        spec: ModelSpec,
+        index_spec: IndexSpec,
+        cache: EmbeddingCache,
+        batch_size: int = 64,
+        embedder: Embedder | None = None,
+        engine: Engine | None = None,
+    ) -> None:
+        self.spec = spec
+        self.engine = engine
+        self.index_spec = index_spec
+        self.cache = cache
+        self.batch_size = batch_size
+        self.embedder = embedder or load_embedder(spec, batch_size=batch_size)
+
+    def build(self, table: ChunkTable, progress=None) -> BuildStats:
+        self.tie_order = table.tie_order
+        t0 = time.perf_counter()
+        billed_before = getattr(self.embedder, "billed_tokens", None)
+        self.vectors, embed_stats = self.cache.embed(
+            self.embedder, table.texts, PASSAGE, self._call_size, progress, engine=self.engine
+        )
+        billed = None if billed_before is None else self.embedder.billed_tokens - billed_before
+        drop_pages(self.vectors)  # written to the mapped file; the index build reads them back in blocks
+        t1 = time.perf_counter()
+        rss = {"embed": rss_mb()}
+        self.index, factory = self.index_spec.build_resolved(self.vectors)
+        drop_pages(self.vectors)
+        rss["index"] = rss_mb()
+        t2 = time.perf_counter()
+        self.query_stats = EmbedStats()
+        chunk_tokens = self.count_tokens(table.texts)
+        rss["count tokens"] = rss_mb()
+        return BuildStats(
+            dims=self.vectors.shape[1],
+            embed_seconds=t1 - t0,
+            index_build_seconds=t2 - t1,
+            index_bytes=index_bytes(self.index),
+            factory=factory,
+            embed=embed_stats,
+            chunk_tokens=chunk_tokens,
+            billed_tokens=billed,
+            hourly_usd=hourly_usd(self.spec),
+            index_memory_mb=round(rss["index"] - rss["embed"], 1),
+            rss_mb=rss,
+        )
+
+    def count_tokens(self, texts: list[str]) -> np.ndarray:
+        """Tokens per text in the model's own tokenizer (kept in the cache beside the vectors)."""
+        return self.cache.count_tokens(self.embedder, texts)
+
+    @property
+    def _call_size(self) -> int:
+        """Texts per embedding call: an API embedder batches and parallelises within one call."""
+        return getattr(self.embedder, "call_size", self.batch_size)
+
+    def set_search(self, params: dict) -> None:
+        """Apply one query setting (efSearch, nprobe …) to the built index."""
+        self.index_spec.configure(self.index, params)
+
+    def encode(self, questions: list[str]) -> np.ndarray:
+        before = getattr(self.embedder, "billed_tokens", None)
+        vectors, self.query_stats = self.cache.embed(self.embedder, questions, QUERY, self._call_size)
+        self.query_billed = None if before is None else self.embedder.billed_tokens - before
+        return vectors
+
+    def encode_live(self, questions: list[str]) -> np.ndarray:
+        return self.embedder.embed(questions, QUERY)
+
+    def recall_against_exact(self, queries: np.ndarray, n: int) -> float | None:
+        """Share of the exact top-n that this index's top-n finds (None for exact indexes)."""
+        if self.index_spec.exact:
+            return None
+        approx = [units for units, _ in self.search(queries, n)]
+        exact = exact_top(self.vectors, np.asarray(queries, dtype=np.float32), min(n, len(self.vectors)))
+        drop_pages(self.vectors)
+        return recall_against_exact(approx, exact)
+
+    def search(self, queries: np.ndarray, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        fetch = min(n + TIE_MARGIN, self.index.ntotal)
+        scores, labels = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), fetch)
+        results = []
+        for row_scores, row_labels in zip(scores, labels):
+            keep = row_labels >= 0
+            row_labels, row_scores = row_labels[keep], row_scores[keep]
+            order = np.lexsort((self.tie_order[row_labels], -row_scores))[:n]
+            results.append((row_labels[order].astype(np.int64), row_scores[order].astype(np.float64)))
+        return results
+
+    def score(self, queries: np.ndarray, q: int, chunks: np.ndarray) -> np.ndarray:
+        return (self.vectors[chunks] @ queries[q]).astype(np.float64)
+
+
+class BM25Retriever:
+    """Lucene BM25 (k1=1.5, b=0.75, bm25s's scores) over lower-cased words minus English stopwords.
+
+    Only chunks sharing at least one term with the question are retrieved, as in any
+    inverted index; so a ranking may be shorter than asked.
+    """
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+        self._tokens = Tokenizer()
+
+    def build(self, table: ChunkTable, progress=None) -> BuildStats:
+        self.tie_order = table.tie_order
+        t0, before = time.perf_counter(), rss_mb()
+        self.bm25 = BM25Index()
+        self.bm25.build(map(self._tokens.counts, table.iter_texts()), progress)
+        elapsed = time.perf_counter() - t0
+        return BuildStats(
+            dims=None,
+            embed_seconds=0.0,
+            index_build_seconds=elapsed,
+            index_bytes=self.bm25.nbytes,
+            index_memory_mb=round(rss_mb() - before, 1),
+        )
+
+    def encode(self, questions: list[str]) -> list[list[str]]:
+        return [self._tokens(q) for q in questions]
+
+    encode_live = encode
+
+    def set_search(self, params: dict) -> None:
+        """BM25 has no query settings."""
+
+    def recall_against_exact(self, queries, n: int) -> None:
+        return None  # BM25 scores every matching chunk: it is exact
+
+    def _all_scores(self, tokens: list[str]) -> np.ndarray:
+        return self.bm25.scores(tokens).astype(np.float64)
+
+    def search(self, queries: list[list[str]], n: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        results = []
+        for tokens in queries:
+            scores = self._all_scores(tokens)
+            best = top_n(scores, self.tie_order, n)
+            best = best[scores[best] > 0]
+            results.append((best.astype(np.int64), scores[best]))
+        return results
+
+    def score(self, queries: list[list[str]], q: int, chunks: np.ndarray) -> np.ndarray:
+        return self._all_scores(queries[q])[chunks]
