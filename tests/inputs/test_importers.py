@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import finished_runs, run_cli
+from tests.conftest import REPO, finished_runs, run_cli
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+SHARED = REPO.parent / "shared" / "datasets"
 
 DOCS = {
     "d1": ("Wing flutter", "Flutter of a swept wing at transonic speed was measured in the tunnel."),

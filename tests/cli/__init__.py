@@ -1,0 +1,1 @@
+"""The command line end to end: every command on small projects, bad input, API models."""

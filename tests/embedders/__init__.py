@@ -1,0 +1,1 @@
+"""bench.embedders: model specs, loaders, the embedding cache and model installs."""

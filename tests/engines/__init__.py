@@ -1,0 +1,1 @@
+"""bench.engines: where corpus embedding runs (this process or Ray)."""

@@ -1,0 +1,1 @@
+"""bench.evaluation: relevance, metrics, diagnostics, findings, statistics and costs."""

@@ -1,0 +1,1 @@
+"""bench.inputs: corpora, goldsets, locks and importers."""

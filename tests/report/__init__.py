@@ -1,0 +1,1 @@
+"""bench.report: terminal tables, plots, the PDF, the inspector page and report jobs."""

@@ -1,0 +1,1 @@
+"""bench.results: stored runs, history, the regression gate and exports."""

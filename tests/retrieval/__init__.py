@@ -1,0 +1,1 @@
+"""bench.retrieval: FAISS indexes, BM25 and the retrievers."""

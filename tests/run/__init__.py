@@ -1,0 +1,1 @@
+"""bench.run: the shootout over the candidate grid, dry runs, interruptions."""
