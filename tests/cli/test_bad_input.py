@@ -1,6 +1,6 @@
 """Bad input through the real command line: one line on stderr, exit 2, no traceback, nothing under results/.
 
-Every case writes the tiny project of conftest under tmp_path, breaks one thing and runs a command
+Every case writes the tiny project of tests/helpers.py under tmp_path, breaks one thing and runs a command
 in-process with click's CliRunner; a handful also run in a fresh interpreter, where a traceback
 would really reach the terminal. Well-formed oddities (CRLF, byte-order marks, blank lines,
 trailing whitespace) must be accepted.
@@ -21,8 +21,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from bench.cli import main
-from tests.conftest import CONFIG, DOCS, finished_runs, run_cli, write_project
 from tests.fake_embedding_server import FakeEmbeddingServer
+from tests.helpers import CONFIG, DOCS, finished_runs, run_cli, write_project
 
 # Breaks the project under its root; returns the command's arguments, or None for `bench run`.
 Setup = Callable[[Path], list[str] | None]

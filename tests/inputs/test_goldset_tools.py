@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import finished_runs, run_cli
+from tests.helpers import finished_runs, run_cli
 
 
 def test_validate_reports_every_problem_on_its_own_line(project: Path):

@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, finished_runs, run_cli
-
-SHARED = REPO.parent / "shared" / "datasets"
+from tests.helpers import SHARED, finished_runs, run_cli
 
 DOCS = {
     "d1": ("Wing flutter", "Flutter of a swept wing at transonic speed was measured in the tunnel."),

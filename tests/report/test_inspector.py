@@ -12,7 +12,7 @@ import pytest
 
 from bench.report.inspector import inspector_data, write_inspector
 from bench.results import store
-from tests.conftest import DOCS, QUESTIONS, finished_runs, run_cli, write_project
+from tests.helpers import DOCS, QUESTIONS, finished_runs, run_cli, write_project
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 SCRIPT_PART = "<script>window.__pwned = 1</script>"

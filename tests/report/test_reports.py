@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import QUESTIONS, finished_runs, run_cli
+from tests.helpers import QUESTIONS, finished_runs, run_cli
 
 PLOTS = {
     "hit_rate_curves.png",
@@ -42,7 +42,7 @@ PAGE_TITLES = [
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> Path:
-    from tests.conftest import write_project
+    from tests.helpers import write_project
 
     root = tmp_path_factory.mktemp("reports")
     config = write_project(root)
@@ -181,7 +181,7 @@ def test_compare_bad_input_is_one_line_and_exit_2(run: Path, args, message):
 def test_a_second_run_of_the_same_goldset_adds_a_history_page(tmp_path: Path):
     from pypdf import PdfReader
 
-    from tests.conftest import write_project
+    from tests.helpers import write_project
 
     config = write_project(tmp_path)
     for _ in range(2):

@@ -26,7 +26,7 @@ from bench.results.export import (
     safe_name,
     safe_names,
 )
-from tests.conftest import CONFIG, QUESTIONS, finished_runs, run_cli, write_project
+from tests.helpers import CONFIG, QUESTIONS, finished_runs, run_cli, write_project
 
 TOL = 1e-9
 

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from bench.cli import main
 from bench.errors import BenchError
 from bench.results import gate, history
-from tests.conftest import DOCS, finished_runs, run_cli, write_project
+from tests.helpers import DOCS, finished_runs, run_cli, write_project
 
 CORPUS_A, CORPUS_B, GOLDSET = "a" * 64, "b" * 64, "c" * 64
 

@@ -138,7 +138,7 @@ def test_two_processes_can_fill_one_cache_at_once(tmp_path):
     import subprocess
     import sys
 
-    from tests.conftest import REPO
+    from tests.helpers import REPO
 
     script = (
         "import sys, numpy as np\n"

@@ -26,7 +26,7 @@ from bench.inputs.corpus import load_corpus
 from bench.retrieval.bm25 import BM25Index, Tokenizer
 from bench.retrieval.faiss_index import INDEXES, exact_top
 from bench.retrieval.retrievers import DenseRetriever
-from tests.conftest import finished_runs, run_cli, write_project
+from tests.helpers import finished_runs, run_cli, write_project
 
 WORDS = [
     "backup",

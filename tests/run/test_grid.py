@@ -1,7 +1,7 @@
 """The candidate grid through the real command line: dry runs, filters, index query settings, the
 embedding cache, latency figures, `bench chunk`, [model.NAME] tables and every chunker kind.
 
-Everything runs on the tiny project of conftest.py with the hashing model and BM25 (seconds).
+Everything runs on the tiny project of tests/helpers.py with the hashing model and BM25 (seconds).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from bench.chunking.table import ChunkTable
 from bench.chunking.tokens import count_tokens
 from bench.config import load_config
 from bench.inputs.corpus import load_corpus
-from tests.conftest import (
+from tests.helpers import (
     CONFIG,
     DOCS,
     QUESTIONS,

@@ -1,7 +1,7 @@
 """Interrupted runs never cost a user their results, and results never depend on the cache.
 
 Real `bench run` processes are stopped part-way through embedding by SIGINT (Ctrl-C), SIGTERM and
-SIGKILL. The corpus is the tiny project of conftest.py plus generated documents: ~3,400 chunks that
+SIGKILL. The corpus is the tiny project of tests/helpers.py plus generated documents: ~3,400 chunks that
 the hashing model embeds in batches of 8, each batch committed to the cache, which takes a second
 or more. The test waits until the cache holds rows, so the signal lands while embedding is under
 way whatever the machine's load. Uninterrupted runs and reruns go through run_shootout in this
@@ -38,7 +38,7 @@ from bench.results import store
 from bench.results.history import list_runs
 from bench.results.recompute import recompute
 from bench.run.shootout import run_shootout
-from tests.conftest import CONFIG, DOCS, QUESTIONS, REPO, write_project
+from tests.helpers import CONFIG, DOCS, QUESTIONS, REPO, write_project
 
 GENERATED = 150  # documents added to the tiny corpus
 DUPLICATE_EVERY = 10  # every 10th generated document repeats the one before: exact score ties

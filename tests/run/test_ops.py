@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from bench import measure
-from tests.conftest import QUESTIONS, finished_runs, run_cli, write_project
+from tests.helpers import QUESTIONS, finished_runs, run_cli, write_project
 
 
 def test_percentiles_interpolate_linearly_between_closest_ranks():
