@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -147,6 +148,34 @@ def cached_vectors(embeddings: Path) -> dict:
                 vectors = np.fromfile(path.with_suffix(f".{dims}d.f32"), dtype=np.float32).reshape(-1, dims)
                 found[key] = vectors[row]
     return found
+
+
+# Words for generated texts: stopwords, an accented word and a CJK one among them.
+WORDS = [
+    "backup",
+    "nightly",
+    "laptop",
+    "memory",
+    "vacation",
+    "days",
+    "on-call",
+    "rotation",
+    "the",
+    "and",
+    "of",
+    "disk",
+    "région",
+    "日本",
+    "policy",
+    "leave",
+    "a",
+    "is",
+]
+
+
+def random_text(rng: random.Random, n: int) -> str:
+    """``n`` words of WORDS drawn by ``rng``, space-separated."""
+    return " ".join(rng.choice(WORDS) for _ in range(n))
 
 
 def free_port() -> int:

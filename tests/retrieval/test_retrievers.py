@@ -74,29 +74,6 @@ def test_dense_vectors_come_from_the_cache_the_second_time(tmp_path):
     assert np.array_equal(second_retriever.vectors, fresh.vectors)
 
 
-def test_token_counts_are_counted_once_and_kept_beside_the_vectors(tmp_path):
-    embedder = load_embedder(MODELS.get("hash"))
-    calls = []
-    real_count = embedder.count_tokens
-    embedder.count_tokens = lambda texts: calls.append(list(texts)) or real_count(texts)
-    cache = EmbeddingCache(tmp_path)
-    texts = ["one two three", "four five", "one two three", "six"]
-    first = cache.count_tokens(embedder, texts)
-    assert calls == [["one two three", "four five", "six"]]  # each distinct text once
-    again = cache.count_tokens(embedder, [*texts, "seven eight"])
-    assert calls[1:] == [["seven eight"]]
-    assert first.tolist() == real_count(texts).tolist() == again[:4].tolist()
-    assert NoCache().count_tokens(embedder, texts).tolist() == first.tolist()
-
-
-def test_latency_samples_round_trip_and_other_keys_miss(tmp_path):
-    cache = EmbeddingCache(tmp_path)
-    assert cache.latency("m", b"k") is None
-    cache.store_latency("m", b"k", [0.001, 0.0025], "2026-01-01T00:00:00+00:00")
-    assert cache.latency("m", b"k") == ([0.001, 0.0025], "2026-01-01T00:00:00+00:00")
-    assert cache.latency("m", b"other") is None and cache.latency("other model", b"k") is None
-
-
 def test_a_damaged_or_truncated_vector_file_is_recomputed(tmp_path):
     table = _table()
     spec = MODELS.get("hash")
@@ -131,30 +108,3 @@ def test_bm25_retrieves_only_matching_chunks_with_exact_scores():
     for qi, (units, scores) in enumerate(results):
         assert np.allclose(retriever.score(queries, qi, units), scores)
         assert np.all(scores > 0)
-
-
-def test_two_processes_can_fill_one_cache_at_once(tmp_path):
-    """Concurrent writers wait for each other's batches; both get every vector, identical to a fresh embed."""
-    import subprocess
-    import sys
-
-    from tests.helpers import REPO
-
-    script = (
-        "import sys, numpy as np\n"
-        "from bench.embedders.cache import EmbeddingCache\n"
-        "from bench.embedders import MODELS, load_embedder\n"
-        "texts = [f'text number {i} about topic {i % 7}' for i in range(3000)]\n"
-        "v, stats = EmbeddingCache(sys.argv[1]).embed(load_embedder(MODELS.get('hash')), texts, 'passage', 50)\n"
-        "np.save(sys.argv[2], v)\n"
-    )
-    env = {"PYTHONPATH": str(REPO)}
-    procs = [
-        subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "cache"), str(tmp_path / f"v{i}.npy")], env=env)
-        for i in range(2)
-    ]
-    assert [p.wait(timeout=300) for p in procs] == [0, 0]
-    first, second = np.load(tmp_path / "v0.npy"), np.load(tmp_path / "v1.npy")
-    texts = [f"text number {i} about topic {i % 7}" for i in range(3000)]
-    fresh = load_embedder(MODELS.get("hash")).embed(texts, "passage")
-    assert np.array_equal(first, fresh) and np.array_equal(second, fresh)

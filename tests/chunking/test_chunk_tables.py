@@ -1,0 +1,56 @@
+"""Chunk tables without texts, so that a run scales to millions of chunks: the texts sliced back
+from the corpus are the chunker's own, and chunk sizes of a very large table come from a sample."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.chunking import FixedTokenChunker, MarkdownSectionChunker, RecursiveChunker
+from bench.chunking.table import ChunkTable
+from bench.inputs.corpus import load_corpus
+from tests.helpers import random_text
+
+# --- chunk tables without texts ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("chunker", [FixedTokenChunker(16, 4), RecursiveChunker(20), MarkdownSectionChunker(24)])
+def test_a_chunked_corpus_slices_the_same_texts_the_chunker_made(tmp_path: Path, chunker):
+    rng = random.Random(5)
+    rows = [
+        {"id": f"doc{i}", "text": f"# Title {i}\n\n{random_text(rng, 50)}\n\n## Part\n\n{random_text(rng, 30)}"}
+        for i in range(12)
+    ]
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    corpus = load_corpus(path)
+    table = ChunkTable.chunk_corpus(corpus, chunker)
+    made = [c for d in corpus.documents for c in sorted(chunker.chunk(d.id, d.text), key=lambda c: (c.start, c.end))]
+    assert [c.text for c in made] == list(table.texts) == list(table.iter_texts())
+    assert list(table.chunks) == made  # ids, offsets, texts and markdown headings alike
+    assert list(table.iter_texts(3, 11)) == [c.text for c in made[3:11]] == table.texts[3:11]
+    assert table.texts[-1] == made[-1].text
+
+
+def test_chunk_sizes_of_a_very_large_table_come_from_an_even_sample(tmp_path: Path, monkeypatch):
+    import bench.chunking.sizes
+    from bench.chunking.sizes import chunk_sizes
+    from bench.chunking.tokens import count_tokens
+
+    rng = random.Random(9)
+    rows = [{"id": f"doc{i:02d}", "text": random_text(rng, rng.randint(5, 80))} for i in range(40)]
+    (tmp_path / "c.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    table = ChunkTable.chunk_corpus(load_corpus(tmp_path / "c.jsonl"), FixedTokenChunker(10))
+    exact = chunk_sizes(table)
+    assert exact["tokens_sampled"] is None and exact["tokens"] == sum(count_tokens(t) for t in table.texts)
+    monkeypatch.setattr(bench.chunking.sizes, "SIZE_SAMPLE", 25)
+    sampled = chunk_sizes(table)
+    rows_measured = np.unique(np.linspace(0, len(table) - 1, 25).astype(np.int64))
+    sizes = [count_tokens(table.text(int(i))) for i in rows_measured]
+    assert sampled["tokens_sampled"] == len(sizes) == sum(sampled["token_histogram"]["counts"])
+    assert sampled["tokens"] == round(np.mean(sizes) * len(table)) and sampled["chunks"] == len(table)
+    assert sampled["char_sizes"] == exact["char_sizes"]  # characters are always exact
