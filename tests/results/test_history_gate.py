@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from bench.cli import main
 from bench.errors import BenchError
 from bench.results import gate, history
-from tests.helpers import DOCS, finished_runs, run_cli, write_project
+from tests.helpers import DOCS, finished_runs, next_second, run_cli, write_project
 
 CORPUS_A, CORPUS_B, GOLDSET = "a" * 64, "b" * 64, "c" * 64
 
@@ -86,6 +86,8 @@ def real(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("history")
     config = write_project(root)
     for step in range(3):
+        if step:
+            next_second()  # each run starts in a second of its own
         if step == 2:
             (root / "corpus" / "ops" / "oncall.txt").write_text(
                 DOCS["ops/oncall.txt"] + "\nHandover notes live in the team wiki.\n", encoding="utf-8"

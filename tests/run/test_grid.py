@@ -22,6 +22,7 @@ from tests.helpers import (
     DOCS,
     QUESTIONS,
     finished_runs,
+    next_second,
     run_cli,
     write_project,
 )
@@ -289,6 +290,7 @@ def test_first_run_embeds_each_text_once_and_a_second_run_embeds_nothing(tmp_pat
 def test_changing_only_k_embeds_nothing(tmp_path: Path):
     config = _project(tmp_path)
     _run(config)
+    next_second()  # the run with k = 2 is the latest
     _run(config, "--k", "2")
     summary, _ = _latest(config)
     assert summary["k"] == 2 and "mrr@2" in summary["candidates"][0]["quality"]
