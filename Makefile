@@ -9,8 +9,11 @@ STAMP  := $(VENV)/.installed
 run: $(STAMP)
 	$(BIN)/bench run
 
+# The tests on two cores (pytest-xdist); TEST_WORKERS=0 runs them in this one process.
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 setup: $(STAMP)
 

