@@ -11,6 +11,12 @@ from bench.errors import BenchError
 T = TypeVar("T")
 
 
+def suggest(name: str, known, n: int = 1) -> str:
+    """``"did you mean 'x'? "`` for the closest of ``known`` to ``name``, or ``""`` when none is close."""
+    close = difflib.get_close_matches(name, list(known), n=n)
+    return f"did you mean {' or '.join(map(repr, close))}? " if close else ""
+
+
 class Registry(Generic[T]):
     def __init__(self, what: str) -> None:
         self.what = what
@@ -31,9 +37,7 @@ class Registry(Generic[T]):
             return name
         if name in self._aliases:
             return self._aliases[name]
-        known = sorted([*self._items, *self._aliases])
-        close = difflib.get_close_matches(name, known, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        hint = suggest(name, sorted([*self._items, *self._aliases]))
         raise BenchError(f"unknown {self.what} {name!r}; {hint}known: {', '.join(sorted(self._items))}")
 
     def get(self, name: str) -> T:
