@@ -19,7 +19,6 @@ from collections.abc import Iterable, Sequence
 from bench.evaluation.metrics import SPAN_METRICS, metric_key
 from bench.evaluation.relevance import reaches
 
-
 Interval = tuple[int, int]
 
 
