@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from bench import __version__
 from bench.errors import BenchError
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="bench")
+@click.version_option(version=__version__, prog_name="bench")
 def main() -> None:
     """Which embedding model, chunker and vector index suit your documents, and at what cost."""
 

@@ -13,6 +13,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from bench import __version__
+
 # Percentiles use numpy's default (linear interpolation between closest ranks, "type 7").
 PERCENTILE_METHOD = "linear"
 
@@ -80,8 +82,8 @@ class Phases:
 
 
 def versions() -> dict[str, str | None]:
-    out: dict[str, str | None] = {"python": platform.python_version()}
-    for dist in ("bench", "torch", "faiss-cpu", "sentence-transformers", "bm25s", "numpy", "tiktoken"):
+    out: dict[str, str | None] = {"python": platform.python_version(), "bench": __version__}
+    for dist in ("torch", "faiss-cpu", "sentence-transformers", "bm25s", "numpy", "tiktoken"):
         try:
             out[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
