@@ -1,5 +1,5 @@
 """Where corpus embedding runs: in this process (``local``, the default) or as a Ray Data
-pipeline (``ray``, the optional ``bench[ray]`` extra) on a local Ray instance or a cluster.
+pipeline (``ray``, the optional ``retrieval-shootout[ray]`` extra) on a local Ray instance or a cluster.
 
 An engine turns batches of texts into vectors; the embedding cache decides which texts need
 embedding and stores each batch as it comes back, so every engine fills the same cache and an
@@ -28,6 +28,6 @@ def make_engine(name: str, models_dir: Path, batch_size: int) -> Engine:
         except ImportError as e:
             if getattr(e, "name", "") and not str(e.name).startswith("ray"):
                 raise
-            raise BenchError("--engine ray needs Ray: pip install 'bench[ray]'") from None
+            raise BenchError("--engine ray needs Ray: pip install 'retrieval-shootout[ray]'") from None
         return RayEngine(models_dir=models_dir, batch_size=batch_size)
     raise BenchError(f"unknown engine {name!r}; use one of: {', '.join(ENGINES)}")
