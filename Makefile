@@ -1,16 +1,22 @@
-# Two commands do everything on a fresh machine: `make run` and `make test`.
+# Two commands do everything on a fresh machine: `make run` and `make test`; `make lint` checks the code.
 PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test setup clean
+.PHONY: run test lint setup clean
 
 run: $(STAMP)
 	$(BIN)/bench run
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# ruff and mypy read their settings from pyproject.toml.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 setup: $(STAMP)
 
