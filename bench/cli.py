@@ -14,6 +14,7 @@ from bench.errors import BenchError
 
 if TYPE_CHECKING:
     from bench.config import Config
+    from bench.results.schema import QuestionRecord, RunSummary
 
 EXIT_BAD_INPUT = 2
 
@@ -122,7 +123,8 @@ def run(
     out.print(shootout_table(outcome.summary))
     out.print(diagnostics_table(outcome.summary))
     _print_diagnosis(out, outcome.summary, outcome.records)
-    out.print(outcome.summary["recommendation"]["line"], markup=False)
+    if outcome.summary.recommendation:
+        out.print(outcome.summary.recommendation["line"], markup=False)
     out.print(f"results: {outcome.path}")
     if not no_report:
         out.print(f"report: {outcome.path / 'report.pdf'}   inspector: {outcome.path / 'inspector.html'}")
@@ -131,8 +133,7 @@ def run(
 def _refuse_before_running(cfg: Config, only: tuple[str, ...], skip: tuple[str, ...], writes: bool) -> None:
     """Refuse what the run would reject only after printing its header (an empty grid, a results
     folder that cannot be made), so that the error is the only line."""
-    if not cfg.candidates(only, skip):
-        raise BenchError(f"{cfg.path}: no candidate is left after exclude, --only and --skip; loosen them")
+    cfg.candidates(only, skip)
     if writes:
         _check_results_folder(cfg.results)
 
@@ -153,7 +154,7 @@ def _check_results_folder(results: Path) -> None:
         raise BenchError(f"{results}: cannot write results there ({existing} {problem}); pass --results DIR")
 
 
-def _print_diagnosis(out, summary: dict, records: list[dict]) -> None:
+def _print_diagnosis(out, summary: RunSummary, records: list[QuestionRecord]) -> None:
     """What the numbers suggest, in plain words (bench.evaluation.findings), under the tables."""
     from rich.markup import escape
 
@@ -197,16 +198,17 @@ def report(run_ref: str, results: Path) -> None:
     from bench.report.terminal import diagnostics_table, shootout_table
     from bench.results.recompute import recompute
 
-    summary, path, differences, records = recompute(run_ref, results)
+    _, run, differences = recompute(run_ref, results)
     # the plotting libraries load only once the run is found, so a wrong RUN fails at once
     from bench.report.writer import write_reports
 
+    path = run.path
     out = _stdout()
-    out.print(shootout_table(summary, title=f"{path.name}: recomputed from stored rankings"))
-    out.print(diagnostics_table(summary))
-    _print_diagnosis(out, summary, records)
+    out.print(shootout_table(run.summary, title=f"{path.name}: recomputed from stored rankings"))
+    out.print(diagnostics_table(run.summary))
+    _print_diagnosis(out, run.summary, run.records)
     with _stderr().status("writing rank_matrix.csv, plots, report.pdf and inspector.html"):
-        written = write_reports(path, summary, records)
+        written = write_reports(path, run)
     out.print(f"wrote {len(written.files)} files under {path} (report.pdf: {written.pdf_pages} pages)")
     if differences:
         click.echo(
@@ -244,19 +246,20 @@ def compare(
         raise BenchError("--force: only for two runs (RUN RUN_B) whose fingerprints differ; drop it for one run")
     run_ref = run_refs[0]
     from bench.evaluation import significance as stats
+    from bench.evaluation.metrics import metric_key
     from bench.report.terminal import head_to_head_table, pairs_table
-    from bench.results import store
+    from bench.results import schema, store
 
     if (a is None) != (b is None):
         raise BenchError("give both --a ID and --b ID for a head-to-head, or neither for every pair")
-    path = store.find_run(run_ref, results)
-    summary, records = store.load_json(path / store.SUMMARY), store.load_jsonl(path / store.PER_QUESTION)
+    run = schema.load_run(store.find_run(run_ref, results))
+    summary, records = run.summary, run.records
     out = _stdout()
     if a is not None:
         out.print(head_to_head_table(stats.head_to_head(summary, records, a, b, seed=seed)))
         return
-    metric = metric or f"mrr@{summary['k']}"
-    known = summary["candidates"][0]["quality"] if summary["candidates"] else {}
+    metric = metric or metric_key("mrr", summary.k)
+    known = summary.candidates[0].quality if summary.candidates else {}
     if metric not in known:
         raise BenchError(f"--metric {metric}: not in this run; choose one of {', '.join(known)}")
     out.print(pairs_table(stats.all_pairs(summary, records, metric=metric, seed=seed), metric))

@@ -98,6 +98,7 @@ class Config:
         """models × chunkers × indexes × query settings, less ``exclude`` and ``skip``, within ``only``.
 
         A lexical model uses its own inverted index, once per chunker. Patterns are globs on ids.
+        An empty grid is a BenchError: there would be nothing to run.
         """
         grid = []
         for model in self.models:
@@ -112,6 +113,8 @@ class Config:
         grid = [c for c in grid if not any(fnmatch.fnmatchcase(c.id, p) for p in drop)]
         if only:
             grid = [c for c in grid if any(fnmatch.fnmatchcase(c.id, p) for p in only)]
+        if not grid:
+            raise BenchError(f"{self.path}: no candidate is left after exclude, --only and --skip; loosen them")
         return grid
 
     def chunker(self, name: str) -> ChunkerSpec:

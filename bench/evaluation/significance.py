@@ -28,9 +28,10 @@ import numpy as np
 from scipy import stats
 
 from bench.errors import BenchError
+from bench.evaluation.metrics import headline, metric_key
 from bench.files import write_atomic
+from bench.results.schema import QuestionRecord, RunSummary
 
-HEADLINE = ("mrr", "recall", "ndcg", "hit_rate", "precision")
 SMALL_SAMPLE = 30  # below this many questions only the Wilcoxon test is trustworthy
 ALPHA = 0.05
 PERMUTATIONS = 10_000  # sign flips of the randomisation test
@@ -267,41 +268,42 @@ class _Run:
         return np.array([[self.depth + 1 if r is None else r for r in row] for row in self.first], dtype=float)
 
 
-def _read(summary: dict, records: list[dict]) -> _Run:
-    ranked = sorted(summary["candidates"], key=lambda c: c.get("rank", math.inf))  # stable: keeps listed order
-    candidates = [c["id"] for c in ranked]
+def _read(summary: RunSummary, records: Sequence[QuestionRecord]) -> _Run:
+    # stable: keeps listed order
+    ranked = sorted(summary.candidates, key=lambda c: math.inf if c.rank is None else c.rank)
+    candidates = [c.id for c in ranked]
     col = {cid: j for j, cid in enumerate(candidates)}
     rows: dict[str, int] = {}
     texts, tags, cells = [], [], {}
     for rec in records:
-        qid = rec["question_id"]
+        qid = rec.question_id
         if qid not in rows:
             rows[qid] = len(rows)
-            texts.append(rec.get("question", ""))
-            tags.append(list(rec.get("tags") or []))
-        if rec["candidate"] in col:
-            cells[rows[qid], col[rec["candidate"]]] = rec
+            texts.append(rec.question)
+            tags.append(list(rec.tags))
+        if rec.candidate in col:
+            cells[rows[qid], col[rec.candidate]] = rec
     n, c = len(rows), len(candidates)
     for i, qid in enumerate(rows):
         for j, cid in enumerate(candidates):
             if (i, j) not in cells:
                 raise BenchError(f"candidate {cid!r} has no record for question {qid!r}; the run folder is incomplete")
-    names = sorted({name for rec in cells.values() for name in rec.get("metrics", {})})
+    names = sorted({name for rec in cells.values() for name in rec.metrics})
     metrics = {name: np.full((n, c), math.nan) for name in names}
     first: list[list[int | None]] = [[None] * c for _ in range(n)]
     for (i, j), rec in cells.items():
-        first[i][j] = rec.get("first_relevant_rank")
-        for name, value in rec.get("metrics", {}).items():
+        first[i][j] = rec.first_relevant_rank
+        for name, value in rec.metrics.items():
             if value is not None:
                 metrics[name][i, j] = value
     return _Run(
-        k=int(summary["k"]),
-        depth=int(summary["depth"]),
+        k=int(summary.k),
+        depth=int(summary.depth),
         questions=list(rows),
         texts=texts,
         tags=tags,
         candidates=candidates,
-        quality={c["id"]: c.get("quality", {}) for c in ranked},
+        quality={c.id: c.quality for c in ranked},
         first=first,
         metrics=metrics,
     )
@@ -337,8 +339,8 @@ def _batch_tests(pairs: list[tuple[np.ndarray, np.ndarray]], seed: int, permutat
 
 
 def head_to_head(
-    summary: dict,
-    records: list[dict],
+    summary: RunSummary,
+    records: Sequence[QuestionRecord],
     a: str,
     b: str,
     metrics: Sequence[str] | None = None,
@@ -354,9 +356,7 @@ def head_to_head(
     if ja == jb:
         raise BenchError(f"cannot compare candidate {a!r} with itself; name two different candidates")
     if metrics is None:
-        metrics = [
-            f"{m}@{run.k}" for m in HEADLINE if f"{m}@{run.k}" in run.quality[a] and f"{m}@{run.k}" in run.quality[b]
-        ]
+        metrics = [name for name in map(str, headline(run.k)) if name in run.quality[a] and name in run.quality[b]]
     metrics = list(dict.fromkeys(metrics))  # a metric named twice is one comparison, not two in the Holm family
     pairs = [_both_present(run.metric(m)[:, ja], run.metric(m)[:, jb]) for m in metrics]
     per_metric = {}
@@ -422,12 +422,16 @@ def _disagreements(run: _Run, ja: int, jb: int) -> list[dict]:
 
 
 def all_pairs(
-    summary: dict, records: list[dict], metric: str | None = None, seed: int = 0, permutations: int = PERMUTATIONS
+    summary: RunSummary,
+    records: Sequence[QuestionRecord],
+    metric: str | None = None,
+    seed: int = 0,
+    permutations: int = PERMUTATIONS,
 ) -> list[dict]:
     """Every unordered pair of candidates on one metric (default ``mrr@k``), better-ranked one as A,
     with Holm correction across all pairs (one family per test type)."""
     run = _read(summary, records)
-    values = run.metric(metric or f"mrr@{run.k}")
+    values = run.metric(metric or metric_key("mrr", run.k))
     index = [(i, j) for i in range(len(run.candidates)) for j in range(i + 1, len(run.candidates))]
     pairs = [_both_present(values[:, i], values[:, j]) for i, j in index]
     rows = []
@@ -450,7 +454,11 @@ def all_pairs(
 
 
 def confidence_intervals(
-    summary: dict, records: list[dict], metrics: Sequence[str] | None = None, seed: int = 0, resamples: int = RESAMPLES
+    summary: RunSummary,
+    records: Sequence[QuestionRecord],
+    metrics: Sequence[str] | None = None,
+    seed: int = 0,
+    resamples: int = RESAMPLES,
 ) -> dict[str, dict[str, list[float]]]:
     """Candidate id → metric → [lo, hi], the 95% bootstrap interval of the mean per-question value.
 
@@ -485,7 +493,9 @@ def _present(values: np.ndarray) -> np.ndarray:
 # Rank matrix and tags
 
 
-def rank_matrix(summary: dict, records: list[dict]) -> tuple[list[str], list[str], list[list[int | None]]]:
+def rank_matrix(
+    summary: RunSummary, records: Sequence[QuestionRecord]
+) -> tuple[list[str], list[str], list[list[int | None]]]:
     """(question ids, candidate ids in rank order, per question the first-relevant rank of each candidate,
     None for a miss).
 
@@ -514,14 +524,14 @@ def write_rank_matrix_csv(path: Path, questions: list[str], candidates: list[str
     write_atomic(Path(path), buffer.getvalue())
 
 
-def per_tag(summary: dict, records: list[dict], metric: str | None = None) -> dict[str, dict]:
+def per_tag(summary: RunSummary, records: Sequence[QuestionRecord], metric: str | None = None) -> dict[str, dict]:
     """``{"tags": {tag: n_questions}, "means": {tag: {candidate: mean}}}``, tags sorted by name.
 
     The mean is over the questions carrying the tag (default metric ``mrr@k``); a question's missing
     values are left out of its candidate's mean.
     """
     run = _read(summary, records)
-    values = run.metric(metric or f"mrr@{run.k}")
+    values = run.metric(metric or metric_key("mrr", run.k))
     counts: dict[str, int] = {}
     means: dict[str, dict[str, float]] = {}
     for tag in sorted({t for tags in run.tags for t in tags}):

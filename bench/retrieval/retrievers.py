@@ -5,8 +5,10 @@ Rankings are deterministic: equal scores are ordered by unit id (``ChunkTable.ti
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -16,7 +18,6 @@ from bench.chunking.table import ChunkTable
 from bench.embedders import PASSAGE, QUERY, Embedder, ModelSpec, load_embedder
 from bench.embedders.cache import EmbeddingCache, EmbedStats, drop_pages
 from bench.embedders.engine import Engine
-from bench.evaluation.costs import hourly_usd
 from bench.measure import rss_mb
 from bench.retrieval.bm25 import BM25Index, Tokenizer
 from bench.retrieval.faiss_index import IndexSpec, exact_top, index_bytes, recall_against_exact
@@ -36,12 +37,16 @@ class BuildStats:
     embed: EmbedStats = field(default_factory=EmbedStats)
     chunk_tokens: np.ndarray | None = None  # per chunk, in the model's own tokenizer (dense models)
     billed_tokens: int | None = None  # what an API reported for this build's embedding calls
-    hourly_usd: float | None = None  # compute price, when the model is costed by time
     index_memory_mb: float | None = None  # resident memory the index build added (its structures)
     rss_mb: dict[str, float] = field(default_factory=dict)  # resident memory after each step of the build
 
 
 class Retriever(Protocol):
+    spec: ModelSpec
+    lexical: bool  # ranks by term matches (BM25) rather than by vectors
+    query_stats: EmbedStats | None  # the questions of the last ``encode``: embedded or from the cache
+    query_billed: int | None  # tokens an API reported for the last ``encode``
+
     def build(self, table: ChunkTable, progress: Callable[[int], None] | None = None) -> BuildStats:
         """Index every chunk of the table."""
 
@@ -62,6 +67,12 @@ class Retriever(Protocol):
 
     def recall_against_exact(self, queries: object, n: int) -> float | None:
         """Share of the exact top-n this retriever finds; None when it is exact."""
+
+    def count_tokens(self, texts: list[str]) -> np.ndarray | None:
+        """Tokens per text in the model's own tokenizer; None when no model reads the texts (BM25)."""
+
+    def one_query_at_a_time(self) -> contextlib.AbstractContextManager[None]:
+        """Search as a service answers: one query per request, on one thread (what latency times)."""
 
 
 def top_n(scores: np.ndarray, tie_order: np.ndarray, n: int) -> np.ndarray:
@@ -92,6 +103,10 @@ class DenseRetriever:
         self.cache = cache
         self.batch_size = batch_size
         self.embedder = embedder or load_embedder(spec, batch_size=batch_size)
+        self.query_stats: EmbedStats | None = None
+        self.query_billed: int | None = None
+
+    lexical = False
 
     def build(self, table: ChunkTable, progress=None) -> BuildStats:
         self.tie_order = table.tie_order
@@ -120,7 +135,6 @@ class DenseRetriever:
             embed=embed_stats,
             chunk_tokens=chunk_tokens,
             billed_tokens=billed,
-            hourly_usd=hourly_usd(self.spec),
             index_memory_mb=round(rss["index"] - rss["embed"], 1),
             rss_mb=rss,
         )
@@ -170,6 +184,19 @@ class DenseRetriever:
     def score(self, queries: np.ndarray, q: int, chunks: np.ndarray) -> np.ndarray:
         return (self.vectors[chunks] @ queries[q]).astype(np.float64)
 
+    @contextmanager
+    def one_query_at_a_time(self) -> Iterator[None]:
+        # FAISS's OpenMP start-up on every single-vector search would otherwise dominate
+        # (milliseconds on a tiny index).
+        import faiss
+
+        threads = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(1)
+        try:
+            yield
+        finally:
+            faiss.omp_set_num_threads(threads)
+
 
 class BM25Retriever:
     """Lucene BM25 (k1=1.5, b=0.75, bm25s's scores) over lower-cased words minus English stopwords.
@@ -177,6 +204,10 @@ class BM25Retriever:
     Only chunks sharing at least one term with the question are retrieved, as in any
     inverted index; so a ranking may be shorter than asked.
     """
+
+    lexical = True
+    query_stats = None  # no model: nothing is embedded or billed
+    query_billed = None
 
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
@@ -206,6 +237,13 @@ class BM25Retriever:
 
     def recall_against_exact(self, queries, n: int) -> None:
         return None  # BM25 scores every matching chunk: it is exact
+
+    def count_tokens(self, texts: list[str]) -> None:
+        return None
+
+    @contextmanager
+    def one_query_at_a_time(self) -> Iterator[None]:
+        yield  # one thread already
 
     def _all_scores(self, tokens: list[str]) -> np.ndarray:
         return self.bm25.scores(tokens).astype(np.float64)
