@@ -1,4 +1,4 @@
-"""Diagnostics: why a candidate scores as it does (DESIGN §4).
+"""Diagnostics: why a candidate scores as it does (docs/design.md, "Diagnostics").
 
 Per question: the score gap (best expected unit, scored exactly even when not retrieved, minus
 the best-scoring non-relevant unit retrieved), the mean score of the expected units, and the

@@ -1,6 +1,6 @@
 """Quality metrics on arrays: one questions × depth matrix of grades in, per-question values out.
 
-Definitions follow DESIGN §3 and agree with trec_eval (P_k, recall_k, recip_rank cut at k,
+Definitions follow docs/design.md ("Quality metrics") and agree with trec_eval (P_k, recall_k, recip_rank cut at k,
 ndcg_cut_k with linear gain, map_cut_k) and ranx (ndcg_burges@k for the exponential gain).
 Questions with no relevant unit count as zeros; nothing is dropped from a mean.
 """

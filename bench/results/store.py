@@ -1,4 +1,4 @@
-"""The results layout (DESIGN §6): atomic writes, run ids, and loading old runs.
+"""The results layout (docs/design.md, "Results on disk"): atomic writes, run ids, and loading old runs.
 
 A run is written into ``results/.<run_id>.partial/`` and renamed to ``results/<run_id>/``
 only when every file is complete, so a run that dies never leaves a folder that looks whole.
