@@ -61,7 +61,7 @@ class ModelPool:
         if name in self._latency:
             return self._latency[name]
         spec = self.config.model(name)
-        keep = not spec.lexical and spec.loader != "openai"
+        keep = not spec.lexical and not spec.remote
         key = _latency_key(spec, questions)
         stored = self.cache.latency(spec.cache_key, key) if keep and not self.remeasure else None
         if stored is not None:
