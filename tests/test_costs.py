@@ -23,6 +23,7 @@ from bench.evaluation.costs import (
     resolve_price,
     run_cost_usd,
 )
+from bench.results.schema import CandidateResult
 
 # --- arithmetic, checked against sums done by hand -------------------------------------------------
 
@@ -211,8 +212,12 @@ def test_configured_price_wins(loader):
 # --- cheapest_within -------------------------------------------------------------------------------
 
 
-def _cand(cid: str, score, cost, metric: str = "mrr@5", key: str = "cost_per_1k_queries_usd", **ops) -> dict:
-    return {"id": cid, "quality": {metric: score}, "ops": {key: cost, **ops}}
+def _cand(cid: str, score, cost, metric: str = "mrr@5", key: str = "cost_per_1k_queries_usd", **ops) -> CandidateResult:
+    return _result(cid, {metric: score}, {key: cost, **ops})
+
+
+def _result(cid: str, quality: dict, ops: dict) -> CandidateResult:
+    return CandidateResult(id=cid, model="m", chunker="c", index="flat", search=None, quality=quality, ops=ops)
 
 
 K = "cost_per_1k_queries_usd"
@@ -221,9 +226,9 @@ K = "cost_per_1k_queries_usd"
 def test_cheapest_within_picks_lowest_cost_inside_margin():
     cands = [_cand("a", 0.80, 0.010), _cand("b", 0.79, 0.002), _cand("c", 0.70, 0.0)]
     # c is free but 0.10 below the best; b is inside 0.02 and cheaper than a
-    assert cheapest_within(cands, "mrr@5", 0.02, K)["id"] == "b"
-    assert cheapest_within(cands, "mrr@5", 0.10, K)["id"] == "c"
-    assert cheapest_within(cands, "mrr@5", 0.0, K)["id"] == "a"
+    assert cheapest_within(cands, "mrr@5", 0.02, K).id == "b"
+    assert cheapest_within(cands, "mrr@5", 0.10, K).id == "c"
+    assert cheapest_within(cands, "mrr@5", 0.0, K).id == "a"
 
 
 def test_margin_boundary_is_included_despite_float_error():
@@ -231,24 +236,24 @@ def test_margin_boundary_is_included_despite_float_error():
     # candidate exactly 0.02 below the best would fall out of a 0.02 margin.
     assert 0.14 - 0.02 > 0.12
     cands = [_cand("best", 0.14, 0.01), _cand("edge", 0.12, 0.001)]
-    assert cheapest_within(cands, "mrr@5", 0.02, K)["id"] == "edge"
+    assert cheapest_within(cands, "mrr@5", 0.02, K).id == "edge"
     cands = [_cand("best", 0.731, 0.01), _cand("edge", 0.711, 0.001)]
-    assert cheapest_within(cands, "mrr@5", 0.02, K)["id"] == "edge"
+    assert cheapest_within(cands, "mrr@5", 0.02, K).id == "edge"
     # just outside the margin, by far more than the epsilon, stays out
     cands = [_cand("best", 0.731, 0.01), _cand("out", 0.7109, 0.001)]
-    assert cheapest_within(cands, "mrr@5", 0.02, K)["id"] == "best"
+    assert cheapest_within(cands, "mrr@5", 0.02, K).id == "best"
 
 
 def test_cost_ties_go_to_higher_score_then_id():
     cands = [_cand("z", 0.75, 0.0), _cand("y", 0.76, 0.0), _cand("best", 0.77, 0.5)]
-    assert cheapest_within(cands, "mrr@5", 0.02, K)["id"] == "y"
+    assert cheapest_within(cands, "mrr@5", 0.02, K).id == "y"
     cands = [_cand("b", 0.76, 0.0), _cand("a", 0.76, 0.0), _cand("best", 0.77, 0.5)]
-    assert cheapest_within(cands, "mrr@5", 0.02, K)["id"] == "a"
+    assert cheapest_within(cands, "mrr@5", 0.02, K).id == "a"
 
 
 def test_unknown_costs_are_skipped():
     cands = [_cand("a", 0.80, None), _cand("b", 0.79, 0.004), _cand("c", 0.795, float("nan"))]
-    assert cheapest_within(cands, "mrr@5", 0.02, K)["id"] == "b"
+    assert cheapest_within(cands, "mrr@5", 0.02, K).id == "b"
 
 
 def test_all_unknown_costs_give_none():
@@ -258,13 +263,13 @@ def test_all_unknown_costs_give_none():
 
 
 def test_missing_cost_key_counts_as_unknown():
-    cands = [{"id": "a", "quality": {"mrr@5": 0.8}, "ops": {}}]
+    cands = [_result("a", {"mrr@5": 0.8}, {})]
     assert cheapest_within(cands, "mrr@5", 0.02, K) is None
 
 
 def test_candidates_without_a_score_are_ignored():
     cands = [_cand("a", None, 0.0), _cand("b", float("nan"), 0.0), _cand("c", 0.6, 0.3)]
-    assert cheapest_within(cands, "mrr@5", 0.02, K)["id"] == "c"
+    assert cheapest_within(cands, "mrr@5", 0.02, K).id == "c"
     assert cheapest_within([], "mrr@5", 0.02, K) is None
     assert cheapest_within([_cand("a", None, 0.0)], "mrr@5", 0.02, K) is None
 

@@ -20,11 +20,16 @@ import functools
 import math
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
+from typing import TYPE_CHECKING
 
 from bench.embedders.base import ModelSpec
 from bench.errors import BenchError
+
+if TYPE_CHECKING:
+    from bench.results.schema import CandidateResult
 
 TOKENS_PER_MTOK = 1_000_000
 SECONDS_PER_HOUR = 3600
@@ -227,15 +232,15 @@ def compute_cost_usd(seconds: float | None, hourly_usd: float | None) -> float |
 # --- the cheapest candidate that is good enough ---------------------------------------------------
 
 
-def _score(candidate: dict, metric: str) -> float | None:
-    value = (candidate.get("quality") or {}).get(metric)
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        return None
-    return float(value)
+def _score(candidate: CandidateResult, metric: str) -> float | None:
+    return _number(candidate.quality.get(metric))
 
 
-def _cost(candidate: dict, cost_key: str) -> float | None:
-    value = (candidate.get("ops") or {}).get(cost_key)
+def _cost(candidate: CandidateResult, cost_key: str) -> float | None:
+    return _number(candidate.ops.get(cost_key))
+
+
+def _number(value) -> float | None:
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         return None
     return float(value)
@@ -246,15 +251,15 @@ def _check_margin(margin: float) -> None:
         raise BenchError(f"the quality margin must be a number >= 0, not {margin!r}")
 
 
-def best_candidate(candidates: list[dict], metric: str) -> dict | None:
+def best_candidate(candidates: Sequence[CandidateResult], metric: str) -> CandidateResult | None:
     """The highest ``quality[metric]`` (ties: lowest id); None when no candidate has a score."""
     scored = [c for c in candidates if _score(c, metric) is not None]
     if not scored:
         return None
-    return min(scored, key=lambda c: (-_score(c, metric), str(c.get("id", ""))))
+    return min(scored, key=lambda c: (-_score(c, metric), c.id))
 
 
-def within_margin(candidates: list[dict], metric: str, margin: float) -> list[dict]:
+def within_margin(candidates: Sequence[CandidateResult], metric: str, margin: float) -> list[CandidateResult]:
     """Candidates scoring at least best - margin (boundary included, see ``SCORE_EPSILON``)."""
     _check_margin(margin)
     best = best_candidate(candidates, metric)
@@ -264,18 +269,19 @@ def within_margin(candidates: list[dict], metric: str, margin: float) -> list[di
     return [c for c in candidates if (s := _score(c, metric)) is not None and s >= floor]
 
 
-def cheapest_within(candidates: list[dict], metric: str, margin: float, cost_key: str) -> dict | None:
+def cheapest_within(
+    candidates: Sequence[CandidateResult], metric: str, margin: float, cost_key: str
+) -> CandidateResult | None:
     """The cheapest candidate whose ``quality[metric]`` is within ``margin`` of the best.
 
-    Each candidate is a summary with ``quality[metric]`` and ``ops[cost_key]``. Candidates with no
-    score are ignored; those with an unknown (None) cost are skipped, and when every candidate in
-    the margin has an unknown cost the answer is None. Equal costs: the higher score wins, then the
-    lower id.
+    Candidates with no score are ignored; those with an unknown (None) ``ops[cost_key]`` are
+    skipped, and when every candidate in the margin has an unknown cost the answer is None. Equal
+    costs: the higher score wins, then the lower id.
     """
     priced = [c for c in within_margin(candidates, metric, margin) if _cost(c, cost_key) is not None]
     if not priced:
         return None
-    return min(priced, key=lambda c: (_cost(c, cost_key), -_score(c, metric), str(c.get("id", ""))))
+    return min(priced, key=lambda c: (_cost(c, cost_key), -_score(c, metric), c.id))
 
 
 def format_usd(value: float | None) -> str:
@@ -289,7 +295,7 @@ def format_usd(value: float | None) -> str:
 
 
 def recommendation_line(
-    candidates: list[dict], metric: str, margin: float, cost_key: str, cost_label: str | None = None
+    candidates: Sequence[CandidateResult], metric: str, margin: float, cost_key: str, cost_label: str | None = None
 ) -> str:
     """One sentence naming the cheapest candidate within ``margin`` of the best ``metric`` score.
 
@@ -305,23 +311,22 @@ def recommendation_line(
     near = within_margin(candidates, metric, margin)
     unknown = [c for c in near if _cost(c, cost_key) is None]
     pick = cheapest_within(candidates, metric, margin, cost_key)
-    scope = f"within {margin:g} {metric} of the best ({best['id']} {best_score:.3f})"
+    scope = f"within {margin:g} {metric} of the best ({best.id} {best_score:.3f})"
     if pick is None:
         return (
             f"no recommendation: the cost {label} is unknown for every candidate {scope}; "
             f"set price_per_mtok (or hourly_usd) in [model.NAME]"
         )
     cost = _cost(pick, cost_key)
-    estimate = " (compute estimate)" if (pick.get("ops") or {}).get("cost_estimate") else ""
+    estimate = " (compute estimate)" if pick.ops.get("cost_estimate") else ""
     if pick is best:
         line = (
-            f"the best {metric}, {best['id']} ({best_score:.3f}), is also the cheapest within "
+            f"the best {metric}, {best.id} ({best_score:.3f}), is also the cheapest within "
             f"{margin:g} of it: {format_usd(cost)}{estimate} {label}"
         )
     else:
         line = (
-            f"cheapest {scope}: {pick['id']} at {format_usd(cost)}{estimate} {label} "
-            f"({metric} {_score(pick, metric):.3f})"
+            f"cheapest {scope}: {pick.id} at {format_usd(cost)}{estimate} {label} ({metric} {_score(pick, metric):.3f})"
         )
     if unknown:
         n = len(unknown)

@@ -34,9 +34,12 @@ Rules (severity) and thresholds (module constants):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+from bench.evaluation.metrics import metric_key
+from bench.results.schema import CandidateResult, QuestionRecord, RunSummary
 
 RUN = "*"
 
@@ -92,29 +95,29 @@ class Finding:
 class _Candidate:
     """One candidate's figures, with what the rules derive from the records or the run."""
 
-    data: dict
+    data: CandidateResult
     k: int
     depth: int
     unit: str
     min_overlap: float | None
-    records: list[dict]
+    records: list[QuestionRecord]
     ceiling: float | None  # achievable precision@k
     units: float | None  # mean relevant units per question
-    baseline: dict | None  # the BM25 candidate on the same chunker, if any
+    baseline: CandidateResult | None  # the BM25 candidate on the same chunker, if any
 
     def metric(self, name: str) -> float | None:
-        return self.data.get("quality", {}).get(f"{name}@{self.k}")
+        return self.data.quality.get(metric_key(name, self.k))
 
     def curve(self, k: int) -> float | None:
-        return self.data.get("curve", {}).get(f"hit_rate@{k}")
+        return self.data.curve.get(metric_key("hit_rate", k))
 
     @property
     def diagnostics(self) -> dict:
-        return self.data.get("diagnostics") or {}
+        return self.data.diagnostics or {}
 
     @property
     def ops(self) -> dict:
-        return self.data.get("ops") or {}
+        return self.data.ops or {}
 
     @property
     def noun(self) -> str:
@@ -123,21 +126,21 @@ class _Candidate:
 
     @property
     def lexical(self) -> bool:
-        return _is_lexical(self.data)
+        return self.data.lexical
 
 
 # ---------------------------------------------------------------------------------------------------
 # Entry points
 
 
-def diagnose(summary: dict, records: list[dict] | None = None) -> dict[str, list[Finding]]:
+def diagnose(summary: RunSummary, records: Sequence[QuestionRecord] | None = None) -> dict[str, list[Finding]]:
     """Findings per candidate id (summary order), run-level ones under ``"*"`` first; lists may be empty."""
-    candidates = summary.get("candidates") or []
+    candidates = summary.candidates
     by_candidate = _group_records(records or [])
     out: dict[str, list[Finding]] = {RUN: [f for rule in RUN_RULES for f in rule(summary, by_candidate)]}
     for data in candidates:
-        cand = _candidate(summary, data, by_candidate.get(data["id"], []), _baseline(candidates, data))
-        out[data["id"]] = [f for rule in CANDIDATE_RULES if (f := rule(cand)) is not None]
+        cand = _candidate(summary, data, by_candidate.get(data.id, []), _baseline(candidates, data))
+        out[data.id] = [f for rule in CANDIDATE_RULES if (f := rule(cand)) is not None]
     return out
 
 
@@ -157,34 +160,32 @@ def findings_lines(findings: dict[str, list[Finding]]) -> list[str]:
 # Context
 
 
-def _group_records(records: list[dict]) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = defaultdict(list)
+def _group_records(records: Sequence[QuestionRecord]) -> dict[str, list[QuestionRecord]]:
+    out: dict[str, list[QuestionRecord]] = defaultdict(list)
     for rec in records:
-        out[rec.get("candidate")].append(rec)
+        out[rec.candidate].append(rec)
     return out
 
 
-def _is_lexical(data: dict) -> bool:
-    return data.get("model") == "bm25" or data.get("index") == "inverted"
-
-
-def _baseline(candidates: list[dict], data: dict) -> dict | None:
+def _baseline(candidates: list[CandidateResult], data: CandidateResult) -> CandidateResult | None:
     """BM25 on the same chunker: the only recall a dense model can be fairly held against."""
-    if _is_lexical(data):
+    if data.lexical:
         return None
-    return next((c for c in candidates if _is_lexical(c) and c.get("chunker") == data.get("chunker")), None)
+    return next((c for c in candidates if c.lexical and c.chunker == data.chunker), None)
 
 
-def _candidate(summary: dict, data: dict, records: list[dict], baseline: dict | None) -> _Candidate:
-    k = summary["k"]
-    quality = data.get("quality", {})
-    ceiling, units = _ceiling(k, records, quality.get(f"precision@{k}"), quality.get(f"recall@{k}"))
+def _candidate(
+    summary: RunSummary, data: CandidateResult, records: list[QuestionRecord], baseline: CandidateResult | None
+) -> _Candidate:
+    k = summary.k
+    quality = data.quality
+    ceiling, units = _ceiling(k, records, quality.get(metric_key("precision", k)), quality.get(metric_key("recall", k)))
     return _Candidate(
         data=data,
         k=k,
-        depth=summary.get("depth", k),
-        unit=summary.get("unit", "chunk"),
-        min_overlap=summary.get("min_overlap"),
+        depth=summary.depth,
+        unit=summary.unit,
+        min_overlap=summary.min_overlap,
         records=records,
         ceiling=ceiling,
         units=units,
@@ -193,11 +194,11 @@ def _candidate(summary: dict, data: dict, records: list[dict], baseline: dict | 
 
 
 def _ceiling(
-    k: int, records: list[dict], precision: float | None, recall: float | None
+    k: int, records: list[QuestionRecord], precision: float | None, recall: float | None
 ) -> tuple[float | None, float | None]:
     """Achievable precision@k and mean relevant units per question: exact from records, else estimated."""
     if records:
-        sizes = [len(r.get("expected") or []) for r in records]
+        sizes = [len(r.expected) for r in records]
         return sum(min(k, n) for n in sizes) / (k * len(sizes)), sum(sizes) / len(sizes)
     if not precision or not recall:
         return None, None
@@ -260,7 +261,7 @@ def _mismatch(c: _Candidate) -> Finding | None:
         return None
     share = precision / c.ceiling if c.ceiling else (0.0 if precision == 0 else None)
     low = recall < LOW_RECALL and share is not None and share < LOW_PRECISION_SHARE
-    base = c.baseline and c.baseline.get("quality", {}).get(f"recall@{c.k}")
+    base = c.baseline.quality.get(metric_key("recall", c.k)) if c.baseline else None
     beaten = base is not None and base >= recall
     if not (low or beaten):
         return None
@@ -275,7 +276,7 @@ def _mismatch(c: _Candidate) -> Finding | None:
 
 
 def _mismatch_text(c: _Candidate, recall: float, precision: float, low: bool, base: float | None) -> str:
-    k, chunker = c.k, c.data.get("chunker")
+    k, chunker = c.k, c.data.chunker
     ceiling = f" of an achievable {_f(c.ceiling)}" if c.ceiling is not None else ""
     hit = c.metric("hit_rate")
     hits = f" (hit_rate@{k} {_f(hit)})" if hit is not None else ""
@@ -340,11 +341,15 @@ def _late_hits(c: _Candidate) -> tuple[str, dict] | None:
         f"Hit rate climbs from {_f(at_k)} at {c.k} to {_f(at_depth)} at {c.depth}: for {_pct(at_depth - at_k)} "
         f"of questions the first relevant {c.noun} ranks {c.k + 1}–{c.depth}."
     )
-    return text, {f"hit_rate@{c.k}": at_k, f"hit_rate@{c.depth}": at_depth, "late_share": at_depth - at_k}
+    return text, {
+        metric_key("hit_rate", c.k): at_k,
+        metric_key("hit_rate", c.depth): at_depth,
+        "late_share": at_depth - at_k,
+    }
 
 
 def _near_duplicates(c: _Candidate) -> Finding | None:
-    gaps = [g for r in c.records if (g := (r.get("diagnostics") or {}).get("score_gap")) is not None]
+    gaps = [g for r in c.records if (g := (r.diagnostics or {}).get("score_gap")) is not None]
     band = _gap_band(c)
     if len(gaps) < MIN_GAP_QUESTIONS or band is None:
         return None
@@ -376,7 +381,7 @@ def _truncation(c: _Candidate) -> Finding | None:
         return None
     severity = "warning" if lost >= TRUNCATED_TOKEN_WARNING else "info"
     text = (
-        f"{cut} of {n} chunks ({_pct(share)}) are longer than {c.data.get('model')} reads and {_pct(lost)} of "
+        f"{cut} of {n} chunks ({_pct(share)}) are longer than {c.data.model} reads and {_pct(lost)} of "
         f"the corpus tokens are never embedded: evidence at the end of those chunks cannot be found. Use smaller "
         f"chunks (sized in the model's own tokens) or a longer-context model."
     )
@@ -412,7 +417,7 @@ def _no_relevant_unit(c: _Candidate) -> Finding | None:
     else:
         overlap = f" (min_overlap {c.min_overlap:g})" if c.min_overlap is not None else ""
         fix = (
-            f"no {c.data.get('chunker')} chunk overlaps their evidence enough to count{overlap}. Lower "
+            f"no {c.data.chunker} chunk overlaps their evidence enough to count{overlap}. Lower "
             f"min_overlap or use bigger chunks."
         )
     text = f"{lost}{of} questions score 0 whatever the retriever does: {fix}"
@@ -435,79 +440,83 @@ CANDIDATE_RULES: tuple[Callable[[_Candidate], Finding | None], ...] = (
 # Run-level rules
 
 
-def _chunkers_apart(summary: dict, by_candidate: dict[str, list[dict]]) -> list[Finding]:
-    k = summary["k"]
-    groups: dict[tuple, list[dict]] = defaultdict(list)
-    for c in summary.get("candidates") or []:
-        q = c.get("quality", {})
-        if q.get(f"recall@{k}") is not None and q.get(f"span_precision@{k}") is not None:
-            groups[(c.get("model"), c.get("index"))].append(c)
+def _chunkers_apart(summary: RunSummary, by_candidate: dict[str, list[QuestionRecord]]) -> list[Finding]:
+    k = summary.k
+    groups: dict[tuple, list[CandidateResult]] = defaultdict(list)
+    for c in summary.candidates:
+        if (
+            c.quality.get(metric_key("recall", k)) is not None
+            and c.quality.get(metric_key("span_precision", k)) is not None
+        ):
+            groups[(c.model, c.index)].append(c)
     return [f for (model, index), cands in groups.items() for f in _apart_in_group(model, index, cands, k)]
 
 
-def _apart_in_group(model: str, index: str, cands: list[dict], k: int) -> list[Finding]:
+def _apart_in_group(model: str, index: str, cands: list[CandidateResult], k: int) -> list[Finding]:
     """Each chunker, best span precision first, against those it beats at similar or better recall."""
 
-    def get(c: dict, name: str) -> float:
-        return c["quality"][f"{name}@{k}"]
+    def get(c: CandidateResult, name: str) -> float:
+        return c.quality[metric_key(name, k)]
 
     ordered = sorted(cands, key=lambda c: -get(c, "span_precision"))
     covered: set[str] = set()
     out = []
     for a in ordered:
-        if a["id"] in covered:
+        if a.id in covered:
             continue
         beaten = [
             b
             for b in ordered
             if b is not a
-            and b["id"] not in covered
+            and b.id not in covered
             and get(a, "span_precision") >= SPAN_PRECISION_RATIO * get(b, "span_precision")
             and get(a, "recall") >= get(b, "recall") - RECALL_TOLERANCE
         ]
         if beaten:
-            covered.update(b["id"] for b in beaten)
+            covered.update(b.id for b in beaten)
             out.append(_apart_finding(model, index, a, beaten, get, k))
     return out
 
 
-def _apart_finding(model: str, index: str, a: dict, beaten: list[dict], get: Callable, k: int) -> Finding:
+def _apart_finding(
+    model: str, index: str, a: CandidateResult, beaten: list[CandidateResult], get: Callable, k: int
+) -> Finding:
     sp, rc = get(a, "span_precision"), get(a, "recall")
     others = ", ".join(
-        f"{b['chunker']} {_f(get(b, 'span_precision'))} ({_ratio(sp, get(b, 'span_precision'))})" for b in beaten
+        f"{b.chunker} {_f(get(b, 'span_precision'))} ({_ratio(sp, get(b, 'span_precision'))})" for b in beaten
     )
-    recalls = ", ".join(f"{b['chunker']} {_f(get(b, 'recall'))}" for b in beaten)
+    recalls = ", ".join(f"{b.chunker} {_f(get(b, 'recall'))}" for b in beaten)
     text = (
-        f"For {model} on {index}, {a['chunker']} has span_precision@{k} {_f(sp)} against {others}, at similar "
+        f"For {model} on {index}, {a.chunker} has span_precision@{k} {_f(sp)} against {others}, at similar "
         f"or better recall@{k} ({_f(rc)} against {recalls}): it hands the LLM less noise for as much evidence. "
-        f"Prefer {a['chunker']}."
+        f"Prefer {a.chunker}."
     )
     evidence = {
         "model": model,
         "index": index,
-        "prefer": a["chunker"],
+        "prefer": a.chunker,
         "chunkers": {
-            c["chunker"]: {"recall": get(c, "recall"), "span_precision": get(c, "span_precision")} for c in [a, *beaten]
+            c.chunker: {"recall": get(c, "recall"), "span_precision": get(c, "span_precision")} for c in [a, *beaten]
         },
     }
     return Finding("chunkers_apart", "info", text, evidence)
 
 
-def _missed_by_all(summary: dict, by_candidate: dict[str, list[dict]]) -> list[Finding]:
-    k = summary["k"]
-    ids = [c["id"] for c in summary.get("candidates") or [] if by_candidate.get(c["id"])]
+def _missed_by_all(summary: RunSummary, by_candidate: dict[str, list[QuestionRecord]]) -> list[Finding]:
+    k = summary.k
+    ids = [c.id for c in summary.candidates if by_candidate.get(c.id)]
     if len(ids) < 2:
         return []
     found: dict[str, bool] = {}
     for cid in ids:
         for r in by_candidate[cid]:
-            rank = r.get("first_relevant_rank")
-            found[r["question_id"]] = found.get(r["question_id"], False) or bool(rank and rank <= k)
+            rank = r.first_relevant_rank
+            found[r.question_id] = found.get(r.question_id, False) or bool(rank and rank <= k)
     missed = [q for q, hit in found.items() if not hit]
     if not missed:
         return []
     shown = ", ".join(missed[:MAX_IDS]) + (f" and {len(missed) - MAX_IDS} more" if len(missed) > MAX_IDS else "")
-    noun = _noun(summary.get("unit", "chunk"))
+    noun = _noun(summary.unit)
     text = (
         f"{len(missed)} of {len(found)} questions ({shown}) get no relevant {noun} into the top {k} from any "
         f"of the {len(ids)} candidates: read their evidence in the goldset; either it is wrong or these are the "
@@ -516,7 +525,10 @@ def _missed_by_all(summary: dict, by_candidate: dict[str, list[dict]]) -> list[F
     return [Finding("missed_by_all", "info", text, {"question_ids": missed, "candidates": len(ids)})]
 
 
-RUN_RULES: tuple[Callable[[dict, dict[str, list[dict]]], list[Finding]], ...] = (_chunkers_apart, _missed_by_all)
+RUN_RULES: tuple[Callable[[RunSummary, dict[str, list[QuestionRecord]]], list[Finding]], ...] = (
+    _chunkers_apart,
+    _missed_by_all,
+)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -29,7 +29,10 @@ import json
 import math
 from pathlib import Path
 
+from bench.evaluation.metrics import metric_key
 from bench.files import write_atomic
+from bench.inputs.goldset import DOCUMENT
+from bench.results.schema import Manifest, QuestionRecord, RankedUnit, RunSummary, UnitText
 
 DOCUMENT_PREVIEW = 1500  # characters of a whole document shown; the page notes the full length
 QUOTE_LIMIT = 600  # characters of an evidence quote shown under its question
@@ -37,7 +40,9 @@ QUOTE_LIMIT = 600  # characters of an evidence quote shown under its question
 _SCRIPT_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026", 0x2028: "\\u2028", 0x2029: "\\u2029"}
 
 
-def write_inspector(path: Path, summary: dict, records: list[dict], texts: list[dict], manifest: dict) -> None:
+def write_inspector(
+    path: Path, summary: RunSummary, records: list[QuestionRecord], texts: list[UnitText], manifest: Manifest
+) -> None:
     """Write the inspector page for a finished run; same inputs give the same bytes."""
     write_atomic(path, render_html(inspector_data(summary, records, texts, manifest)))
 
@@ -45,9 +50,9 @@ def write_inspector(path: Path, summary: dict, records: list[dict], texts: list[
 class _Tables:
     """Interned documents, texts and units, so 9 × 170 × 20 ranking entries cost a few numbers each."""
 
-    def __init__(self, texts: list[dict], document_unit: bool):
+    def __init__(self, texts: list[UnitText], document_unit: bool):
         self.document_unit = document_unit
-        self.source = {(t["doc_id"], t["start"], t["end"]): t["text"] for t in texts}
+        self.source = {(t.doc_id, t.start, t.end): t.text for t in texts}
         self.by_doc: dict[str, list[tuple[int, int, str]]] = {}
         for (doc_id, start, end), text in sorted(self.source.items()):
             self.by_doc.setdefault(doc_id, []).append((start, end, text))
@@ -70,9 +75,9 @@ class _Tables:
             self.texts.append(text)
         return self._text_index[text]
 
-    def unit(self, entry: dict) -> int:
+    def unit(self, entry: RankedUnit) -> int:
         """``[doc, start, end, text index or None, 1 if the text is only its beginning]``."""
-        key = (entry["doc_id"], entry["start"], entry["end"])
+        key = _span(entry)
         if key not in self._unit_index:
             text = self.source.get(key)
             cut = int(self.document_unit and text is not None and len(text) > DOCUMENT_PREVIEW)
@@ -100,81 +105,71 @@ def _score(value) -> float | None:
     return round(float(value), 4)
 
 
-def _span(entry: dict) -> tuple:
-    return entry["doc_id"], entry["start"], entry["end"]
+def _span(entry: RankedUnit) -> tuple:
+    return entry.doc_id, entry.start, entry.end
 
 
-def _result(record: dict, k: int, tables: _Tables) -> dict:
+def _result(record: QuestionRecord, k: int, tables: _Tables) -> dict:
     ranks: dict[tuple, int] = {}
-    for rank, entry in enumerate(record["ranking"], start=1):
+    for rank, entry in enumerate(record.ranking, start=1):
         ranks.setdefault(_span(entry), rank)
-    metrics = record.get("metrics", {})
+    mrr, recall = metric_key("mrr", k), metric_key("recall", k)
     return {
-        "first": record.get("first_relevant_rank"),
-        "mrr": _score(metrics.get(f"mrr@{k}")),
-        "recall": _score(metrics.get(f"recall@{k}")),
-        "ranking": [[tables.unit(e), _score(e.get("score")), e.get("grade", 0)] for e in record["ranking"]],
-        "expected": [
-            [tables.unit(e), _score(e.get("score")), e.get("grade", 1), ranks.get(_span(e))] for e in record["expected"]
-        ],
+        "first": record.first_relevant_rank,
+        "mrr": _score(record.metrics.get(mrr)),
+        "recall": _score(record.metrics.get(recall)),
+        "ranking": [[tables.unit(e), _score(e.score), e.grade] for e in record.ranking],
+        "expected": [[tables.unit(e), _score(e.score), e.grade, ranks.get(_span(e))] for e in record.expected],
     }
 
 
-def _question(record: dict, tables: _Tables) -> dict:
+def _question(record: QuestionRecord, tables: _Tables) -> dict:
     evidence = [
-        [
-            tables.doc(ev["doc"]),
-            ev.get("start"),
-            ev.get("end"),
-            ev.get("grade", 1),
-            tables.quote(ev["doc"], ev.get("start"), ev.get("end")),
-        ]
-        for ev in record.get("evidence", [])
+        [tables.doc(ev.doc), ev.start, ev.end, ev.grade, tables.quote(ev.doc, ev.start, ev.end)]
+        for ev in record.evidence
     ]
-    return {
-        "id": record["question_id"],
-        "text": record.get("question", ""),
-        "tags": list(record.get("tags", [])),
-        "evidence": evidence,
-    }
+    return {"id": record.question_id, "text": record.question, "tags": list(record.tags), "evidence": evidence}
 
 
-def inspector_data(summary: dict, records: list[dict], texts: list[dict], manifest: dict) -> dict:
+def inspector_data(
+    summary: RunSummary, records: list[QuestionRecord], texts: list[UnitText], manifest: Manifest
+) -> dict:
     """The blob the page embeds: run facts, candidates in rank order, questions, and per candidate one
     result per question (``None`` where the run stored none) whose units index the interned tables."""
-    k, unit = summary["k"], summary.get("unit", "chunk")
-    tables = _Tables(texts, unit == "document")
-    candidates = sorted(summary["candidates"], key=lambda c: c["rank"])
-    candidate_index = {c["id"]: i for i, c in enumerate(candidates)}
+    k, unit = summary.k, summary.unit
+    mrr, recall = metric_key("mrr", k), metric_key("recall", k)
+    tables = _Tables(texts, unit == DOCUMENT)
+    candidates = sorted(summary.candidates, key=lambda c: c.rank)
+    candidate_index = {c.id: i for i, c in enumerate(candidates)}
     question_index: dict[str, int] = {}
     questions = []
     for record in records:
-        if record["question_id"] not in question_index:
-            question_index[record["question_id"]] = len(questions)
+        if record.question_id not in question_index:
+            question_index[record.question_id] = len(questions)
             questions.append(_question(record, tables))
     results: list[list[dict | None]] = [[None] * len(questions) for _ in candidates]
     for record in records:
-        ci = candidate_index.get(record["candidate"])
+        ci = candidate_index.get(record.candidate)
         if ci is not None:
-            results[ci][question_index[record["question_id"]]] = _result(record, k, tables)
-    corpus = manifest.get("corpus", {})
+            results[ci][question_index[record.question_id]] = _result(record, k, tables)
+    corpus, goldset = manifest.corpus or {}, manifest.goldset or {}
     return {
         "run": {
-            "id": manifest.get("run_id", ""),
-            "started": manifest.get("started", ""),
+            "id": manifest.run_id or "",
+            "started": manifest.started or "",
             "corpus": corpus.get("path", ""),
             "corpus_sha256": corpus.get("sha256", ""),
-            "goldset": manifest.get("goldset", {}).get("path", ""),
+            "goldset": goldset.get("path", ""),
             "k": k,
-            "depth": summary["depth"],
+            "depth": summary.depth,
             "unit": unit,
         },
         "candidates": [
             {
-                "id": c["id"],
-                "rank": c["rank"],
-                "mrr": _score(c["quality"].get(f"mrr@{k}")),
-                "recall": _score(c["quality"].get(f"recall@{k}")),
+                "id": c.id,
+                "rank": c.rank,
+                "mrr": _score(c.quality.get(mrr)),
+                "recall": _score(c.quality.get(recall)),
             }
             for c in candidates
         ],

@@ -24,7 +24,8 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
 from bench import files
-from bench.retrieval.faiss_index import LEXICAL_INDEX
+from bench.evaluation.metrics import MetricName, metric_key
+from bench.results.schema import CandidateResult, QuestionRecord, RunSummary
 
 DPI = 150
 SIZE = (8.0, 5.0)  # inches: one chart
@@ -60,13 +61,13 @@ class Style(NamedTuple):
     marker: str
 
 
-def candidate_styles(summary: dict) -> dict[str, Style]:
+def candidate_styles(summary: RunSummary) -> dict[str, Style]:
     """Colour, line style and marker per candidate id, in rank order.
 
     tab10 for up to 10 candidates, tab20 for up to 20 (its dark shades first, so neighbours in rank differ
     in hue), then tab20 again with a new line style and marker per round so every candidate stays distinct.
     """
-    ids = [c["id"] for c in summary.get("candidates", [])]
+    ids = [c.id for c in summary.candidates]
     if len(ids) <= 10:
         palette = [to_hex(c) for c in colormaps["tab10"].colors]
     else:
@@ -81,14 +82,9 @@ def candidate_styles(summary: dict) -> dict[str, Style]:
     return styles
 
 
-def candidate_colours(summary: dict) -> dict[str, str]:
+def candidate_colours(summary: RunSummary) -> dict[str, str]:
     """One hex colour per candidate id, the same in every figure of the run."""
     return {cid: style.colour for cid, style in candidate_styles(summary).items()}
-
-
-def is_lexical(candidate: dict) -> bool:
-    """Lexical (BM25) candidates score on an unbounded scale, not cosine, so they get their own axes."""
-    return candidate.get("index") == LEXICAL_INDEX or candidate.get("model") == "bm25"
 
 
 def wrap_id(cid: str, width: int = ID_WIDTH) -> str:
@@ -165,28 +161,29 @@ def _plural(n: int, word: str) -> str:
 # --- 1. hit rate by cutoff ------------------------------------------------------------------------------------
 
 
-def _curve(candidate: dict) -> tuple[list[int], list[float]]:
+def _curve(candidate: CandidateResult) -> tuple[list[int], list[float]]:
+    cutoffs = {key: MetricName.parse(key) for key in candidate.curve}
     points = sorted(
-        (int(key.split("@")[1]), value)
-        for key, value in candidate.get("curve", {}).items()
-        if key.startswith("hit_rate@") and value is not None
+        (cutoffs[key].k, value)
+        for key, value in candidate.curve.items()
+        if cutoffs[key].name == "hit_rate" and value is not None
     )
     return [n for n, _ in points], [v for _, v in points]
 
 
-def hit_rate_curves(summary: dict) -> Figure:
+def hit_rate_curves(summary: RunSummary) -> Figure:
     """hit_rate@1…depth of every candidate on one chart, with the run's k marked."""
     title = "Hit rate by cutoff"
-    candidates = summary.get("candidates", [])
+    candidates = summary.candidates
     if not candidates:
         return _message_figure(title, "no candidates in this run")
-    k, depth = summary["k"], summary["depth"]
+    k, depth = summary.k, summary.depth
     fig, body = _new_figure(title, "share of questions with a relevant unit in the top N results; higher is better")
     ax = body.subplots()
     styles = candidate_styles(summary)
     for c in candidates:
         xs, ys = _curve(c)
-        st = styles[c["id"]]
+        st = styles[c.id]
         ax.plot(
             xs,
             ys,
@@ -195,8 +192,8 @@ def hit_rate_curves(summary: dict) -> Figure:
             marker=st.marker,
             markersize=3.5,
             linewidth=1.6,
-            label=wrap_id(c["id"]),
-            gid=c["id"],
+            label=wrap_id(c.id),
+            gid=c.id,
         )
     ax.axvline(k, color=NOTE_COLOUR, linestyle=":", linewidth=1.2, gid="k")
     ax.annotate(f"k = {k}", (k, 0.02), xytext=(4, 0), textcoords="offset points", fontsize=9, color=NOTE_COLOUR)
@@ -213,22 +210,22 @@ def hit_rate_curves(summary: dict) -> Figure:
 # --- 2. where the first relevant unit landed ------------------------------------------------------------------
 
 
-def _rank_shares(candidate: dict, depth: int) -> tuple[list[float], float]:
+def _rank_shares(candidate: CandidateResult, depth: int) -> tuple[list[float], float]:
     """Share of questions whose first relevant unit was at rank 1…depth, and the share of misses."""
-    counts = candidate.get("diagnostics", {}).get("first_relevant_rank", {})
+    counts = candidate.diagnostics.get("first_relevant_rank", {})
     total = sum(counts.values()) or 1
     return [counts.get(str(r), 0) / total for r in range(1, depth + 1)], counts.get("miss", 0) / total
 
 
-def first_rank_distribution(summary: dict) -> Figure:
+def first_rank_distribution(summary: RunSummary) -> Figure:
     """Small multiples, one per candidate: share of questions by first relevant rank, plus a hatched miss bar."""
     title = "Where the first relevant unit landed"
-    candidates = summary.get("candidates", [])
+    candidates = summary.candidates
     if not candidates:
         return _message_figure(title, "no candidates in this run")
-    k, depth = summary["k"], summary["depth"]
+    k, depth = summary.k, summary.depth
     rows, cols = _grid(len(candidates))
-    titles = [wrap_id(c["id"], PANEL_ID_WIDTH) for c in candidates]
+    titles = [wrap_id(c.id, PANEL_ID_WIDTH) for c in candidates]
     width = _panels_width(titles, cols)
     fig, body = _new_figure(
         title,
@@ -243,7 +240,7 @@ def first_rank_distribution(summary: dict) -> Figure:
     for ax, c, name in zip(axes, candidates, titles):
         shares, miss = _rank_shares(c, depth)
         top = max(top, miss, *shares)
-        ax.bar(range(1, depth + 1), shares, width=0.8, color=colours[c["id"]], label="ranks", gid=c["id"])
+        ax.bar(range(1, depth + 1), shares, width=0.8, color=colours[c.id], label="ranks", gid=c.id)
         ax.bar(
             [miss_x],
             [miss],
@@ -257,7 +254,7 @@ def first_rank_distribution(summary: dict) -> Figure:
         )
         ax.axvline(k + 0.5, color=NOTE_COLOUR, linestyle=":", linewidth=1)
         ax.set_title(f"{name}\nmiss {miss:.0%}", fontsize=9)
-        ax.set_gid(c["id"])
+        ax.set_gid(c.id)
         ax.grid(axis="y", alpha=0.3)
     for ax in axes[len(candidates) :]:
         ax.set_axis_off()
@@ -279,16 +276,16 @@ def first_rank_distribution(summary: dict) -> Figure:
 # --- 3. score gaps -------------------------------------------------------------------------------------------
 
 
-def _gaps(records: list[dict]) -> dict[str, list[float]]:
+def _gaps(records: Sequence[QuestionRecord]) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
     for rec in records:
-        gap = (rec.get("diagnostics") or {}).get("score_gap")
+        gap = (rec.diagnostics or {}).get("score_gap")
         if gap is not None and math.isfinite(gap):
-            out.setdefault(rec["candidate"], []).append(float(gap))
+            out.setdefault(rec.candidate, []).append(float(gap))
     return out
 
 
-def score_gaps(summary: dict, records: list[dict]) -> Figure:
+def score_gaps(summary: RunSummary, records: Sequence[QuestionRecord]) -> Figure:
     """Per-question score gap (best expected unit minus top distractor) per candidate, as horizontal boxes.
 
     Dense (cosine) and lexical (BM25) candidates get separate axes because their scores are not comparable.
@@ -296,7 +293,7 @@ def score_gaps(summary: dict, records: list[dict]) -> Figure:
     title = "Score gap: best expected unit vs top distractor"
     gaps = _gaps(records)
     groups = [
-        (label, [c for c in summary.get("candidates", []) if is_lexical(c) == lexical and gaps.get(c["id"])])
+        (label, [c for c in summary.candidates if c.lexical == lexical and gaps.get(c.id)])
         for label, lexical in (("cosine similarity", False), ("BM25 score", True))
     ]
     groups = [(label, cands) for label, cands in groups if cands]
@@ -313,7 +310,7 @@ def score_gaps(summary: dict, records: list[dict]) -> Figure:
     colours = candidate_colours(summary)
     rng = np.random.default_rng(0)  # fixed jitter: identical inputs give identical images
     for ax, (label, cands) in zip(axes, groups):
-        data = [gaps[c["id"]] for c in cands]
+        data = [gaps[c.id] for c in cands]
         positions = list(range(len(cands)))
         boxes = ax.boxplot(
             data,
@@ -325,14 +322,14 @@ def score_gaps(summary: dict, records: list[dict]) -> Figure:
             medianprops={"color": "black", "linewidth": 1.5},
         )
         for box, c in zip(boxes["boxes"], cands):
-            box.set_facecolor(colours[c["id"]])
+            box.set_facecolor(colours[c.id])
             box.set_alpha(0.55)
-            box.set_gid(c["id"])
+            box.set_gid(c.id)
         for pos, values, c in zip(positions, data, cands):
             jitter = rng.uniform(-0.18, 0.18, len(values))
-            ax.scatter(values, pos + jitter, s=5, color=colours[c["id"]], alpha=0.5, linewidths=0, zorder=3)
+            ax.scatter(values, pos + jitter, s=5, color=colours[c.id], alpha=0.5, linewidths=0, zorder=3)
         ax.axvline(0, color="black", linestyle="--", linewidth=1, zorder=1)
-        ax.set_yticks(positions, [wrap_id(c["id"]) for c in cands], fontsize=9)
+        ax.set_yticks(positions, [wrap_id(c.id) for c in cands], fontsize=9)
         ax.set_ylim(len(cands) - 0.4, -0.6)  # best-ranked candidate on top
         ax.set_xlabel(f"score gap ({label})")
         ax.grid(axis="x", alpha=0.3)
@@ -362,8 +359,8 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
     return front
 
 
-def _latency(candidate: dict) -> float | None:
-    ops = candidate.get("ops", {})
+def _latency(candidate: CandidateResult) -> float | None:
+    ops = candidate.ops
     parts = [ops.get("query_embed_ms_p95"), ops.get("search_ms_p95")]
     return None if all(p is None for p in parts) else sum(p or 0.0 for p in parts)
 
@@ -378,30 +375,26 @@ def _ms(x: float, _pos=None) -> str:
     return f"{x:g}" if x >= 0 else ""  # left of zero is only margin
 
 
-def quality_vs_cost(summary: dict, metric: str | None = None) -> Figure:
+def quality_vs_cost(summary: RunSummary, metric: str | None = None) -> Figure:
     """Headline quality against the cost of 1,000 queries; unknown costs are left out and counted."""
-    costs = {c["id"]: c.get("ops", {}).get("cost_per_1k_queries_usd") for c in summary.get("candidates", [])}
+    costs = {c.id: c.ops.get("cost_per_1k_queries_usd") for c in summary.candidates}
     return _tradeoff(summary, metric, costs, "cost per 1,000 queries (USD)", "cost", _money)
 
 
-def quality_vs_latency(summary: dict, metric: str | None = None) -> Figure:
+def quality_vs_latency(summary: RunSummary, metric: str | None = None) -> Figure:
     """Headline quality against p95 query latency (embedding the question plus searching the index)."""
-    latencies = {c["id"]: _latency(c) for c in summary.get("candidates", [])}
+    latencies = {c.id: _latency(c) for c in summary.candidates}
     return _tradeoff(summary, metric, latencies, "p95 query latency (ms): embed + search", "latency", _ms)
 
 
 def _tradeoff(
-    summary: dict, metric: str | None, xs: dict[str, float | None], xlabel: str, what: str, formatter
+    summary: RunSummary, metric: str | None, xs: dict[str, float | None], xlabel: str, what: str, formatter
 ) -> Figure:
     """Scatter of quality against ``xs`` with each point labelled and the Pareto front drawn as a step line."""
-    metric = metric or f"mrr@{summary['k']}"
+    metric = metric or metric_key("mrr", summary.k)
     title = f"Quality vs {what}: {metric}"
-    shown = [
-        c
-        for c in summary.get("candidates", [])
-        if xs.get(c["id"]) is not None and c.get("quality", {}).get(metric) is not None
-    ]
-    left_out = len(summary.get("candidates", [])) - len(shown)
+    shown = [c for c in summary.candidates if xs.get(c.id) is not None and c.quality.get(metric) is not None]
+    left_out = len(summary.candidates) - len(shown)
     if not shown:
         return _message_figure(title, f"no candidate has both a known {what} and {metric}")
     better = "cheaper" if what == "cost" else "faster"
@@ -411,17 +404,17 @@ def _tradeoff(
     )
     if left_out:
         note += f"\n{_plural(left_out, 'candidate')} without a known {what} not shown"
-    if len({xs[c["id"]] for c in shown}) == 1 and len(shown) > 1:
+    if len({xs[c.id] for c in shown}) == 1 and len(shown) > 1:
         note += f"\nevery candidate shown has the same {what}"
     fig, body = _new_figure(title, note)
     ax = body.subplots()
-    points = [(float(xs[c["id"]]), float(c["quality"][metric])) for c in shown]
+    points = [(float(xs[c.id]), float(c.quality[metric])) for c in shown]
     colours = candidate_colours(summary)
     ax.scatter(
         [x for x, _ in points],
         [y for _, y in points],
         s=60,
-        c=[colours[c["id"]] for c in shown],
+        c=[colours[c.id] for c in shown],
         edgecolors="white",
         linewidths=0.8,
         zorder=3,
@@ -434,7 +427,7 @@ def _tradeoff(
     ax.set_ylabel(f"{metric} (higher is better)")
     ax.grid(alpha=0.3)
     ax.margins(x=0.15, y=0.12)
-    _label_points(fig, ax, points, [c["id"] for c in shown], [colours[c["id"]] for c in shown], front)
+    _label_points(fig, ax, points, [c.id for c in shown], [colours[c.id] for c in shown], front)
     return fig
 
 
@@ -662,12 +655,12 @@ def _segments_cross(a, b) -> bool:
 # --- 5. chunk sizes ------------------------------------------------------------------------------------------
 
 
-def chunk_sizes(summary: dict) -> Figure:
+def chunk_sizes(summary: RunSummary) -> Figure:
     """Token-size histogram per chunker, with the chunk count and p50/p95 marked."""
     title = "Chunk sizes per chunker"
     chunkers = {
         name: info
-        for name, info in (summary.get("chunkers") or {}).items()
+        for name, info in (summary.chunkers or {}).items()
         if (info or {}).get("token_histogram", {}).get("counts")
     }
     if not chunkers:
@@ -760,7 +753,7 @@ def rank_matrix_heatmap(
 # --- history: one metric over earlier runs of the same corpus and goldset ------------------------------------
 
 
-def history_trends(summary: dict, trends: Sequence, metric: str) -> Figure:
+def history_trends(summary: RunSummary, trends: Sequence, metric: str) -> Figure:
     """``metric`` of every candidate over the runs in ``trends`` (``bench.results.history.CandidateTrend``), oldest
     first; x is the run, labelled by its start date."""
     title = f"History: {metric} over earlier runs of this corpus and goldset"
@@ -798,7 +791,7 @@ def history_trends(summary: dict, trends: Sequence, metric: str) -> Figure:
 
 _BUILDERS = {  # name → figure from (summary, records, rank_matrix); the costliest to draw first
     "first_rank": lambda s, r, m: first_rank_distribution(s),
-    "rank_matrix": lambda s, r, m: rank_matrix_heatmap(*m, s["depth"], s["k"]),
+    "rank_matrix": lambda s, r, m: rank_matrix_heatmap(*m, s.depth, s.k),
     "score_gaps": lambda s, r, m: score_gaps(s, r),
     "hit_rate_curves": lambda s, r, m: hit_rate_curves(s),
     "chunk_sizes": lambda s, r, m: chunk_sizes(s),
@@ -807,18 +800,22 @@ _BUILDERS = {  # name → figure from (summary, records, rank_matrix); the costl
 }
 
 
-def figures(summary: dict, records: list[dict], rank_matrix: tuple | None = None) -> dict[str, Figure]:
+def figures(
+    summary: RunSummary, records: Sequence[QuestionRecord], rank_matrix: tuple | None = None
+) -> dict[str, Figure]:
     """Every plot of a run by name, as figures to inspect or draw elsewhere."""
     return {name: _BUILDERS[name](summary, records, rank_matrix) for name in names(rank_matrix)}
 
 
-def drawn(name: str, summary: dict, records: list[dict], rank_matrix: tuple | None = None) -> tuple[str, bytes]:
+def drawn(
+    name: str, summary: RunSummary, records: Sequence[QuestionRecord], rank_matrix: tuple | None = None
+) -> tuple[str, bytes]:
     """One plot by name, drawn to PNG: (title, bytes)."""
     fig = _BUILDERS[name](summary, records, rank_matrix)
     return fig.get_suptitle(), png_bytes(fig)
 
 
-def drawn_history(summary: dict, trends: Sequence, metric: str) -> tuple[str, bytes]:
+def drawn_history(summary: RunSummary, trends: Sequence, metric: str) -> tuple[str, bytes]:
     fig = history_trends(summary, trends, metric)
     return fig.get_suptitle(), png_bytes(fig)
 
@@ -843,6 +840,8 @@ def save(folder: Path, name: str, png: bytes) -> Path:
     return path
 
 
-def write_plots(folder: Path, summary: dict, records: list[dict], rank_matrix: tuple | None = None) -> dict[str, Path]:
+def write_plots(
+    folder: Path, summary: RunSummary, records: Sequence[QuestionRecord], rank_matrix: tuple | None = None
+) -> dict[str, Path]:
     """Render and save every plot of a run under ``folder`` (created); returns name → path."""
     return {name: save(folder, name, drawn(name, summary, records, rank_matrix)[1]) for name in names(rank_matrix)}

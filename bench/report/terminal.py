@@ -9,8 +9,10 @@ from rich.table import Table
 
 from bench.embedders import MODELS
 from bench.evaluation.costs import resolve_price
-from bench.evaluation.metrics import metric_key
+from bench.evaluation.metrics import SPAN_METRICS, metric_key
 from bench.formatting import p_value, rank, with_ci
+from bench.inputs.goldset import CHUNK
+from bench.results.schema import RunSummary
 
 
 def console(stderr: bool = False) -> Console:
@@ -22,10 +24,12 @@ def console(stderr: bool = False) -> Console:
 COLUMNS = ("mrr", "recall", "hit_rate", "ndcg", "precision", "map")
 
 
-def shootout_table(summary: dict, title: str = "") -> Table:
-    k = summary["k"]
+def shootout_table(summary: RunSummary, title: str = "") -> Table:
+    k = summary.k
     table = Table(
-        title=title or f"Candidates ranked by mrr@{k}, then recall@{k} ({summary['unit']} unit)", title_justify="left"
+        title=title
+        or f"Candidates ranked by {metric_key('mrr', k)}, then {metric_key('recall', k)} ({summary.unit} unit)",
+        title_justify="left",
     )
     table.add_column("#", justify="right")
     table.add_column("candidate (model/chunker/index)")
@@ -36,14 +40,14 @@ def shootout_table(summary: dict, title: str = "") -> Table:
     table.add_column("query p50/p95 ms", justify="right")
     table.add_column("$ index", justify="right")
     table.add_column("$ / 1k q", justify="right")
-    best = {name: max(c["quality"][metric_key(name, k)] for c in summary["candidates"]) for name in COLUMNS}
-    for c in summary["candidates"]:
+    best = {name: max(c.quality[metric_key(name, k)] for c in summary.candidates) for name in COLUMNS}
+    for c in summary.candidates:
         cells = []
         for name in COLUMNS:
-            value = c["quality"][metric_key(name, k)]
+            value = c.quality[metric_key(name, k)]
             text = f"{value:.3f}"
             cells.append(f"[bold green]{text}[/]" if value == best[name] and value > 0 else text)
-        opsf = c["ops"]
+        opsf = c.ops
         embed = (
             "cached"
             if opsf.get("dims") and not opsf.get("chunks_embedded")
@@ -51,8 +55,8 @@ def shootout_table(summary: dict, title: str = "") -> Table:
         )
         latency = f"{_num(opsf.get('query_embed_ms_p50'), '{:.1f}')}/{_num(opsf.get('query_embed_ms_p95'), '{:.1f}')}"
         table.add_row(
-            str(c["rank"]),
-            c["id"],
+            str(c.rank),
+            c.id,
             *cells,
             str(opsf.get("n_chunks", "")),
             embed,
@@ -61,18 +65,14 @@ def shootout_table(summary: dict, title: str = "") -> Table:
             _usd(opsf.get("cost_per_1k_queries_usd")),
         )
     notes = []
-    sampled = {
-        (c["ops"].get("latency_samples"), c.get("diagnostics", {}).get("n_questions")) for c in summary["candidates"]
-    }
+    sampled = {(c.ops.get("latency_samples"), c.diagnostics.get("n_questions")) for c in summary.candidates}
     notes += [
         f"latency timed on single queries: the first {n} of {total} questions (latency_samples)"
         for n, total in sorted(sampled, key=str)
         if n and total and n < total
     ]
     kept = {
-        c["model"]: c["ops"].get("query_embed_measured")
-        for c in summary["candidates"]
-        if c["ops"].get("query_embed_from_cache")
+        c.model: c.ops.get("query_embed_measured") for c in summary.candidates if c.ops.get("query_embed_from_cache")
     }
     if kept:
         when = ", ".join(f"{model} at {measured}" for model, measured in sorted(kept.items()))
@@ -83,9 +83,9 @@ def shootout_table(summary: dict, title: str = "") -> Table:
     return table
 
 
-def diagnostics_table(summary: dict) -> Table:
+def diagnostics_table(summary: RunSummary) -> Table:
     """Why candidates score as they do: hit-rate curve points, misses, score gap, span metrics."""
-    k, depth = summary["k"], summary["depth"]
+    k, depth = summary.k, summary.depth
     table = Table(
         title="Diagnostics (score gap = best expected unit − top distractor; span metrics on characters)",
         title_justify="left",
@@ -97,22 +97,22 @@ def diagnostics_table(summary: dict) -> Table:
     table.add_column(f"miss@{depth}", justify="right")
     table.add_column("gap mean", justify="right")
     table.add_column("gap median", justify="right")
-    spans = [f"{name}@{k}" for name in ("span_recall", "span_precision", "span_iou", "evidence_recall")]
-    has_spans = summary["unit"] == "chunk"
+    spans = [metric_key(name, k) for name in SPAN_METRICS]
+    has_spans = summary.unit == CHUNK
     if has_spans:
         for key in spans:
             table.add_column(key.replace("_", " ", 1), justify="right")
-    for c in summary["candidates"]:
-        d = c["diagnostics"]
+    for c in summary.candidates:
+        d = c.diagnostics
         row = [
-            c["id"],
-            *(f"{c['curve'][f'hit_rate@{cut}']:.3f}" for cut in cutoffs),
+            c.id,
+            *(f"{c.curve[metric_key('hit_rate', cut)]:.3f}" for cut in cutoffs),
             str(d["first_relevant_rank"]["miss"]),
             _num(d["score_gap_mean"], "{:+.3f}"),
             _num(d["score_gap_median"], "{:+.3f}"),
         ]
         if has_spans:
-            row += [f"{c['quality'][key]:.3f}" for key in spans]
+            row += [f"{c.quality[key]:.3f}" for key in spans]
         table.add_row(*row)
     return table
 
