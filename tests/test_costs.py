@@ -322,3 +322,17 @@ def test_format_usd_never_hides_small_costs():
     assert format_usd(0.000021) == "$0.000021"
     assert format_usd(0.00002) == "$0.000020"
     assert format_usd(None) == "unknown"
+
+
+# --- latency end to end ----------------------------------------------------------------------------
+
+
+def test_end_to_end_p95_adds_embedding_and_search():
+    def p95(embed, search) -> float | None:
+        return costs.end_to_end_p95_ms(_result("a", {}, {"query_embed_ms_p95": embed, "search_ms_p95": search}))
+
+    assert p95(10.0, 1.5) == 11.5
+    assert p95(None, 0.2) == 0.2  # BM25 embeds nothing
+    assert p95(50.0, None) == 50.0
+    assert p95(None, None) is None
+    assert costs.end_to_end_p95_ms(_result("a", {}, {})) is None

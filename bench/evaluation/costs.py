@@ -1,4 +1,5 @@
-"""What a candidate costs to run: prices per model, cost arithmetic, and the cheapest good-enough pick.
+"""What a candidate costs to run: prices per model, cost arithmetic, query latency end to end, and the
+cheapest good-enough pick.
 
 Prices come from, in order:
 
@@ -227,6 +228,18 @@ def compute_cost_usd(seconds: float | None, hourly_usd: float | None) -> float |
     if seconds is None or hourly_usd is None:
         return None
     return seconds / SECONDS_PER_HOUR * hourly_usd
+
+
+# --- what a query costs in time ------------------------------------------------------------------
+
+
+def end_to_end_p95_ms(candidate: CandidateResult) -> float | None:
+    """p95 query latency end to end: embedding the question plus searching the index, in ms.
+
+    A part that does not apply (BM25 embeds nothing) counts as 0; None when neither was timed.
+    """
+    parts = [candidate.ops.get("query_embed_ms_p95"), candidate.ops.get("search_ms_p95")]
+    return None if all(p is None for p in parts) else sum(p or 0.0 for p in parts)
 
 
 # --- the cheapest candidate that is good enough ---------------------------------------------------

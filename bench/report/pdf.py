@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from bench import files
+from bench.evaluation.costs import end_to_end_p95_ms
 from bench.evaluation.metrics import metric_key
 from bench.formatting import p_value, rank, with_ci
 from bench.results.schema import Manifest, RunSummary
@@ -96,7 +97,7 @@ def _summary_pages(summary: RunSummary, manifest: Manifest, cis: dict) -> list[F
                 with_ci(q[mrr], cis.get(c.id, {}).get(mrr)),
                 with_ci(q[recall], cis.get(c.id, {}).get(recall)),
                 *(f"{q[m]:.3f}" for m in plain),
-                _ms(_p95(o)),
+                _ms(end_to_end_p95_ms(c)),
                 _usd(o.get("cost_per_1k_queries_usd")),
             ]
         )
@@ -400,11 +401,6 @@ def _latin1(text: str) -> bool:
 
 def _wtl(counts: dict) -> str:
     return f"{counts['wins']} / {counts['ties']} / {counts['losses']}"
-
-
-def _p95(ops: dict) -> float | None:
-    parts = [ops.get("query_embed_ms_p95"), ops.get("search_ms_p95")]
-    return None if all(p is None for p in parts) else sum(p or 0.0 for p in parts)
 
 
 def _ms(value: float | None) -> str:

@@ -24,6 +24,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
 from bench import files
+from bench.evaluation.costs import end_to_end_p95_ms
 from bench.evaluation.metrics import MetricName, metric_key
 from bench.results.schema import CandidateResult, QuestionRecord, RunSummary
 
@@ -359,12 +360,6 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
     return front
 
 
-def _latency(candidate: CandidateResult) -> float | None:
-    ops = candidate.ops
-    parts = [ops.get("query_embed_ms_p95"), ops.get("search_ms_p95")]
-    return None if all(p is None for p in parts) else sum(p or 0.0 for p in parts)
-
-
 def _money(x: float, _pos=None) -> str:
     if x <= 0:  # no cost is negative: left of zero is only margin, so it gets no tick label
         return "$0" if x == 0 else ""
@@ -383,7 +378,7 @@ def quality_vs_cost(summary: RunSummary, metric: str | None = None) -> Figure:
 
 def quality_vs_latency(summary: RunSummary, metric: str | None = None) -> Figure:
     """Headline quality against p95 query latency (embedding the question plus searching the index)."""
-    latencies = {c.id: _latency(c) for c in summary.candidates}
+    latencies = {c.id: end_to_end_p95_ms(c) for c in summary.candidates}
     return _tradeoff(summary, metric, latencies, "p95 query latency (ms): embed + search", "latency", _ms)
 
 
