@@ -15,7 +15,6 @@ from bench.evaluation.costs import (
     cheapest_within,
     compute_cost_usd,
     cost_per_1k_queries_usd,
-    format_usd,
     index_cost_usd,
     parse_price_table,
     price_table,
@@ -23,6 +22,7 @@ from bench.evaluation.costs import (
     resolve_price,
     run_cost_usd,
 )
+from bench.formatting import usd
 from bench.results.schema import CandidateResult
 
 # --- arithmetic, checked against sums done by hand -------------------------------------------------
@@ -316,12 +316,12 @@ def test_recommendation_line_marks_estimates_and_other_cost_keys():
     assert line.endswith("$0.0123 (compute estimate) to index the corpus")
 
 
-def test_format_usd_never_hides_small_costs():
-    assert format_usd(0.0) == "$0.0000"
-    assert format_usd(0.00105508) == "$0.0011"
-    assert format_usd(0.000021) == "$0.000021"
-    assert format_usd(0.00002) == "$0.000020"
-    assert format_usd(None) == "unknown"
+def test_usd_never_hides_small_costs():
+    assert usd(0.0) == "$0.0000"
+    assert usd(0.00105508) == "$0.0011"
+    assert usd(0.000021) == "$0.000021"
+    assert usd(0.00002) == "$0.000020"
+    assert usd(None) == "unknown"
 
 
 # --- latency end to end ----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Diagnosis rules (bench.evaluation.findings) on hand-built summaries and per-question records.
+"""Diagnosis rules (bench.evaluation.findings and finding_rules) on hand-built summaries and per-question records.
 
 Every rule is checked three ways: it fires on its pattern (rule, severity, numbers quoted), it stays silent
 just across its threshold, and it stays silent on a healthy candidate.
@@ -10,7 +10,7 @@ import dataclasses
 
 import pytest
 
-from bench.evaluation import findings as dg
+from bench.evaluation import finding_rules as dg
 from bench.evaluation.findings import RUN, Finding, diagnose, findings_lines
 from bench.results.schema import CandidateResult, QuestionRecord, RankedUnit, RunSummary
 

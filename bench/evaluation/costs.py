@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from bench.embedders.base import ModelSpec
 from bench.errors import BenchError
+from bench.formatting import usd
 
 if TYPE_CHECKING:
     from bench.results.schema import CandidateResult
@@ -297,16 +298,6 @@ def cheapest_within(
     return min(priced, key=lambda c: (_cost(c, cost_key), -_score(c, metric), c.id))
 
 
-def format_usd(value: float | None) -> str:
-    """``$0.0000`` style; small non-zero amounts keep two significant digits so they never read as $0."""
-    if value is None:
-        return "unknown"
-    if value == 0 or abs(value) >= 0.0001:
-        return f"${value:.4f}"
-    digits = min(-math.floor(math.log10(abs(value))) + 1, 12)
-    return f"${value:.{digits}f}"
-
-
 def recommendation_line(
     candidates: Sequence[CandidateResult], metric: str, margin: float, cost_key: str, cost_label: str | None = None
 ) -> str:
@@ -335,12 +326,10 @@ def recommendation_line(
     if pick is best:
         line = (
             f"the best {metric}, {best.id} ({best_score:.3f}), is also the cheapest within "
-            f"{margin:g} of it: {format_usd(cost)}{estimate} {label}"
+            f"{margin:g} of it: {usd(cost)}{estimate} {label}"
         )
     else:
-        line = (
-            f"cheapest {scope}: {pick.id} at {format_usd(cost)}{estimate} {label} ({metric} {_score(pick, metric):.3f})"
-        )
+        line = f"cheapest {scope}: {pick.id} at {usd(cost)}{estimate} {label} ({metric} {_score(pick, metric):.3f})"
     if unknown:
         n = len(unknown)
         line += f"; {n} candidate{'s' if n > 1 else ''} in that margin with unknown cost skipped"

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from bench.formatting import MISSING, number
 from bench.results.gate import CheckResult
 from bench.results.history import (
     HEADLINE,
@@ -30,15 +31,11 @@ def _date(moment: datetime | str) -> str:
 def _delta(value: float | None, fmt: str = "{:+.3f}") -> str:
     """Green when up, red when down (every metric here is higher-is-better), plain when unchanged."""
     if value is None:
-        return "—"
+        return MISSING
     if abs(value) < 5e-13:  # float noise of equal values: neither up nor down
         return fmt.format(0.0)
     text = fmt.format(value)
     return f"[green]{text}[/]" if value > 0 else f"[red]{text}[/]"
-
-
-def _num(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3f}"
 
 
 # --- bench history -------------------------------------------------------------------------------------------
@@ -76,7 +73,7 @@ def runs_table(runs: list[RunInfo], results: Path) -> Table:
         best = max((q.get(f"mrr@{run.k}", float("-inf")) for q in run.candidates.values()), default=None)
         for i, cid in enumerate(run.candidates):
             metrics = run.headline(cid)
-            cells = [_num(v) for v in metrics.values()]
+            cells = [number(v, "{:.3f}") for v in metrics.values()]
             if metrics[f"mrr@{run.k}"] == best and len(run.candidates) > 1:
                 cells[0] = f"[bold]{cells[0]}[/]"
             table.add_row(*(run_cells if i == 0 else [""] * len(run_cells)), escape(cid), *cells)
@@ -162,7 +159,7 @@ def compare_view(result: dict) -> Group:
 
 def _change_cell(entry: dict | None) -> str:
     if entry is None:
-        return "—"
+        return MISSING
     return f"{entry['a']:.3f} → {entry['b']:.3f} ({_delta(entry['delta'])})"
 
 
@@ -176,10 +173,10 @@ def check_table(result: CheckResult) -> Table:
         table.add_column(col, justify="left" if col in ("candidate", "metric") else "right")
     for r in result.regressions:
         current = "[red]missing[/]" if r.current is None else f"{r.current:.4f}"
-        drop = "—" if r.drop is None else f"[red]{r.drop:.4f}[/]"
+        drop = MISSING if r.drop is None else f"[red]{r.drop:.4f}[/]"
         table.add_row(escape(r.candidate), escape(r.metric), f"{r.baseline:.4f}", current, drop)
     for cid in result.missing:
-        table.add_row(escape(cid), "(every metric)", "", "[red]missing from the run[/]", "—")
+        table.add_row(escape(cid), "(every metric)", "", "[red]missing from the run[/]", MISSING)
     return table
 
 

@@ -24,7 +24,7 @@ from matplotlib.patches import Rectangle
 from bench import files
 from bench.evaluation.costs import end_to_end_p95_ms
 from bench.evaluation.metrics import metric_key
-from bench.formatting import p_value, rank, with_ci
+from bench.formatting import ms, p_value, rank, usd, with_ci
 from bench.results.schema import Manifest, RunSummary
 
 PAGE = (11.69, 8.27)  # A4 landscape, inches
@@ -97,8 +97,8 @@ def _summary_pages(summary: RunSummary, manifest: Manifest, cis: dict) -> list[F
                 with_ci(q[mrr], cis.get(c.id, {}).get(mrr)),
                 with_ci(q[recall], cis.get(c.id, {}).get(recall)),
                 *(f"{q[m]:.3f}" for m in plain),
-                _ms(end_to_end_p95_ms(c)),
-                _usd(o.get("cost_per_1k_queries_usd")),
+                ms(end_to_end_p95_ms(c), "–"),
+                usd(o.get("cost_per_1k_queries_usd"), keep_small=False),
             ]
         )
     corpus, goldset = manifest.corpus or {}, manifest.goldset or {}
@@ -401,14 +401,6 @@ def _latin1(text: str) -> bool:
 
 def _wtl(counts: dict) -> str:
     return f"{counts['wins']} / {counts['ties']} / {counts['losses']}"
-
-
-def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{value:.1f}"
-
-
-def _usd(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:.4f}"
 
 
 def _p(value: float) -> str:

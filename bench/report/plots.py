@@ -26,6 +26,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLoca
 from bench import files
 from bench.evaluation.costs import end_to_end_p95_ms
 from bench.evaluation.metrics import MetricName, metric_key
+from bench.formatting import ms_tick, percent, usd_tick
 from bench.results.schema import CandidateResult, QuestionRecord, RunSummary
 
 DPI = 150
@@ -254,7 +255,7 @@ def first_rank_distribution(summary: RunSummary) -> Figure:
             gid="miss",
         )
         ax.axvline(k + 0.5, color=NOTE_COLOUR, linestyle=":", linewidth=1)
-        ax.set_title(f"{name}\nmiss {miss:.0%}", fontsize=9)
+        ax.set_title(f"{name}\nmiss {percent(miss)}", fontsize=9)
         ax.set_gid(c.id)
         ax.grid(axis="y", alpha=0.3)
     for ax in axes[len(candidates) :]:
@@ -266,7 +267,7 @@ def first_rank_distribution(summary: RunSummary) -> Figure:
         ax.xaxis.set_major_locator(FixedLocator([*ticks, miss_x]))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: "miss" if x == miss_x else f"{x:.0f}"))
         ax.tick_params(labelbottom=True, labelsize=8)
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:.0%}"))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: percent(y)))
     axes[0].set_ylim(0, min(1.0, top * 1.1) or 1.0)
     axes[0].set_xlim(0.3, miss_x + 0.7)
     body.supxlabel(f"rank of the first relevant unit (dotted line: k = {k})", fontsize=10)
@@ -336,7 +337,7 @@ def score_gaps(summary: RunSummary, records: Sequence[QuestionRecord]) -> Figure
         ax.grid(axis="x", alpha=0.3)
         right = ax.secondary_yaxis("right")
         right.set_yticks(
-            positions, [f"{np.mean(np.asarray(v) < 0):.0%} < 0" for v in data], fontsize=8, color=NOTE_COLOUR
+            positions, [f"{percent(np.mean(np.asarray(v) < 0))} < 0" for v in data], fontsize=8, color=NOTE_COLOUR
         )
         right.tick_params(length=0)
         right.set_ylabel("questions with gap < 0", fontsize=8, color=NOTE_COLOUR)
@@ -360,26 +361,16 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
     return front
 
 
-def _money(x: float, _pos=None) -> str:
-    if x <= 0:  # no cost is negative: left of zero is only margin, so it gets no tick label
-        return "$0" if x == 0 else ""
-    return f"${x:,.0f}" if x >= 1 and x == round(x) else f"${x:,.2f}" if x >= 1 else f"${x:.2g}"
-
-
-def _ms(x: float, _pos=None) -> str:
-    return f"{x:g}" if x >= 0 else ""  # left of zero is only margin
-
-
 def quality_vs_cost(summary: RunSummary, metric: str | None = None) -> Figure:
     """Headline quality against the cost of 1,000 queries; unknown costs are left out and counted."""
     costs = {c.id: c.ops.get("cost_per_1k_queries_usd") for c in summary.candidates}
-    return _tradeoff(summary, metric, costs, "cost per 1,000 queries (USD)", "cost", _money)
+    return _tradeoff(summary, metric, costs, "cost per 1,000 queries (USD)", "cost", usd_tick)
 
 
 def quality_vs_latency(summary: RunSummary, metric: str | None = None) -> Figure:
     """Headline quality against p95 query latency (embedding the question plus searching the index)."""
     latencies = {c.id: end_to_end_p95_ms(c) for c in summary.candidates}
-    return _tradeoff(summary, metric, latencies, "p95 query latency (ms): embed + search", "latency", _ms)
+    return _tradeoff(summary, metric, latencies, "p95 query latency (ms): embed + search", "latency", ms_tick)
 
 
 def _tradeoff(

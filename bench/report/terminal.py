@@ -10,7 +10,7 @@ from rich.table import Table
 from bench.embedders import MODELS
 from bench.evaluation.costs import resolve_price
 from bench.evaluation.metrics import SPAN_METRICS, metric_key
-from bench.formatting import p_value, rank, with_ci
+from bench.formatting import MISSING, ms, number, p_value, percent, rank, seconds, usd, with_ci
 from bench.inputs.goldset import CHUNK
 from bench.results.schema import RunSummary
 
@@ -48,12 +48,8 @@ def shootout_table(summary: RunSummary, title: str = "") -> Table:
             text = f"{value:.3f}"
             cells.append(f"[bold green]{text}[/]" if value == best[name] and value > 0 else text)
         opsf = c.ops
-        embed = (
-            "cached"
-            if opsf.get("dims") and not opsf.get("chunks_embedded")
-            else _num(opsf.get("embed_seconds"), "{:.1f}")
-        )
-        latency = f"{_num(opsf.get('query_embed_ms_p50'), '{:.1f}')}/{_num(opsf.get('query_embed_ms_p95'), '{:.1f}')}"
+        embed = "cached" if opsf.get("dims") and not opsf.get("chunks_embedded") else seconds(opsf.get("embed_seconds"))
+        latency = f"{ms(opsf.get('query_embed_ms_p50'))}/{ms(opsf.get('query_embed_ms_p95'))}"
         table.add_row(
             str(c.rank),
             c.id,
@@ -61,8 +57,8 @@ def shootout_table(summary: RunSummary, title: str = "") -> Table:
             str(opsf.get("n_chunks", "")),
             embed,
             latency,
-            _usd(opsf.get("index_cost_usd")),
-            _usd(opsf.get("cost_per_1k_queries_usd")),
+            usd(opsf.get("index_cost_usd"), "?"),
+            usd(opsf.get("cost_per_1k_queries_usd"), "?"),
         )
     notes = []
     sampled = {(c.ops.get("latency_samples"), c.diagnostics.get("n_questions")) for c in summary.candidates}
@@ -108,8 +104,8 @@ def diagnostics_table(summary: RunSummary) -> Table:
             c.id,
             *(f"{c.curve[metric_key('hit_rate', cut)]:.3f}" for cut in cutoffs),
             str(d["first_relevant_rank"]["miss"]),
-            _num(d["score_gap_mean"], "{:+.3f}"),
-            _num(d["score_gap_median"], "{:+.3f}"),
+            number(d["score_gap_mean"], "{:+.3f}"),
+            number(d["score_gap_median"], "{:+.3f}"),
         ]
         if has_spans:
             row += [f"{c.quality[key]:.3f}" for key in spans]
@@ -125,12 +121,12 @@ def plan_table(planned: list) -> Table:
     for p in planned:
         table.add_row(
             p.candidate.id,
-            _num(p.chunks, "{:,}"),
-            _num(p.corpus_tokens, "{:,}"),
+            number(p.chunks, "{:,}"),
+            number(p.corpus_tokens, "{:,}"),
             f"{p.question_tokens:,}",
-            _num(p.price_per_mtok, "{:g}"),
-            _num(p.index_cost_usd, "{:.4f}"),
-            _num(p.run_cost_usd, "{:.4f}"),
+            number(p.price_per_mtok, "{:g}"),
+            usd(p.index_cost_usd, MISSING, symbol="", keep_small=False),  # the column header says $
+            usd(p.run_cost_usd, MISSING, symbol="", keep_small=False),
         )
     return table
 
@@ -166,22 +162,12 @@ def models_table() -> Table:
         table.add_row(
             name,
             kind,
-            _num(spec.dims, "{}"),
-            _num(spec.max_tokens, "{}"),
-            _num(price.price_per_mtok, "{:g}"),
+            number(spec.dims),
+            number(spec.max_tokens),
+            number(price.price_per_mtok, "{:g}"),
             spec.description,
         )
     return table
-
-
-def _usd(value) -> str:
-    from bench.evaluation.costs import format_usd
-
-    return "?" if value is None else format_usd(value)
-
-
-def _num(value, fmt: str) -> str:
-    return "—" if value is None else fmt.format(value)
 
 
 def stats_tables(stats: dict, title: str) -> list[Table]:
@@ -195,10 +181,10 @@ def stats_tables(stats: dict, title: str) -> list[Table]:
         ("unit", stats["unit"]),
         ("evidence items", str(stats["evidence_items"])),
         ("evidence per question (mean / max)", f"{epq['mean']:.2f} / {epq['max']}"),
-        ("questions with 2+ evidence items", f"{stats['multi_evidence_share']:.0%}"),
+        ("questions with 2+ evidence items", percent(stats["multi_evidence_share"])),
         ("questions spanning 2+ documents", str(stats["multi_document_questions"])),
         ("documents referenced", f"{stats['documents_referenced']} of {stats['documents_in_corpus']}"),
-        ("corpus covered by evidence", f"{stats['corpus_coverage']:.1%}"),
+        ("corpus covered by evidence", percent(stats["corpus_coverage"], 1)),
     ]
     if "evidence_chars_per_item" in stats:
         e = stats["evidence_chars_per_item"]
