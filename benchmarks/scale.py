@@ -49,6 +49,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.results import schema
+
 REPO = Path(__file__).resolve().parent.parent
 NORTHWIND = REPO / "corpora" / "northwind"
 GOLDSET = REPO / "goldsets" / "northwind.jsonl"
@@ -485,21 +487,18 @@ def read_run(folder: Path) -> dict:
     if not runs:
         return {}
     newest = max(runs, key=lambda p: p.stat().st_mtime)
-    manifest = json.loads((newest / "manifest.json").read_text())
-    summary = json.loads((newest / "summary.json").read_text())
+    manifest, summary = schema.load_manifest(newest), schema.load_summary(newest)
     phases: dict[str, dict] = {}
-    for p in manifest.get("phases") or []:  # repeated names (if any) add up
+    for p in manifest.phases:  # repeated names (if any) add up
         seen = phases.setdefault(p["phase"], {"seconds": 0.0, "rss_mb": 0.0})
         seen["seconds"] += float(p.get("seconds") or 0)
         seen["rss_mb"] = max(seen["rss_mb"], float(p.get("rss_mb") or 0))
-    candidates = [
-        {"id": c["id"], "quality": c.get("quality", {}), "ops": c.get("ops", {})} for c in summary.get("candidates", [])
-    ]
+    candidates = [{"id": c.id, "quality": c.quality, "ops": c.ops} for c in summary.candidates]
     return {
         "run": str(newest),
         "phases": phases,
-        "has_phases": "phases" in manifest,
-        "manifest_peak_rss_mb": manifest.get("peak_rss_mb"),
+        "has_phases": bool(manifest.phases),
+        "manifest_peak_rss_mb": manifest.peak_rss_mb,
         "candidates": candidates,
     }
 
