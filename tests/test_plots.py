@@ -1,5 +1,6 @@
-"""The run's plots (bench.report.plots): each figure carries the numbers it claims, colours agree across
-figures, and the PNGs are real, non-blank and byte-for-byte reproducible. No model is loaded."""
+"""The run's plots (bench.report.plots and the plot_* modules): each figure carries the numbers it claims,
+colours agree across figures, and the PNGs are real, non-blank and byte-for-byte reproducible. No model is
+loaded."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from matplotlib.colors import to_hex
 from matplotlib.image import AxesImage, imread
 from matplotlib.text import Text
 
-from bench.report import plots
-from bench.report.plots import candidate_colours, candidate_styles, pareto_front
+from bench.report import plot_quality, plot_tradeoff, plots
+from bench.report.plot_base import candidate_colours, candidate_styles
+from bench.report.plot_tradeoff import pareto_front
 from bench.results.schema import CandidateResult, QuestionRecord, RunSummary
 
 K, DEPTH, N_QUESTIONS = 3, 6, 10
@@ -205,7 +207,7 @@ def test_score_gaps_split_dense_from_lexical_and_skip_candidates_without_gaps(ru
 
 def test_score_gaps_without_any_gap_says_so(run):
     summary, records = run
-    fig = plots.score_gaps(summary, [dataclasses.replace(r, diagnostics={"score_gap": None}) for r in records])
+    fig = plot_quality.score_gaps(summary, [dataclasses.replace(r, diagnostics={"score_gap": None}) for r in records])
     assert "no score gaps recorded" in texts(fig)
 
 
@@ -251,7 +253,7 @@ def test_cost_axis_spanning_orders_of_magnitude_still_plots_zero(run):
         dataclasses.replace(c, ops={**c.ops, "cost_per_1k_queries_usd": cost})
         for c, cost in zip(summary.candidates, [0.0, 0.001, 0.5, 2.0])
     ]
-    fig = plots.quality_vs_cost(dataclasses.replace(summary, candidates=costly))
+    fig = plot_tradeoff.quality_vs_cost(dataclasses.replace(summary, candidates=costly))
     ax = fig.axes[0]
     assert ax.get_xscale() == "symlog" and ax.get_xlim()[0] <= 0
     assert len(by_gid(fig, "candidates")[0].get_offsets()) == 4
@@ -280,7 +282,7 @@ def test_rank_matrix_marks_misses_and_has_one_cell_per_question_and_candidate(ru
 def test_rank_matrix_with_many_questions_hides_row_labels():
     questions = [f"a long question text number {i} about something" for i in range(175)]
     matrix = [[(i + j) % 8 or None for j in range(3)] for i in range(175)]
-    fig = plots.rank_matrix_heatmap(questions, ["a", "b", "c"], matrix, depth=7, k=3)
+    fig = plot_quality.rank_matrix_heatmap(questions, ["a", "b", "c"], matrix, depth=7, k=3)
     ax = fig.axes[0]
     assert ax.get_ylabel() == "questions (most disagreement first)"
     assert not any("long question" in t for t in texts(fig))
@@ -294,8 +296,8 @@ def test_chunk_sizes_histogram_and_missing_chunkers(run, figs):
     values, edges, _ = stairs.get_data()
     assert list(values) == [1, 0, 2, 1, 0, 1, 2, 3, 5, 25] and len(edges) == 11
     assert any("40 chunks" in t and "p50 60" in t and "p95 64" in t for t in texts(fig))
-    assert "no chunk sizes recorded" in texts(plots.chunk_sizes(dataclasses.replace(summary, chunkers={})))
-    assert "no chunk sizes recorded" in texts(plots.chunk_sizes(dataclasses.replace(summary, chunkers=None)))
+    assert "no chunk sizes recorded" in texts(plot_quality.chunk_sizes(dataclasses.replace(summary, chunkers={})))
+    assert "no chunk sizes recorded" in texts(plot_quality.chunk_sizes(dataclasses.replace(summary, chunkers=None)))
 
 
 def test_a_candidate_has_one_colour_in_every_figure(run, figs):
@@ -368,11 +370,11 @@ def test_one_or_twelve_candidates_are_all_labelled(n):
     summary, records = make_run(candidates)
     ids = [c.id for c in summary.candidates]
     figs = {
-        "hit_rate_curves": plots.hit_rate_curves(summary),
-        "first_rank": plots.first_rank_distribution(summary),
-        "score_gaps": plots.score_gaps(summary, records),
-        "quality_vs_latency": plots.quality_vs_latency(summary),
-        "rank_matrix": plots.rank_matrix_heatmap(*rank_matrix(summary, records), DEPTH, K),
+        "hit_rate_curves": plot_quality.hit_rate_curves(summary),
+        "first_rank": plot_quality.first_rank_distribution(summary),
+        "score_gaps": plot_quality.score_gaps(summary, records),
+        "quality_vs_latency": plot_tradeoff.quality_vs_latency(summary),
+        "rank_matrix": plot_quality.rank_matrix_heatmap(*rank_matrix(summary, records), DEPTH, K),
     }
     for name, fig in figs.items():
         shown = texts(fig)
