@@ -5,7 +5,6 @@ Paths in the file are relative to the file's folder.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import hashlib
 import json
@@ -19,6 +18,7 @@ from bench.embedders import LOADERS, MODELS, ModelSpec
 from bench.errors import BenchError
 from bench.evaluation.metrics import GAINS
 from bench.files import read_text
+from bench.registry import suggest
 from bench.retrieval.faiss_index import INDEXES, LEXICAL_INDEX, IndexSpec, index_spec_from_table
 
 MAX_K = 50
@@ -195,8 +195,7 @@ def load_config(path: str | Path) -> Config:
     where = str(path)
     for key in raw:
         if key not in _TOP_KEYS:
-            close = difflib.get_close_matches(key, _TOP_KEYS, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            hint = suggest(key, _TOP_KEYS)
             raise BenchError(f"{where}: unknown setting {key!r}; {hint}known: {', '.join(sorted(_TOP_KEYS))}")
     for key in ("corpus", "goldset", "models", "chunkers"):
         if key not in raw:
@@ -335,7 +334,8 @@ def _model_specs(tables: object, where: str) -> dict[str, ModelSpec]:
             raise BenchError(f"{where}: [model.{name}]: {e}") from None
         if spec.loader not in LOADERS:
             raise BenchError(
-                f"{where}: [model.{name}] loader {spec.loader!r} is unknown; use one of {', '.join(LOADERS)}"
+                f"{where}: [model.{name}] loader {spec.loader!r} is unknown; "
+                f"{suggest(str(spec.loader), LOADERS)}use one of {', '.join(LOADERS)}"
             )
         if spec.loader == "bm25":  # BM25 has no embedder: it always ranks with its own inverted index
             spec = replace(spec, lexical=True)

@@ -16,7 +16,6 @@ equal scores into a "difference" nor breaks ties between equal magnitudes.
 from __future__ import annotations
 
 import csv
-import difflib
 import io
 import math
 import warnings
@@ -30,6 +29,7 @@ from scipy import stats
 from bench.errors import BenchError
 from bench.evaluation.metrics import headline, metric_key
 from bench.files import write_atomic
+from bench.registry import suggest
 from bench.results.schema import QuestionRecord, RunSummary
 
 SMALL_SAMPLE = 30  # below this many questions only the Wilcoxon test is trustworthy
@@ -254,8 +254,7 @@ class _Run:
     def column(self, candidate: str) -> int:
         if candidate in self.candidates:
             return self.candidates.index(candidate)
-        close = difflib.get_close_matches(candidate, self.candidates, n=3)
-        hint = f"closest: {', '.join(close)}" if close else f"candidates: {', '.join(self.candidates)}"
+        hint = suggest(candidate, self.candidates, n=3).rstrip() or f"candidates: {', '.join(self.candidates)}"
         raise BenchError(f"unknown candidate {candidate!r}; {hint}")
 
     def metric(self, name: str) -> np.ndarray:

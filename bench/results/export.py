@@ -27,17 +27,21 @@ import json
 import math
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from bench import files
 from bench.errors import BenchError
+from bench.registry import Registry, suggest
 from bench.results import schema, store
 from bench.results.schema import CandidateResult, QuestionRecord
 
-FORMATS = ("trec", "ranx", "csv", "parquet")
+# Format name → writer of (candidates in rank order, records per candidate, out folder) → paths written;
+# the writers register at the end of this module.
+_Writer = Callable[[list[CandidateResult], dict[str, list[QuestionRecord]], Path], list[Path]]
+FORMATS: Registry[_Writer] = Registry("export format")
 CANDIDATES_TSV = "candidates.tsv"
 TABLE = "per_question"
 ID_COLUMNS = ("candidate", "model", "chunker", "index", "question_id", "tags", "first_relevant_rank")
@@ -52,15 +56,14 @@ def export_run(run: Path, out: Path, fmt: str) -> list[Path]:
     Returns the paths written. Every file is written atomically; nothing else in ``out`` is touched.
     """
     if fmt not in FORMATS:
-        raise BenchError(f"export format {fmt!r} is unknown; choose one of {', '.join(FORMATS)}")
+        raise BenchError(f"export format {fmt!r} is unknown; {suggest(fmt, FORMATS)}choose one of {', '.join(FORMATS)}")
     run = store.find_run(run)
     stored = schema.load_run(run)
     candidates = sorted(stored.summary.candidates, key=lambda c: (c.rank or math.inf, c.id))
     by_candidate = _group(stored.records, candidates, run)
-    writers = {"trec": _write_trec, "ranx": _write_ranx, "csv": _write_csv, "parquet": _write_parquet}
     try:
         out.mkdir(parents=True, exist_ok=True)
-        return writers[fmt](candidates, by_candidate, out)
+        return FORMATS.get(fmt)(candidates, by_candidate, out)
     except OSError as e:
         raise BenchError(f"{out}: cannot write the export there ({e.strerror}); pass --out DIR") from None
 
@@ -273,3 +276,9 @@ def _write_parquet(
         fastparquet.write(str(tmp), frame, write_index=False)
         files.write_atomic(path, tmp.read_bytes())
     return [path]
+
+
+FORMATS.register("trec", _write_trec)
+FORMATS.register("ranx", _write_ranx)
+FORMATS.register("csv", _write_csv)
+FORMATS.register("parquet", _write_parquet)

@@ -7,7 +7,6 @@ has. A metric is comparable between two runs only when they share the corpus and
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import NamedTuple
 
 from bench.errors import BenchError
 from bench.evaluation.metrics import HEADLINE, MetricName
+from bench.registry import suggest
 from bench.results import schema, store
 from bench.results.schema import Manifest, RunSummary
 
@@ -229,8 +229,7 @@ def trend_points(runs: list[RunInfo], candidate: str, metric: str) -> list[Trend
 
 def _unknown_candidate(candidate: str, runs: list[RunInfo]) -> str:
     seen = list(dict.fromkeys(cid for r in runs for cid in r.candidates))
-    close = difflib.get_close_matches(candidate, seen, n=3, cutoff=0.5)
-    hint = f"did you mean {' or '.join(close)}?" if close else f"candidates seen: {', '.join(seen[:12])}"
+    hint = suggest(candidate, seen, n=3, cutoff=0.5, quote=False).rstrip() or f"candidates seen: {', '.join(seen[:12])}"
     return f"--candidate {candidate}: in none of {len(runs)} runs; {hint}"
 
 

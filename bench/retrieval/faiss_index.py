@@ -13,16 +13,15 @@ gives the factory string that is actually built, so results can record it.
 
 from __future__ import annotations
 
-import difflib
 import math
 import string
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from bench.errors import BenchError
-from bench.registry import Registry
+from bench.registry import Registry, suggest
 
 LEXICAL_INDEX = "inverted"  # what lexical retrievers use instead of a FAISS index
 
@@ -298,7 +297,7 @@ def index_spec_from_table(name: str, table: object) -> IndexSpec:
     for key in table:
         if key not in _TABLE_KEYS:
             raise BenchError(
-                f"{where}: unknown key {key!r}; {_did_you_mean(key, _TABLE_KEYS)}known: {', '.join(_TABLE_KEYS)}"
+                f"{where}: unknown key {key!r}; {suggest(key, _TABLE_KEYS)}known: {', '.join(_TABLE_KEYS)}"
             )
     factory = table.get("factory")
     if not isinstance(factory, str) or not factory.strip():
@@ -321,7 +320,7 @@ def index_spec_from_table(name: str, table: object) -> IndexSpec:
     for ph in names:
         if ph not in PLACEHOLDERS:
             raise BenchError(
-                f"{where}: factory placeholder {{{ph}}} is unknown; {_did_you_mean(ph, PLACEHOLDERS)}"
+                f"{where}: factory placeholder {{{ph}}} is unknown; {suggest(ph, PLACEHOLDERS)}"
                 f"known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}"
             )
 
@@ -379,7 +378,7 @@ def index_spec_from_table(name: str, table: object) -> IndexSpec:
                 )
             else:
                 fix = (
-                    f"{_did_you_mean(key, (*HNSW_BUILD, *PLACEHOLDERS))}known for {factory!r}: "
+                    f"{suggest(key, (*HNSW_BUILD, *PLACEHOLDERS))}known for {factory!r}: "
                     f"{', '.join(allowed_build) or 'none (leave build out)'}"
                 )
             raise BenchError(f"{where}: build parameter {key!r} does not apply; {fix}")
@@ -389,7 +388,7 @@ def index_spec_from_table(name: str, table: object) -> IndexSpec:
             if key not in allowed_search:
                 raise BenchError(
                     f"{where}: search[{i}] parameter {key!r} does not apply to {factory!r}; "
-                    f"{_did_you_mean(key, allowed_search or SEARCH_PARAMS)}"
+                    f"{suggest(key, allowed_search or SEARCH_PARAMS)}"
                     f"known for it: {', '.join(allowed_search) or 'none (leave search out)'}"
                 )
             _check_number(where, f"search[{i}].{key}", value)
@@ -426,14 +425,6 @@ def _check_number(where: str, what: str, value: object) -> None:
         raise BenchError(f"{where}: {what} = {value!r} must be a number")
     if key in _INTEGER_PARAMS and (not isinstance(value, int) or value < (0 if key in {"ht", "parallel_mode"} else 1)):
         raise BenchError(f"{where}: {what} = {value!r} must be a positive integer")
-
-
-def _did_you_mean(word: str, known: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(known), n=1)
-    if not close:
-        lowered = {k.lower(): k for k in known}
-        close = [lowered[word.lower()]] if word.lower() in lowered else []
-    return f"did you mean {close[0]!r}? " if close else ""
 
 
 # --- exact reference and sizes -------------------------------------------------------------------------
