@@ -10,10 +10,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from bench.evaluation.metrics import HEADLINE, headline, metric_key
 from bench.formatting import MISSING, number
 from bench.results.gate import CheckResult
 from bench.results.history import (
-    HEADLINE,
     RunInfo,
     TrendPoint,
     fingerprint_changed,
@@ -70,11 +70,12 @@ def runs_table(runs: list[RunInfo], results: Path) -> Table:
         ]
         if not run.candidates:
             table.add_row(*run_cells, "(no candidates)")
-        best = max((q.get(f"mrr@{run.k}", float("-inf")) for q in run.candidates.values()), default=None)
+        mrr = metric_key("mrr", run.k)
+        best = max((q.get(mrr, float("-inf")) for q in run.candidates.values()), default=None)
         for i, cid in enumerate(run.candidates):
             metrics = run.headline(cid)
             cells = [number(v, "{:.3f}") for v in metrics.values()]
-            if metrics[f"mrr@{run.k}"] == best and len(run.candidates) > 1:
+            if metrics[mrr] == best and len(run.candidates) > 1:
                 cells[0] = f"[bold]{cells[0]}[/]"
             table.add_row(*(run_cells if i == 0 else [""] * len(run_cells)), escape(cid), *cells)
         previous = run
@@ -139,7 +140,7 @@ def compare_view(result: dict) -> Group:
             )
         )
     k_a, k_b = result["k_a"], result["k_b"]
-    labels = [metric_label(f"{name}@{k_a}", f"{name}@{k_b}") for name in HEADLINE]
+    labels = [metric_label(str(a), str(a.at(k_b))) for a in headline(k_a)]
     title = (
         f"A {escape(result['a'])} → B {escape(result['b'])}: {len(result['deltas'])} candidates in both runs "
         "(cells: A → B (B − A); green up, red down)"
