@@ -9,6 +9,7 @@ import click
 
 from bench.cli.app import main, out_console
 from bench.errors import BenchError
+from bench.results.export import FORMATS
 
 
 @main.command()
@@ -184,7 +185,7 @@ def check(
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["trec", "ranx", "csv", "parquet"]),
+    type=click.Choice(list(FORMATS)),
     required=True,
     help="trec: run + qrels files per candidate; ranx: their JSON; csv/parquet: one per-question table.",
 )

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from bench.cli.app import err_console, main, out_console
+from bench.engines import ENGINES
 from bench.errors import BenchError
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 @click.option("--allow-unlocked", is_flag=True, help="Run even if the goldset or corpus changed since its lock.")
 @click.option(
     "--engine",
-    type=click.Choice(["local", "ray"]),
+    type=click.Choice(list(ENGINES)),
     default="local",
     show_default=True,
     help="Where corpus embedding runs: this process, or Ray (local, or the cluster in $RAY_ADDRESS).",
