@@ -267,19 +267,20 @@ def _check_margin(margin: float) -> None:
 
 def best_candidate(candidates: Sequence[CandidateResult], metric: str) -> CandidateResult | None:
     """The highest ``quality[metric]`` (ties: lowest id); None when no candidate has a score."""
-    scored = [c for c in candidates if _score(c, metric) is not None]
+    scored = [(s, c) for c in candidates if (s := _score(c, metric)) is not None]
     if not scored:
         return None
-    return min(scored, key=lambda c: (-_score(c, metric), c.id))
+    return min(scored, key=lambda sc: (-sc[0], sc[1].id))[1]
 
 
 def within_margin(candidates: Sequence[CandidateResult], metric: str, margin: float) -> list[CandidateResult]:
     """Candidates scoring at least best - margin (boundary included, see ``SCORE_EPSILON``)."""
     _check_margin(margin)
     best = best_candidate(candidates, metric)
-    if best is None:
+    best_score = _score(best, metric) if best is not None else None
+    if best_score is None:
         return []
-    floor = _score(best, metric) - margin - SCORE_EPSILON
+    floor = best_score - margin - SCORE_EPSILON
     return [c for c in candidates if (s := _score(c, metric)) is not None and s >= floor]
 
 
@@ -292,10 +293,14 @@ def cheapest_within(
     skipped, and when every candidate in the margin has an unknown cost the answer is None. Equal
     costs: the higher score wins, then the lower id.
     """
-    priced = [c for c in within_margin(candidates, metric, margin) if _cost(c, cost_key) is not None]
+    priced = [
+        (cost, score, c)
+        for c in within_margin(candidates, metric, margin)
+        if (cost := _cost(c, cost_key)) is not None and (score := _score(c, metric)) is not None
+    ]
     if not priced:
         return None
-    return min(priced, key=lambda c: (_cost(c, cost_key), -_score(c, metric), c.id))
+    return min(priced, key=lambda p: (p[0], -p[1], p[2].id))[2]
 
 
 def recommendation_line(

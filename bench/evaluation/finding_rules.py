@@ -301,7 +301,7 @@ def _truncation(c: CandidateView) -> Finding | None:
     share = cut / n
     if share < TRUNCATED_CHUNK_SHARE and lost < TRUNCATED_TOKEN_SHARE:
         return None
-    severity = "warning" if lost >= TRUNCATED_TOKEN_WARNING else "info"
+    severity: Literal["warning", "info"] = "warning" if lost >= TRUNCATED_TOKEN_WARNING else "info"
     text = (
         f"{cut} of {n} chunks ({_pct(share)}) are longer than {c.data.model} reads and {_pct(lost)} of "
         f"the corpus tokens are never embedded: evidence at the end of those chunks cannot be found. Use smaller "

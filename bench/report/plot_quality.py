@@ -212,7 +212,10 @@ def score_gaps(summary: RunSummary, records: Sequence[QuestionRecord]) -> Figure
         ax.grid(axis="x", alpha=0.3)
         right = ax.secondary_yaxis("right")
         right.set_yticks(
-            positions, [f"{percent(np.mean(np.asarray(v) < 0))} < 0" for v in data], fontsize=8, color=NOTE_COLOUR
+            positions,
+            [f"{percent(float(np.mean(np.asarray(v) < 0)))} < 0" for v in data],
+            fontsize=8,
+            color=NOTE_COLOUR,
         )
         right.tick_params(length=0)
         right.set_ylabel("questions with gap < 0", fontsize=8, color=NOTE_COLOUR)

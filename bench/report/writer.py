@@ -3,9 +3,11 @@ plots/*.png, report.pdf and inspector.html. ``bench run`` writes them at the end
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any, cast
 
 from bench import files
 from bench.evaluation import significance
@@ -40,7 +42,9 @@ def write_reports(folder: Path, run: StoredRun | None = None) -> Written:
     compared = _headline(summary)
     mrr = metric_key("mrr", summary.k)
     trends = history_for_report(folder.parent, summary, manifest, mrr)
-    jobs = {f"plot:{name}": partial(plots.drawn, name, summary, records, matrix) for name in plots.names(matrix)}
+    jobs: dict[str, Callable[[], object]] = {
+        f"plot:{name}": partial(plots.drawn, name, summary, records, matrix) for name in plots.names(matrix)
+    }
     if any(len(t.points) >= 2 for t in trends):
         jobs["plot:history"] = partial(plots.drawn_history, summary, trends, mrr)
     jobs |= {f"pairs:{m}": partial(significance.all_pairs, summary, records, metric=m) for m in compared}
@@ -49,7 +53,7 @@ def write_reports(folder: Path, run: StoredRun | None = None) -> Written:
 
     significance.write_rank_matrix_csv(folder / RANK_MATRIX, *matrix)
     written.append(folder / RANK_MATRIX)
-    stats = {
+    stats: dict[str, Any] = {
         "cis": significance.confidence_intervals(summary, records),
         "head_to_head": _best_two(summary, records),
         "per_tag": significance.per_tag(summary, records),
@@ -65,7 +69,11 @@ def write_reports(folder: Path, run: StoredRun | None = None) -> Written:
     )
     written.append(folder / STATISTICS)
     stats["diagnosis"] = diagnosis
-    rendered = {name.removeprefix("plot:"): value for name, value in done.items() if name.startswith("plot:")}
+    rendered = {
+        name.removeprefix("plot:"): cast(tuple[str, bytes], value)
+        for name, value in done.items()
+        if name.startswith("plot:")
+    }
     written += [plots.save(folder / PLOTS, name, png) for name, (_, png) in rendered.items()]
     pages = write_pdf(folder / PDF, summary, manifest, rendered, stats)
     written.append(folder / PDF)
