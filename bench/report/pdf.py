@@ -85,7 +85,8 @@ def write_pdf(
 def _summary_pages(summary: RunSummary, manifest: Manifest, cis: dict) -> list[Figure]:
     k = summary.k
     mrr, recall = metric_key("mrr", k), metric_key("recall", k)
-    plain = [metric_key(name, k) for name in ("hit_rate", "ndcg", "precision")]  # shown without an interval
+    # the other headline metrics, shown without an interval, in the summary page's own column order
+    plain = [metric_key(name, k) for name in ("hit_rate", "ndcg", "precision")]
     header = ["#", "candidate", f"{mrr} [95% CI]", f"{recall} [95% CI]", *plain, "p95 ms", "$ / 1k q"]
     rows = []
     for c in summary.candidates:

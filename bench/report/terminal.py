@@ -1,4 +1,5 @@
-"""Terminal tables: the ranked shootout and the model list."""
+"""Terminal tables: the ranked shootout, diagnostics, the dry-run plan, chunk sizes, the model list, goldset
+statistics and pairwise comparisons. The caller passes each table to its own console (``console()`` makes one)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ def console(stderr: bool = False) -> Console:
     return Console(stderr=stderr) if stream.isatty() else Console(stderr=stderr, width=160)
 
 
+# The shootout table's quality columns: the headline metrics (metrics.HEADLINE) with hit rate beside
+# recall, then map; the order people read the table in, kept as it is.
 COLUMNS = ("mrr", "recall", "hit_rate", "ndcg", "precision", "map")
 
 
