@@ -100,6 +100,16 @@ MODELS.register(
 )
 
 
+def preparation_note(spec: ModelSpec, models_dir: Path) -> str | None:
+    """What loading ``spec`` will first prepare, and how long it takes, when it is not prepared yet."""
+    from bench.embedders.static import needs_distillation
+
+    if spec.loader == "model2vec" and needs_distillation(spec, models_dir):
+        teacher = spec.source.removeprefix("distill:")
+        return f"preparing {spec.name}: distilling it from {teacher} into {models_dir} (once; about a minute)"
+    return None
+
+
 def load_embedder(spec: ModelSpec, batch_size: int = 32, models_dir: Path | None = None) -> Embedder:
     """Load a dense model's weights (lexical models have no embedder).
 

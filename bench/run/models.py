@@ -11,10 +11,9 @@ from rich.console import Console
 
 from bench import measure
 from bench.config import Candidate, Config
-from bench.embedders import PASSAGE, Embedder, load_embedder
+from bench.embedders import PASSAGE, Embedder, load_embedder, preparation_note
 from bench.embedders.cache import EmbeddingCache
 from bench.embedders.engine import Engine, LocalEngine
-from bench.embedders.static import needs_distillation
 from bench.retrieval.retrievers import BM25Retriever, DenseRetriever, Retriever
 
 
@@ -40,11 +39,9 @@ class ModelPool:
     def embedder(self, name: str) -> Embedder:
         if name not in self._embedders:
             spec = self.config.model(name)
-            if spec.loader == "model2vec" and needs_distillation(spec, self.models_dir):
-                self.console.print(
-                    f"preparing {name}: distilling it from {spec.source.removeprefix('distill:')} "
-                    f"into {self.models_dir} (once; about a minute)"
-                )
+            note = preparation_note(spec, self.models_dir)
+            if note:
+                self.console.print(note)
             self._embedders[name] = load_embedder(
                 self.config.model(name), batch_size=self.config.batch_size, models_dir=self.models_dir
             )
