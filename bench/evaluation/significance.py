@@ -20,7 +20,6 @@ import io
 import math
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -28,8 +27,8 @@ from scipy import stats
 
 from bench.errors import BenchError
 from bench.evaluation.metrics import headline, metric_key
+from bench.evaluation.question_matrix import QuestionMatrix, question_matrix
 from bench.files import write_atomic
-from bench.registry import suggest
 from bench.results.schema import QuestionRecord, RunSummary
 
 SMALL_SAMPLE = 30  # below this many questions only the Wilcoxon test is trustworthy
@@ -233,81 +232,6 @@ def rank_outcomes(first_a: list[int | None], first_b: list[int | None]) -> tuple
     return int((a < b).sum()), int((a == b).sum()), int((a > b).sum())
 
 
-# ---------------------------------------------------------------------------------------------------
-# Run results as arrays
-
-
-@dataclass
-class _Run:
-    """One run's per-question records as arrays (questions × candidates), read once."""
-
-    k: int
-    depth: int
-    questions: list[str]  # in order of first appearance
-    texts: list[str]
-    tags: list[list[str]]
-    candidates: list[str]  # in rank order, best first
-    quality: dict[str, dict]
-    first: list[list[int | None]]  # first-relevant rank per question, per candidate
-    metrics: dict[str, np.ndarray]  # NaN where a record has no value
-
-    def column(self, candidate: str) -> int:
-        if candidate in self.candidates:
-            return self.candidates.index(candidate)
-        hint = suggest(candidate, self.candidates, n=3).rstrip() or f"candidates: {', '.join(self.candidates)}"
-        raise BenchError(f"unknown candidate {candidate!r}; {hint}")
-
-    def metric(self, name: str) -> np.ndarray:
-        if name not in self.metrics:
-            raise BenchError(f"unknown metric {name!r}; per-question metrics: {', '.join(sorted(self.metrics))}")
-        return self.metrics[name]
-
-    def depth_ranks(self) -> np.ndarray:
-        """First-relevant ranks with a miss counted as ``depth + 1``."""
-        return np.array([[self.depth + 1 if r is None else r for r in row] for row in self.first], dtype=float)
-
-
-def _read(summary: RunSummary, records: Sequence[QuestionRecord]) -> _Run:
-    # stable: keeps listed order
-    ranked = sorted(summary.candidates, key=lambda c: math.inf if c.rank is None else c.rank)
-    candidates = [c.id for c in ranked]
-    col = {cid: j for j, cid in enumerate(candidates)}
-    rows: dict[str, int] = {}
-    texts, tags, cells = [], [], {}
-    for rec in records:
-        qid = rec.question_id
-        if qid not in rows:
-            rows[qid] = len(rows)
-            texts.append(rec.question)
-            tags.append(list(rec.tags))
-        if rec.candidate in col:
-            cells[rows[qid], col[rec.candidate]] = rec
-    n, c = len(rows), len(candidates)
-    for i, qid in enumerate(rows):
-        for j, cid in enumerate(candidates):
-            if (i, j) not in cells:
-                raise BenchError(f"candidate {cid!r} has no record for question {qid!r}; the run folder is incomplete")
-    names = sorted({name for rec in cells.values() for name in rec.metrics})
-    metrics = {name: np.full((n, c), math.nan) for name in names}
-    first: list[list[int | None]] = [[None] * c for _ in range(n)]
-    for (i, j), rec in cells.items():
-        first[i][j] = rec.first_relevant_rank
-        for name, value in rec.metrics.items():
-            if value is not None:
-                metrics[name][i, j] = value
-    return _Run(
-        k=int(summary.k),
-        depth=int(summary.depth),
-        questions=list(rows),
-        texts=texts,
-        tags=tags,
-        candidates=candidates,
-        quality={c.id: c.quality for c in ranked},
-        first=first,
-        metrics=metrics,
-    )
-
-
 def _both_present(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Drop questions where either candidate lacks a value, so the pairs stay pairs."""
     keep = np.isfinite(a) & np.isfinite(b)
@@ -350,7 +274,7 @@ def head_to_head(
 
     ``metrics`` defaults to the headline metrics at k that both candidates report.
     """
-    run = _read(summary, records)
+    run = question_matrix(summary, records)
     ja, jb = run.column(a), run.column(b)
     if ja == jb:
         raise BenchError(f"cannot compare candidate {a!r} with itself; name two different candidates")
@@ -404,7 +328,7 @@ def _advice(n: int, per_metric: dict[str, dict]) -> str:
     )
 
 
-def _disagreements(run: _Run, ja: int, jb: int) -> list[dict]:
+def _disagreements(run: QuestionMatrix, ja: int, jb: int) -> list[dict]:
     """Questions whose first-relevant ranks differ most (miss = depth + 1), largest gap first."""
     ranks = run.depth_ranks()
     gap = np.abs(ranks[:, ja] - ranks[:, jb])
@@ -429,7 +353,7 @@ def all_pairs(
 ) -> list[dict]:
     """Every unordered pair of candidates on one metric (default ``mrr@k``), better-ranked one as A,
     with Holm correction across all pairs (one family per test type)."""
-    run = _read(summary, records)
+    run = question_matrix(summary, records)
     values = run.metric(metric or metric_key("mrr", run.k))
     index = [(i, j) for i in range(len(run.candidates)) for j in range(i + 1, len(run.candidates))]
     pairs = [_both_present(values[:, i], values[:, j]) for i, j in index]
@@ -464,7 +388,7 @@ def confidence_intervals(
     Every candidate and metric is resampled with the same question indices (a paired bootstrap).
     ``metrics`` defaults to each candidate's ``quality`` metrics that have per-question values.
     """
-    run = _read(summary, records)
+    run = question_matrix(summary, records)
     series = [
         (cid, m)
         for cid in run.candidates
@@ -503,7 +427,7 @@ def rank_matrix(
     descending (so questions everyone misses come before ones everyone answers at rank 1), then by
     question id.
     """
-    run = _read(summary, records)
+    run = question_matrix(summary, records)
     reciprocal = np.array([[0.0 if r is None else 1.0 / r for r in row] for row in run.first]).reshape(
         len(run.questions), len(run.candidates)
     )
@@ -529,7 +453,7 @@ def per_tag(summary: RunSummary, records: Sequence[QuestionRecord], metric: str 
     The mean is over the questions carrying the tag (default metric ``mrr@k``); a question's missing
     values are left out of its candidate's mean.
     """
-    run = _read(summary, records)
+    run = question_matrix(summary, records)
     values = run.metric(metric or metric_key("mrr", run.k))
     counts: dict[str, int] = {}
     means: dict[str, dict[str, float]] = {}
