@@ -24,7 +24,8 @@ from bench.embedders import MODELS, PASSAGE, load_embedder
 from bench.embedders.cache import EmbeddingCache, NoCache
 from bench.inputs.corpus import load_corpus
 from bench.retrieval.bm25 import BM25Index, Tokenizer
-from bench.retrieval.faiss_index import INDEXES, exact_top
+from bench.retrieval.exact_search import exact_top
+from bench.retrieval.faiss_index import INDEXES
 from bench.retrieval.retrievers import DenseRetriever
 from tests.conftest import finished_runs, run_cli, write_project
 
