@@ -39,6 +39,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor, wait
+from typing import cast
 
 import numpy as np
 
@@ -113,7 +114,7 @@ class OpenAIEmbedder:
         self.shown_url = redact_url(self.url)
         self._key = Secret(os.environ.get(self.api_key_env, "").strip())
         # A local server is reached directly, whatever proxy the environment names.
-        proxies = {} if (parts.hostname or "") in LOOPBACK else None
+        proxies: dict[str, str] | None = {} if (parts.hostname or "") in LOOPBACK else None
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies), NoRedirects())
 
         self._lock = threading.Lock()
@@ -200,12 +201,13 @@ class OpenAIEmbedder:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
-        errors = []
+        errors: list[BaseException] = []
         for number, future in enumerate(futures):  # submission order = input order
-            if future.exception() is None:
+            error = future.exception()
+            if error is None:
                 answered[number] = future.result()
             else:
-                errors.append(future.exception())
+                errors.append(error)
         if errors:
             raise next((e for e in errors if not isinstance(e, Aborted)), errors[0])
 
@@ -375,7 +377,8 @@ class OpenAIEmbedder:
                 f"model {self.spec.name!r}: {self.shown_url} returned {width}-dim vectors but "
                 f"{source} say {expected}; fix dims/dimensions in the model spec"
             )
-        matrix = np.vstack(rows).astype(np.float32, copy=False)
+        # Every row is set: as many distinct indices in 0..len(texts)-1 as there are texts.
+        matrix = np.vstack(cast("list[np.ndarray]", rows)).astype(np.float32, copy=False)
         if not np.isfinite(matrix).all():
             raise self._malformed("non-finite values in an embedding")
         self._count_tokens(obj.get("usage"), texts)
@@ -397,7 +400,7 @@ class OpenAIEmbedder:
         raise self._malformed(f"data[{position}].embedding is a {type(embedding).__name__}")
 
     def _count_tokens(self, usage, texts: list[str]) -> None:
-        billed = None
+        billed: int | None = None
         if isinstance(usage, dict):
             for field in ("total_tokens", "prompt_tokens"):
                 value = usage.get(field)
@@ -405,7 +408,7 @@ class OpenAIEmbedder:
                     billed = value
                     break
         estimated = billed is None
-        if estimated:
+        if billed is None:
             from bench.chunking.tokens import count_tokens
 
             billed = sum(count_tokens(t) for t in texts)
