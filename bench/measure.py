@@ -10,13 +10,14 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Final
 
 import numpy as np
 
 from bench import __version__
 
 # Percentiles use numpy's default (linear interpolation between closest ranks, "type 7").
-PERCENTILE_METHOD = "linear"
+PERCENTILE_METHOD: Final = "linear"
 
 
 def latency_summary(prefix: str, seconds: list[float]) -> dict[str, float | None]:
