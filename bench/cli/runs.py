@@ -50,7 +50,7 @@ def compare(
     run = schema.load_run(store.find_run(run_ref, results))
     summary, records = run.summary, run.records
     out = out_console()
-    if a is not None:
+    if a is not None and b is not None:  # both or neither, as checked above
         out.print(head_to_head_table(stats.head_to_head(summary, records, a, b, seed=seed)))
         return
     metric = metric or metric_key("mrr", summary.k)
@@ -99,7 +99,7 @@ def history(results: Path, candidate: str | None, metric: str | None) -> None:
     if not runs:
         click.echo(f"no finished runs under {results} yet; `bench run` makes one")
         return
-    if candidate is None:
+    if candidate is None or metric is None:  # both or neither, as checked above
         out_console().print(runs_table(runs, results))
         return
     points = trend_points(runs, candidate, metric)
@@ -154,13 +154,16 @@ def check(
     from bench.report.history_tables import check_failure_line, check_table
     from bench.results import gate, store
 
+    exactly_one = "give exactly one of --baseline RUN_OR_FILE (to check) or --save-baseline FILE (to record)"
     if (baseline_ref is None) == (save_baseline is None):
-        raise BenchError("give exactly one of --baseline RUN_OR_FILE (to check) or --save-baseline FILE (to record)")
+        raise BenchError(exactly_one)
     path = store.find_run(run_ref, results)
     if save_baseline is not None:
         saved = gate.save_baseline(path, save_baseline)
         click.echo(f"baseline: {save_baseline} ({len(saved['metrics'])} candidates of {saved['run_id']})")
         return
+    if baseline_ref is None:  # ruled out above once --save-baseline has returned
+        raise BenchError(exactly_one)
     wanted = None if metrics is None else [m.strip() for m in metrics.split(",") if m.strip()]
     if wanted == []:
         raise BenchError("--metrics: empty; give names like mrr@5,recall@5, or leave the option out for all")

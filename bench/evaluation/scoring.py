@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench.errors import BenchError
 from bench.evaluation import costs, diagnostics, metrics
 from bench.evaluation.metrics import Grades
 from bench.evaluation.spans import span_keys, span_metrics
 from bench.inputs.goldset import CHUNK
-from bench.results.schema import CandidateResult, QuestionRecord, Retrieved
+from bench.results.schema import CandidateResult, EvidenceSpan, QuestionRecord, Retrieved
 
 COST_KEY = "cost_per_1k_queries_usd"
 
@@ -59,7 +60,7 @@ def score_candidate(
         spans = [
             span_metrics(
                 [(e.doc_id, e.start, e.end) for e in rec.ranking],
-                [(e.doc, e.start, e.end) for e in rec.evidence],
+                [_evidence_span(rec, e) for e in rec.evidence],
                 k,
                 min_overlap,
             )
@@ -82,6 +83,15 @@ def score_candidate(
         diagnostics=diagnostics.summarise([r.diagnostics for r in scored], first, depth, grades.n_relevant),
     )
     return scored, summary
+
+
+def _evidence_span(rec: Retrieved, evidence: EvidenceSpan) -> tuple[str, int, int]:
+    """``(doc, start, end)`` of an evidence item in a chunk-unit run, where every item has a span."""
+    if evidence.start is None or evidence.end is None:
+        raise BenchError(
+            f"question {rec.question_id!r}: evidence in {evidence.doc!r} has no start/end, but the run is in chunk unit"
+        )
+    return evidence.doc, evidence.start, evidence.end
 
 
 def _scored(rec: Retrieved, **scores) -> QuestionRecord:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from bench import files
 from bench.errors import BenchError
@@ -58,7 +58,7 @@ class _Record:
                 value = [cls._nested[name].from_dict(v) for v in value]  # type: ignore[attr-defined]
             values[name] = value
         extra = {key: value for key, value in d.items() if key not in names}
-        return cls(**values, extra=extra)
+        return cast(Any, cls)(**values, extra=extra)  # cls is one of the dataclasses below
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -90,8 +90,8 @@ class RankedUnit(_Record):
 @dataclass(frozen=True, kw_only=True)
 class EvidenceSpan(_Record):
     doc: str
-    start: int
-    end: int
+    start: int | None  # None with ``end``: the whole document is the evidence (document unit)
+    end: int | None
     grade: int
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -8,6 +8,7 @@ holds was left by a killed run and is removed by the next run.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -16,13 +17,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 from typing import IO
 
 from bench import files
 from bench.errors import BenchError
 
+fcntl: ModuleType | None
 try:
-    import fcntl
+    fcntl = importlib.import_module("fcntl")
 except ImportError:  # Windows: abandoned staging folders are left for the user to delete
     fcntl = None
 

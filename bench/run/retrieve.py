@@ -4,6 +4,7 @@ candidate's operating figures (sizes, speed, latency, money). No metric is compu
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +60,7 @@ def run_candidate(
     query_stats = retriever.query_stats
     with phases(f"recall vs exact {cand.id}"):
         recall = retriever.recall_against_exact(queries, depth)
-    tokens = {"index_tokens": None, "question_tokens_mean": None}
+    tokens: dict[str, Any] = {"index_tokens": None, "question_tokens_mean": None}
     if build.chunk_tokens is not None:
         tokens = measure.token_figures(build.chunk_tokens, retriever.spec.max_tokens)
         counted = retriever.count_tokens(questions)

@@ -4,6 +4,7 @@ folder → reports. Orchestration only: each step's work lives in its stage."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import signal
 import threading
 import time
@@ -138,7 +139,7 @@ def run_shootout(
                 verb = "indexing" if retriever.lexical else "embedding"
                 task = progress.add_task(f"{verb} {cand.model}/{cand.chunker}/{cand.index}", total=len(table))
                 t0 = time.perf_counter()
-                built = (key, retriever, retriever.build(table, lambda n, t=task: progress.advance(t, n)))
+                built = (key, retriever, retriever.build(table, functools.partial(progress.advance, task)))
                 _record_build(phases, "/".join(key), built[2], time.perf_counter() - t0)
                 _warn_truncation(console, cand, config.model(cand.model).max_tokens, built[2])
             _, retriever, build = built
