@@ -12,6 +12,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 from bench.chunking import make_chunker
 from bench.embedders import LOADERS, MODELS, ModelSpec
@@ -34,9 +35,10 @@ class ChunkerSpec:
     model: str | None = None
 
     def build(self, embed=None):
+        params: dict[str, Any] = dict(self.params)  # config values, checked by make_chunker
         if self.model is None:
-            return make_chunker(self.kind, **dict(self.params))
-        return make_chunker(self.kind, embed=embed, **dict(self.params))
+            return make_chunker(self.kind, **params)
+        return make_chunker(self.kind, embed=embed, **params)
 
 
 @dataclass(frozen=True, order=True)
@@ -315,8 +317,8 @@ def _model_specs(tables: object, where: str) -> dict[str, ModelSpec]:
     for name, table in tables.items():
         if not isinstance(table, dict):
             raise BenchError(f"{where}: [model.{name}] must be a table of settings")
-        known = {}
-        params = {}
+        known: dict[str, Any] = {}
+        params: dict[str, Any] = {}
         for key, value in table.items():
             (known if key in _SPEC_FIELDS else params)[key] = value
         base = MODELS.get(name) if name in MODELS else None

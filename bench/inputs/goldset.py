@@ -58,6 +58,8 @@ def load_goldset(path: str | Path, corpus: Corpus) -> Goldset:
     goldset, errors = read_goldset(path, corpus)
     if errors:
         raise BenchError(errors[0])
+    if goldset is None:  # read_goldset gives a goldset whenever it finds no error
+        raise AssertionError(f"{path}: no goldset and no error")
     return goldset
 
 
@@ -167,7 +169,7 @@ def _parse_evidence(item: object, where: str, corpus: Corpus) -> Evidence:
         return Evidence(doc_id, grade, *resolve_quote(text, quote, where))
     if start is None and end is None:
         return Evidence(doc_id, grade)
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
+    if not (isinstance(start, int) and isinstance(end, int)) or isinstance(start, bool) or isinstance(end, bool):
         raise BenchError(f'{where}: "start" and "end" must both be integers (character offsets)')
     if not 0 <= start < end <= len(text):
         raise BenchError(

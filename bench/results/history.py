@@ -89,7 +89,7 @@ def same_metric(name: str, k_from: int, k_to: int) -> str:
     return name[: -len(suffix)] + f"@{k_to}" if name.endswith(suffix) else name
 
 
-def short(sha: str) -> str:
+def short(sha: str | None) -> str:
     return (sha or "?")[:SHORT]
 
 
