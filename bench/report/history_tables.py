@@ -63,8 +63,8 @@ def runs_table(runs: list[RunInfo], results: Path) -> Table:
             _date(run.started),
             escape(run.run_id),
             escape(run.config_hash),
-            _fingerprint_cell(run.corpus_sha256, previous and previous.corpus_sha256),
-            _fingerprint_cell(run.goldset_sha256, previous and previous.goldset_sha256),
+            _fingerprint_cell(run.corpus_sha256, None if previous is None else previous.corpus_sha256),
+            _fingerprint_cell(run.goldset_sha256, None if previous is None else previous.goldset_sha256),
             str(run.k),
             "yes" if run.locked else "no",
         ]

@@ -85,7 +85,7 @@ class _Tables:
         if key not in self._unit_index:
             text = self.source.get(key)
             cut = int(self.document_unit and text is not None and len(text) > DOCUMENT_PREVIEW)
-            if cut:
+            if cut and text is not None:
                 text = text[:DOCUMENT_PREVIEW]
             self._unit_index[key] = len(self.units)
             self.units.append([self.doc(key[0]), key[1], key[2], None if text is None else self.text(text), cut])
@@ -143,10 +143,10 @@ def inspector_data(
     k, unit = summary.k, summary.unit
     mrr, recall = metric_key("mrr", k), metric_key("recall", k)
     tables = _Tables(texts, unit == DOCUMENT)
-    candidates = sorted(summary.candidates, key=lambda c: c.rank)
+    candidates = sorted(summary.candidates, key=lambda c: math.inf if c.rank is None else c.rank)
     candidate_index = {c.id: i for i, c in enumerate(candidates)}
     question_index: dict[str, int] = {}
-    questions = []
+    questions: list[dict] = []
     for record in records:
         if record.question_id not in question_index:
             question_index[record.question_id] = len(questions)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 import textwrap
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
-from matplotlib.figure import Figure, FigureBase
+from matplotlib.figure import Figure, FigureBase, SubFigure
 
 from bench.results.schema import RunSummary
 
@@ -41,9 +41,9 @@ def candidate_styles(summary: RunSummary) -> dict[str, Style]:
     """
     ids = [c.id for c in summary.candidates]
     if len(ids) <= 10:
-        palette = [to_hex(c) for c in colormaps["tab10"].colors]
+        palette = [to_hex(c) for c in colormaps["tab10"].colors]  # type: ignore[attr-defined]
     else:
-        tab20 = [to_hex(c) for c in colormaps["tab20"].colors]
+        tab20 = [to_hex(c) for c in colormaps["tab20"].colors]  # type: ignore[attr-defined]
         palette = tab20[0::2] + tab20[1::2]
     styles = {}
     for i, cid in enumerate(ids):
@@ -82,7 +82,7 @@ def new_figure(title: str, subtitle: str = "", size: tuple[float, float] = SIZE)
     fig.suptitle(title, fontsize=12, fontweight="bold")
     if not subtitle:
         return fig, fig
-    body = fig.subfigures(1, 1)
+    body = cast(SubFigure, fig.subfigures(1, 1))  # one row, one column: a single subfigure, not an array
     width = int(size[0] * 14.5)  # characters of 9 pt text that fit across the figure
     body.suptitle("\n".join(textwrap.fill(line, width) for line in subtitle.split("\n")), fontsize=9, color=NOTE_COLOUR)
     return fig, body

@@ -6,8 +6,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from itertools import pairwise
+from typing import cast
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
@@ -68,7 +70,7 @@ def _tradeoff(
         note += f"\nevery candidate shown has the same {what}"
     fig, body = new_figure(title, note)
     ax = body.subplots()
-    points = [(float(xs[c.id]), float(c.quality[metric])) for c in shown]
+    points = [(float(cast(float, xs[c.id])), float(c.quality[metric])) for c in shown]  # shown: x is known
     colours = candidate_colours(summary)
     ax.scatter(
         [x for x, _ in points],
@@ -171,8 +173,9 @@ def _label_points(
     """
     labels = [wrap_id(cid, LABEL_WIDTH) for cid in ids]
     fig.draw_without_rendering()
-    _room_for_labels(ax, fig.canvas.get_renderer(), labels)
-    placer = _LabelPlacer(ax, fig.canvas.get_renderer(), [tuple(p) for p in ax.transData.transform(points)])
+    canvas = cast(FigureCanvasAgg, fig.canvas)  # every figure has its own Agg canvas
+    _room_for_labels(ax, canvas.get_renderer(), labels)
+    placer = _LabelPlacer(ax, canvas.get_renderer(), [tuple(p) for p in ax.transData.transform(points)])
     to_px = fig.dpi / 72
     for i, (x, y) in enumerate(placer.pixels):
         radius = (6.5 if i in front else 4.0) * to_px  # the Pareto ring is larger than the dot
@@ -236,6 +239,8 @@ class _LabelPlacer:
                 best, best_cost, best_rect = offset, cost, rect
             if cost == 0:
                 break
+        if best_rect is None:  # the first offset tried always costs less than infinity
+            raise AssertionError(f"no place found for the label of point {i}")
         self.taken.append(best_rect)
         self.labels.append(best_rect)
         if best in _FAR_OFFSETS:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 from matplotlib.figure import Figure
 
@@ -37,10 +38,12 @@ FILES = {
     "history": "history.png",  # only when earlier runs of the same corpus and goldset exist
 }
 
+# (question ids, candidate ids, first relevant rank per question and candidate): significance.rank_matrix
+RankMatrix = tuple[list[str], list[str], list[list[int | None]]]
 
 _BUILDERS = {  # name → figure from (summary, records, rank_matrix); the costliest to draw first
     "first_rank": lambda s, r, m: first_rank_distribution(s),
-    "rank_matrix": lambda s, r, m: rank_matrix_heatmap(*m, s.depth, s.k),
+    "rank_matrix": lambda s, r, m: rank_matrix_heatmap(*cast(RankMatrix, m), s.depth, s.k),
     "score_gaps": lambda s, r, m: score_gaps(s, r),
     "hit_rate_curves": lambda s, r, m: hit_rate_curves(s),
     "chunk_sizes": lambda s, r, m: chunk_sizes(s),
