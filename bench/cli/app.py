@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from bench import __version__
 from bench.errors import BenchError
 
 EXIT_BAD_INPUT = 2
+
+
+def results_option(help: str = "Folder holding runs, for RUN given as an id or 'latest'."):
+    """``--results DIR`` (default ``results``), as every command that reads stored runs takes it."""
+    return click.option(
+        "--results", type=click.Path(path_type=Path), default=Path("results"), show_default=True, help=help
+    )
 
 
 def err_console():

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from bench.cli.app import main, out_console
+from bench.cli.app import main, out_console, results_option
 from bench.errors import BenchError
 from bench.results.export import FORMATS
 
@@ -19,13 +19,7 @@ from bench.results.export import FORMATS
 @click.option("--metric", metavar="NAME", help="Metric of the all-pairs table (default mrr@k).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the randomisation test and bootstrap.")
 @click.option("--force", is_flag=True, help="With two runs: compare even if their corpus, goldset, k or unit differ.")
-@click.option(
-    "--results",
-    type=click.Path(path_type=Path),
-    default=Path("results"),
-    show_default=True,
-    help="Folder holding runs, for RUN given as an id or 'latest'.",
-)
+@results_option()
 def compare(
     run_refs: tuple[str, ...], a: str | None, b: str | None, metric: str | None, seed: int, force: bool, results: Path
 ) -> None:
@@ -76,13 +70,7 @@ def _compare_two_runs(
 
 
 @main.command()
-@click.option(
-    "--results",
-    type=click.Path(path_type=Path),
-    default=Path("results"),
-    show_default=True,
-    help="Folder holding runs.",
-)
+@results_option("Folder holding runs.")
 @click.option("--candidate", metavar="ID", help="Follow one candidate over time (with --metric).")
 @click.option("--metric", metavar="NAME", help="The metric to follow, e.g. mrr (each run's mrr@k) or mrr@5.")
 def history(results: Path, candidate: str | None, metric: str | None) -> None:
@@ -133,13 +121,7 @@ def history(results: Path, candidate: str | None, metric: str | None) -> None:
     help="Comma-separated metrics to check, e.g. mrr@5,recall@5 ('@k' may be left off); default: all.",
 )
 @click.option("--force", is_flag=True, help="Check even if corpus, goldset, k or unit differ from the baseline's.")
-@click.option(
-    "--results",
-    type=click.Path(path_type=Path),
-    default=Path("results"),
-    show_default=True,
-    help="Folder holding runs, for RUN given as an id or 'latest'.",
-)
+@results_option()
 def check(
     run_ref: str,
     baseline_ref: str | None,
@@ -193,13 +175,7 @@ def check(
     help="trec: run + qrels files per candidate; ranx: their JSON; csv/parquet: one per-question table.",
 )
 @click.option("--out", type=click.Path(path_type=Path), help="Folder to write into (default RUN/export/FORMAT).")
-@click.option(
-    "--results",
-    type=click.Path(path_type=Path),
-    default=Path("results"),
-    show_default=True,
-    help="Folder holding runs, for RUN given as an id or 'latest'.",
-)
+@results_option()
 def export(run_ref: str, fmt: str, out: Path | None, results: Path) -> None:
     """Write a stored run for trec_eval, ranx, or a spreadsheet/dataframe (see docs/export.md)."""
     from bench.results import store

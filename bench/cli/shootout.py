@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from bench.cli.app import err_console, main, out_console
+from bench.cli.app import err_console, main, out_console, results_option
 from bench.engines import ENGINES
 from bench.errors import BenchError
 
@@ -152,13 +152,7 @@ def chunk(config: Path) -> None:
 
 @main.command()
 @click.argument("run_ref", metavar="RUN")
-@click.option(
-    "--results",
-    type=click.Path(path_type=Path),
-    default=Path("results"),
-    show_default=True,
-    help="Folder holding runs, for RUN given as an id or 'latest'.",
-)
+@results_option()
 def report(run_ref: str, results: Path) -> None:
     """Recompute a stored run's metrics from its rankings (no model is loaded), show them, and
     write rank_matrix.csv, plots/, report.pdf and inspector.html again."""
