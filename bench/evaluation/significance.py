@@ -250,6 +250,7 @@ def _batch_tests(pairs: list[tuple[np.ndarray, np.ndarray]], seed: int, permutat
     arrays = [_paired_arrays(a, b) for a, b in pairs]
     if not arrays:
         return []
+    rand: np.ndarray | list[float]
     if len({len(d) for _, _, d in arrays}) == 1:
         rand = _randomisation_p(np.column_stack([d for _, _, d in arrays]), seed, permutations)
     else:  # missing values left pairs of different lengths

@@ -91,8 +91,8 @@ def diagnostics_table(summary: RunSummary) -> Table:
     )
     table.add_column("candidate")
     cutoffs = sorted({1, k, depth})
-    for c in cutoffs:
-        table.add_column(f"hit@{c}", justify="right")
+    for cut in cutoffs:
+        table.add_column(f"hit@{cut}", justify="right")
     table.add_column(f"miss@{depth}", justify="right")
     table.add_column("gap mean", justify="right")
     table.add_column("gap median", justify="right")

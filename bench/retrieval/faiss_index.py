@@ -17,6 +17,7 @@ import math
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -127,7 +128,7 @@ class IndexSpec:
 
         n, dims = vectors.shape
         factory = self.resolve_factory(n, dims)
-        params = dict(self.build_params)
+        params: dict[str, Any] = dict(self.build_params)  # config values
         try:
             index = faiss.index_factory(dims, factory, faiss.METRIC_INNER_PRODUCT)
         except RuntimeError as e:
@@ -174,7 +175,7 @@ def variant_label(params: Mapping[str, object]) -> str:
     return ",".join(f"{k}={v}" for k, v in params.items())
 
 
-def configure(index, params: Mapping[str, object], name: str = "") -> None:
+def configure(index, params: Mapping[str, Any], name: str = "") -> None:
     """Set query parameters (``nprobe``, ``efSearch``, ...) on a built index."""
     import faiss
 
@@ -212,7 +213,7 @@ def _quiet_template_training(index, template: str) -> None:
     except RuntimeError:
         ivf = None
     if ivf is not None and "nlist" in names:
-        ivf.cp.min_points_per_centroid = 1
+        ivf.cp.min_points_per_centroid = 1  # type: ignore[attr-defined]
     pq = getattr(ivf if ivf is not None else index, "pq", None)
     if pq is not None and "nbits" in names:
         pq.cp.min_points_per_centroid = 1
@@ -440,7 +441,7 @@ def index_bytes(index) -> int:
         nonlocal size
         size += len(data)
 
-    faiss.write_index(index, faiss.PyCallbackIOWriter(count))
+    faiss.write_index(index, faiss.PyCallbackIOWriter(count))  # type: ignore[attr-defined]
     return size
 
 
