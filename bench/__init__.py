@@ -1,13 +1,13 @@
 """bench: which embedding model, chunker and vector index suit *your* documents, and at what cost.
 
-From Python (docs/python.md): ``bench.run``, ``bench.load_run``, ``bench.evaluate``,
+From Python (docs/python.md): ``bench.run_shootout``, ``bench.load_run``, ``bench.evaluate``,
 ``bench.candidates_frame`` and ``bench.questions_frame``, and the run's types (``bench.StoredRun``
 and the rest of ``bench.results.schema``). They load on first use, so ``import bench`` stays light.
 """
 
 __version__ = "0.1.0"
 
-_API = {"run", "load_run", "evaluate", "candidates_frame", "questions_frame"}
+_API = {"run_shootout", "load_run", "evaluate", "candidates_frame", "questions_frame"}
 _TYPES = {"StoredRun", "RunSummary", "CandidateResult", "QuestionRecord", "Manifest", "RankedUnit"}
 
 __all__ = ["__version__", *sorted(_API), *sorted(_TYPES), "BenchError"]

@@ -27,10 +27,10 @@ if TYPE_CHECKING:
     import pandas as pd
     from rich.console import Console
 
-__all__ = ["candidates_frame", "evaluate", "load_run", "questions_frame", "run"]
+__all__ = ["candidates_frame", "evaluate", "load_run", "questions_frame", "run_shootout"]
 
 
-def run(
+def run_shootout(
     config: str | Path = "bench.toml",
     *,
     k: int | None = None,
@@ -50,14 +50,14 @@ def run(
     by default; pass ``rich.console.Console(quiet=True)`` for none). Bad input raises ``BenchError``.
     """
     from bench.config import load_config
-    from bench.run.shootout import run_shootout
+    from bench.run import shootout
 
     cfg = load_config(config).with_overrides(
         k=k,
         results=Path(results) if results is not None else None,
         cache_override=Path(cache_dir) if cache_dir is not None else None,
     )
-    return run_shootout(
+    return shootout.run_shootout(
         cfg,
         console,
         use_cache=use_cache,

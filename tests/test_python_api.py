@@ -1,4 +1,4 @@
-"""The Python API (bench.run, load_run, evaluate, candidates_frame, questions_frame): hand-computed
+"""The Python API (bench.run_shootout, load_run, evaluate, candidates_frame, questions_frame): hand-computed
 values, trec_eval and ranx on random judgments, and a stored run read back as typed values."""
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def test_evaluate_equals_ranx_without_ties(case):
 def stored(tmp_path_factory) -> StoredRun:
     root = tmp_path_factory.mktemp("api")
     config = write_project(root)
-    return bench.run(config, reports=False, console=Console(quiet=True))
+    return bench.run_shootout(config, reports=False, console=Console(quiet=True))
 
 
 def test_run_returns_what_it_wrote_and_load_run_reads_it_back(stored: StoredRun):
@@ -151,6 +151,15 @@ def test_frames(stored: StoredRun):
 
 def test_bad_input_raises_bench_error(tmp_path: Path):
     with pytest.raises(BenchError, match="config not found"):
-        bench.run(tmp_path / "nope.toml")
+        bench.run_shootout(tmp_path / "nope.toml")
     with pytest.raises(BenchError, match="no finished runs"):
         bench.load_run("latest", results=tmp_path)
+
+
+def test_every_public_name_resolves_once_the_stages_are_imported():
+    import bench.evaluation.scoring
+    import bench.run.shootout
+
+    assert bench.run_shootout is bench.api.run_shootout and bench.evaluate is bench.api.evaluate
+    for name in bench.__all__:
+        assert getattr(bench, name) is not None, name

@@ -24,7 +24,7 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bench.embedders.base import ModelSpec
 from bench.errors import BenchError
@@ -232,6 +232,58 @@ def compute_cost_usd(seconds: float | None, hourly_usd: float | None) -> float |
 
 
 # --- what a query costs in time ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one candidate consumed in a run, for its price to apply to."""
+
+    n_chunks: int
+    index_tokens: int | None  # the corpus in the model's own tokens; None when no model reads it
+    question_tokens_mean: float | None
+    chunks_embedded: int  # texts sent to the model in this run: cache hits are free
+    questions_embedded: int
+    embed_seconds: float
+    reported_tokens: int | None  # what an API said it billed for this run's calls, when it says
+    query_ms_mean: float | None  # one query: embedding plus search, measured
+
+
+def candidate_costs(price: Price, usage: Usage, hourly: float | None) -> dict[str, Any]:
+    """Money, from tokens and the price: indexing, per 1k queries, and what this run billed.
+
+    Billed tokens count only texts sent to the model in this run; an API's reported usage is used
+    when it gives one, else the model's own tokenizer. An hourly compute price (``estimate``)
+    makes cost follow measured seconds instead.
+    """
+    p = price.price_per_mtok
+    billed = None
+    if usage.index_tokens is not None and usage.n_chunks:
+        per_chunk = usage.index_tokens / usage.n_chunks
+        per_question = usage.question_tokens_mean or 0.0
+        billed = round(per_chunk * usage.chunks_embedded + per_question * usage.questions_embedded)
+    if usage.reported_tokens is not None:
+        billed = usage.reported_tokens
+    figures: dict[str, Any] = {
+        "price_per_mtok": p,
+        "price_source": price.source,
+        "price_date": price.date,
+        "cost_estimate": price.estimate,
+        "index_cost_usd": index_cost_usd(usage.index_tokens, p),
+        "cost_per_1k_queries_usd": cost_per_1k_queries_usd(usage.question_tokens_mean, p),
+        "billed_tokens": billed,
+        "run_cost_usd": run_cost_usd(billed, p) if billed is not None else (0.0 if p == 0 else None),
+    }
+    if p == 0:  # free whatever the token counts (BM25 has none)
+        figures.update(index_cost_usd=0.0, cost_per_1k_queries_usd=0.0, run_cost_usd=0.0)
+    if price.estimate:
+        seconds = usage.embed_seconds
+        per_chunk_s = seconds / usage.chunks_embedded if usage.chunks_embedded else None
+        figures["index_cost_usd"] = compute_cost_usd(per_chunk_s * usage.n_chunks if per_chunk_s else None, hourly)
+        figures["run_cost_usd"] = compute_cost_usd(seconds, hourly)
+        if usage.query_ms_mean is not None:
+            # 1,000 queries at the mean measured milliseconds each take that many seconds
+            figures["cost_per_1k_queries_usd"] = compute_cost_usd(usage.query_ms_mean, hourly)
+    return figures
 
 
 def end_to_end_p95_ms(candidate: CandidateResult) -> float | None:

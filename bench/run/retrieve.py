@@ -71,9 +71,19 @@ def run_candidate(
             if build.embed.embedded and build.embed_seconds > 0
             else None
         )
-    hourly = costs.hourly_usd(retriever.spec)
     with phases(f"time searches {cand.id}"):
         search_latency = _search_latency(retriever, queries, min(len(questions), latency_samples), depth)
+    query_ms = query_latency["query_embed_ms_mean"]
+    usage = costs.Usage(
+        n_chunks=len(table),
+        index_tokens=tokens.get("index_tokens"),
+        question_tokens_mean=tokens.get("question_tokens_mean"),
+        chunks_embedded=build.embed.embedded,
+        questions_embedded=query_stats.embedded if query_stats else 0,
+        embed_seconds=build.embed_seconds,
+        reported_tokens=None if build.billed_tokens is None else build.billed_tokens + (retriever.query_billed or 0),
+        query_ms_mean=None if query_ms is None else query_ms + (search_latency["search_ms_mean"] or 0.0),
+    )
     figures = {
         "n_chunks": len(table),
         "dims": build.dims,
@@ -95,16 +105,12 @@ def run_candidate(
         "index_memory_mb": build.index_memory_mb,
         recall_vs_exact_key(depth): recall,
         **tokens,
-        **_cost_figures(price, tokens, build, hourly, query_stats, retriever.query_billed, len(table)),
+        **costs.candidate_costs(price, usage, costs.hourly_usd(retriever.spec)),
         **query_latency,
         **search_latency,
         "latency_samples": min(len(questions), latency_samples),
         "peak_rss_mb": round(measure.peak_rss_mb(), 1),
     }
-    if price.estimate and figures["query_embed_ms_mean"] is not None:
-        # 1,000 queries at the mean measured milliseconds each take that many seconds
-        seconds = figures["query_embed_ms_mean"] + (figures["search_ms_mean"] or 0.0)
-        figures["cost_per_1k_queries_usd"] = costs.compute_cost_usd(seconds, hourly)
     for key in OPS_KEYS:  # every candidate carries every figure; None where it does not apply
         figures.setdefault(key, None)
     return records, figures
@@ -169,43 +175,6 @@ def _entries(
 
 def _score(score: float) -> float | None:
     return None if score != score else float(score)
-
-
-def _cost_figures(
-    price, tokens: dict, build: BuildStats, hourly: float | None, query_stats, query_billed: int | None, n_chunks: int
-) -> dict:
-    """Money, from tokens and the price: indexing, per 1k queries, and what this run billed.
-
-    Billed tokens count only texts sent to the model in this run (cache hits are free); an API's
-    reported usage is used when it gives one, else the model's own tokenizer.
-    """
-    p = price.price_per_mtok
-    billed = None
-    if tokens.get("index_tokens") is not None and n_chunks:
-        per_chunk = tokens["index_tokens"] / n_chunks
-        per_question = tokens["question_tokens_mean"] or 0.0
-        queried = query_stats.embedded if query_stats else 0
-        billed = round(per_chunk * build.embed.embedded + per_question * queried)
-    if build.billed_tokens is not None:
-        billed = build.billed_tokens + (query_billed or 0)
-    figures = {
-        "price_per_mtok": p,
-        "price_source": price.source,
-        "price_date": price.date,
-        "cost_estimate": price.estimate,
-        "index_cost_usd": costs.index_cost_usd(tokens.get("index_tokens"), p),
-        "cost_per_1k_queries_usd": costs.cost_per_1k_queries_usd(tokens.get("question_tokens_mean"), p),
-        "billed_tokens": billed,
-        "run_cost_usd": costs.run_cost_usd(billed, p) if billed is not None else (0.0 if p == 0 else None),
-    }
-    if p == 0:  # free whatever the token counts (BM25 has none)
-        figures.update(index_cost_usd=0.0, cost_per_1k_queries_usd=0.0, run_cost_usd=0.0)
-    if price.estimate:  # an hourly compute price: cost follows measured seconds
-        rate = hourly
-        per_chunk_s = build.embed_seconds / build.embed.embedded if build.embed.embedded else None
-        figures["index_cost_usd"] = costs.compute_cost_usd(per_chunk_s * n_chunks if per_chunk_s else None, rate)
-        figures["run_cost_usd"] = costs.compute_cost_usd(build.embed_seconds, rate)
-    return figures
 
 
 def _search_latency(retriever: Retriever, queries, n: int, depth: int) -> dict:
