@@ -1,10 +1,10 @@
-# Two commands do everything on a fresh machine: `make run` and `make test`.
+# Two commands do everything on a fresh machine: `make run` and `make test`; `make lint` checks the code.
 PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test setup clean
+.PHONY: run test lint setup clean
 
 run: $(STAMP)
 	$(BIN)/bench run
@@ -14,6 +14,12 @@ TEST_WORKERS ?= 2
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
+
+# ruff and mypy read their settings from pyproject.toml.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 setup: $(STAMP)
 

@@ -1,3 +1,29 @@
-"""bench: which embedding model, chunker and vector index suit *your* documents, and at what cost."""
+"""bench: which embedding model, chunker and vector index suit *your* documents, and at what cost.
+
+From Python (docs/python.md): ``bench.run_shootout``, ``bench.load_run``, ``bench.evaluate``,
+``bench.candidates_frame`` and ``bench.questions_frame``, and the run's types (``bench.StoredRun``
+and the rest of ``bench.results.schema``). They load on first use, so ``import bench`` stays light.
+"""
 
 __version__ = "0.1.0"
+
+_API = {"run_shootout", "load_run", "evaluate", "candidates_frame", "questions_frame"}
+_TYPES = {"StoredRun", "RunSummary", "CandidateResult", "QuestionRecord", "Manifest", "RankedUnit"}
+
+__all__ = ["__version__", *sorted(_API), *sorted(_TYPES), "BenchError"]
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from bench import api
+
+        return getattr(api, name)
+    if name in _TYPES:
+        from bench.results import schema
+
+        return getattr(schema, name)
+    if name == "BenchError":
+        from bench.errors import BenchError
+
+        return BenchError
+    raise AttributeError(f"module 'bench' has no attribute {name!r}")

@@ -5,7 +5,6 @@ Paths in the file are relative to the file's folder.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import hashlib
 import json
@@ -13,12 +12,14 @@ import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 from bench.chunking import make_chunker
 from bench.embedders import LOADERS, MODELS, ModelSpec
 from bench.errors import BenchError
 from bench.evaluation.metrics import GAINS
 from bench.files import read_text
+from bench.registry import suggest
 from bench.retrieval.faiss_index import INDEXES, LEXICAL_INDEX, IndexSpec, index_spec_from_table
 
 MAX_K = 50
@@ -34,9 +35,10 @@ class ChunkerSpec:
     model: str | None = None
 
     def build(self, embed=None):
+        params: dict[str, Any] = dict(self.params)  # config values, checked by make_chunker
         if self.model is None:
-            return make_chunker(self.kind, **dict(self.params))
-        return make_chunker(self.kind, embed=embed, **dict(self.params))
+            return make_chunker(self.kind, **params)
+        return make_chunker(self.kind, embed=embed, **params)
 
 
 @dataclass(frozen=True, order=True)
@@ -98,6 +100,7 @@ class Config:
         """models × chunkers × indexes × query settings, less ``exclude`` and ``skip``, within ``only``.
 
         A lexical model uses its own inverted index, once per chunker. Patterns are globs on ids.
+        An empty grid is a BenchError: there would be nothing to run.
         """
         grid = []
         for model in self.models:
@@ -112,6 +115,8 @@ class Config:
         grid = [c for c in grid if not any(fnmatch.fnmatchcase(c.id, p) for p in drop)]
         if only:
             grid = [c for c in grid if any(fnmatch.fnmatchcase(c.id, p) for p in only)]
+        if not grid:
+            raise BenchError(f"{self.path}: no candidate is left after exclude, --only and --skip; loosen them")
         return grid
 
     def chunker(self, name: str) -> ChunkerSpec:
@@ -192,8 +197,7 @@ def load_config(path: str | Path) -> Config:
     where = str(path)
     for key in raw:
         if key not in _TOP_KEYS:
-            close = difflib.get_close_matches(key, _TOP_KEYS, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            hint = suggest(key, _TOP_KEYS)
             raise BenchError(f"{where}: unknown setting {key!r}; {hint}known: {', '.join(sorted(_TOP_KEYS))}")
     for key in ("corpus", "goldset", "models", "chunkers"):
         if key not in raw:
@@ -313,8 +317,8 @@ def _model_specs(tables: object, where: str) -> dict[str, ModelSpec]:
     for name, table in tables.items():
         if not isinstance(table, dict):
             raise BenchError(f"{where}: [model.{name}] must be a table of settings")
-        known = {}
-        params = {}
+        known: dict[str, Any] = {}
+        params: dict[str, Any] = {}
         for key, value in table.items():
             (known if key in _SPEC_FIELDS else params)[key] = value
         base = MODELS.get(name) if name in MODELS else None
@@ -332,7 +336,8 @@ def _model_specs(tables: object, where: str) -> dict[str, ModelSpec]:
             raise BenchError(f"{where}: [model.{name}]: {e}") from None
         if spec.loader not in LOADERS:
             raise BenchError(
-                f"{where}: [model.{name}] loader {spec.loader!r} is unknown; use one of {', '.join(LOADERS)}"
+                f"{where}: [model.{name}] loader {spec.loader!r} is unknown; "
+                f"{suggest(str(spec.loader), LOADERS)}use one of {', '.join(LOADERS)}"
             )
         if spec.loader == "bm25":  # BM25 has no embedder: it always ranks with its own inverted index
             spec = replace(spec, lexical=True)

@@ -9,6 +9,7 @@ import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from bench.errors import BenchError
 
@@ -87,3 +88,11 @@ def write_json(path: Path, obj) -> None:
 
 def write_jsonl(path: Path, rows: Iterable[dict]) -> None:
     write_atomic(path, "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in rows))
+
+
+def read_json(path: Path, fix: str) -> Any:
+    """A JSON file bench wrote; unreadable or malformed is a BenchError ending with ``fix``."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise BenchError(f"{path}: unreadable ({e}); {fix}") from None

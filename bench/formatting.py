@@ -1,6 +1,84 @@
-"""How figures read in every report: the terminal tables and report.pdf share these."""
+"""How figures read in every report: money, times, percentages, intervals, p-values and ranks, written
+the same way in the terminal tables, report.pdf, the plots' axes and the diagnosis."""
 
 from __future__ import annotations
+
+import math
+
+MISSING = "—"  # a figure that was not measured or does not apply, in the terminal tables
+
+
+def number(value, fmt: str = "{}", missing: str = MISSING) -> str:
+    """``fmt`` filled with ``value``; ``missing`` when there is none."""
+    return missing if value is None else fmt.format(value)
+
+
+# --- money ---------------------------------------------------------------------------------------
+
+
+def usd(value: float | None, unknown: str = "unknown", *, symbol: str = "$", keep_small: bool = True) -> str:
+    """Dollars to four places, ``$0.0011``; ``unknown`` when the cost is not known (never $0).
+
+    Small non-zero amounts keep two significant digits (``$0.000021``) so that they never read as
+    $0; ``keep_small=False`` writes four places whatever the amount.
+    """
+    if value is None:
+        return unknown
+    if not keep_small or value == 0 or abs(value) >= 0.0001:
+        return f"{symbol}{value:.4f}"
+    digits = min(-math.floor(math.log10(abs(value))) + 1, 12)
+    return f"{symbol}{value:.{digits}f}"
+
+
+def usd_tick(x: float, _pos=None) -> str:
+    """A tick label on a dollar axis: ``$0``, ``$2``, ``$1.50``, ``$0.005``."""
+    if x <= 0:  # no cost is negative: left of zero is only margin, so it gets no tick label
+        return "$0" if x == 0 else ""
+    return f"${x:,.0f}" if x >= 1 and x == round(x) else f"${x:,.2f}" if x >= 1 else f"${x:.2g}"
+
+
+# --- time ----------------------------------------------------------------------------------------
+
+
+def ms(value: float | None, missing: str = MISSING) -> str:
+    """Milliseconds to one decimal, ``11.5``."""
+    return number(value, "{:.1f}", missing)
+
+
+def ms_tick(x: float, _pos=None) -> str:
+    """A tick label on a milliseconds axis, ``0.5``, ``20``."""
+    return f"{x:g}" if x >= 0 else ""  # left of zero is only margin
+
+
+def seconds(value: float | None, missing: str = MISSING) -> str:
+    """Seconds to one decimal, ``3.2``."""
+    return number(value, "{:.1f}", missing)
+
+
+# --- shares and figures in running text ------------------------------------------------------------
+
+
+def percent(share: float, places: int = 0) -> str:
+    """A share as a percentage, ``45%`` (``places`` decimals)."""
+    return f"{share:.{places}%}"
+
+
+def brief_percent(x: float) -> str:
+    """A share in a sentence: one decimal below 10% (``4.5%``), none above (``45%``)."""
+    return percent(x, 1 if abs(x) < 0.1 else 0)
+
+
+def brief_decimal(x: float) -> str:
+    """A figure in a sentence: two decimals, three for small ones (span precision is often a few hundredths)."""
+    return f"{x:.3f}" if 0 < abs(x) < 0.1 else f"{x:.2f}"
+
+
+def ratio(a: float, b: float) -> str:
+    """How many times ``b`` is ``a``, ``1.5×``."""
+    return "∞×" if b == 0 else f"{a / b:.1f}×"
+
+
+# --- statistics ----------------------------------------------------------------------------------
 
 
 def with_ci(value: float, ci) -> str:

@@ -10,11 +10,14 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Final
 
 import numpy as np
 
+from bench import __version__
+
 # Percentiles use numpy's default (linear interpolation between closest ranks, "type 7").
-PERCENTILE_METHOD = "linear"
+PERCENTILE_METHOD: Final = "linear"
 
 
 def latency_summary(prefix: str, seconds: list[float]) -> dict[str, float | None]:
@@ -80,8 +83,8 @@ class Phases:
 
 
 def versions() -> dict[str, str | None]:
-    out: dict[str, str | None] = {"python": platform.python_version()}
-    for dist in ("bench", "torch", "faiss-cpu", "sentence-transformers", "bm25s", "numpy", "tiktoken"):
+    out: dict[str, str | None] = {"python": platform.python_version(), "bench": __version__}
+    for dist in ("torch", "faiss-cpu", "sentence-transformers", "bm25s", "numpy", "tiktoken"):
         try:
             out[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:

@@ -1,9 +1,13 @@
-"""Explicit name → thing registries with aliases and a "did you mean" for unknown names."""
+"""Named things by name: every kind a config or a command names (models, model loaders, chunker
+kinds, index kinds, engines, export formats) sits in a :class:`Registry`, and every unknown name,
+registered or not (a config key, a document id, a candidate), gets its "did you mean" from
+:func:`suggest`.
+"""
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Generic, TypeVar
 
 from bench.errors import BenchError
@@ -11,7 +15,20 @@ from bench.errors import BenchError
 T = TypeVar("T")
 
 
+def suggest(name: str, known: Iterable[str], n: int = 1, cutoff: float = 0.6, quote: bool = True) -> str:
+    """``"did you mean 'x'? "`` for the (up to ``n``) names of ``known`` closest to ``name``, joined
+    by "or"; ``""`` when none is close. A name that differs only in case is close (``FLAT``, ``flat``).
+    ``cutoff`` is difflib's similarity threshold; ``quote=False`` writes the names bare."""
+    known = list(known)
+    close = difflib.get_close_matches(name, known, n=n, cutoff=cutoff)
+    if not close:
+        close = [k for k in known if k.lower() == name.lower()][:n]
+    return f"did you mean {' or '.join(repr(c) if quote else c for c in close)}? " if close else ""
+
+
 class Registry(Generic[T]):
+    """Names → things in registration order, each name also reachable by its aliases."""
+
     def __init__(self, what: str) -> None:
         self.what = what
         self._items: dict[str, T] = {}
@@ -19,28 +36,26 @@ class Registry(Generic[T]):
 
     def register(self, name: str, item: T, aliases: tuple[str, ...] = ()) -> T:
         for n in (name, *aliases):
-            if n in self._items or n in self._aliases:
+            if n in self:
                 raise ValueError(f"{self.what} {n!r} is already registered")
         self._items[name] = item
         self._aliases.update({a: name for a in aliases})
         return item
 
     def canonical(self, name: str) -> str:
-        """The registered name for ``name`` or an alias; BenchError with suggestions otherwise."""
-        if name in self._items:
-            return name
-        if name in self._aliases:
-            return self._aliases[name]
-        known = sorted([*self._items, *self._aliases])
-        close = difflib.get_close_matches(name, known, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        raise BenchError(f"unknown {self.what} {name!r}; {hint}known: {', '.join(sorted(self._items))}")
+        """The registered name for ``name`` or an alias; BenchError with a suggestion otherwise."""
+        if name not in self:
+            hint = suggest(str(name), sorted([*self._items, *self._aliases]))
+            raise BenchError(f"unknown {self.what} {name!r}; {hint}known: {', '.join(sorted(self._items))}")
+        return self._aliases.get(name, name)
 
     def get(self, name: str) -> T:
         return self._items[self.canonical(name)]
 
+    __getitem__ = get
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._items)
 
-    def __contains__(self, name: str) -> bool:
-        return name in self._items or name in self._aliases
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and (name in self._items or name in self._aliases)

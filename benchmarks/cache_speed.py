@@ -14,13 +14,15 @@ run with --remeasure, which loads the models again to time their queries, and on
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.results import schema
+from bench.results.schema import RunSummary
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -52,12 +54,12 @@ def bench_run(config: Path, cache: Path, results: Path, *extra: str) -> tuple[fl
     newest = max(
         (p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")), key=lambda p: p.stat().st_mtime
     )
-    return seconds, json.loads((newest / "summary.json").read_text())
+    return seconds, schema.load_summary(newest)
 
 
-def embedded(summary: dict) -> tuple[int, int]:
-    chunks = sum(c["ops"].get("chunks_embedded") or 0 for c in summary["candidates"])
-    questions = sum(c["ops"].get("questions_embedded") or 0 for c in summary["candidates"])
+def embedded(summary: RunSummary) -> tuple[int, int]:
+    chunks = sum(c.ops.get("chunks_embedded") or 0 for c in summary.candidates)
+    questions = sum(c.ops.get("questions_embedded") or 0 for c in summary.candidates)
     return chunks, questions
 
 
@@ -76,7 +78,7 @@ def main() -> None:
         k_s, k_summary = bench_run(config, cache, results, "--k", "3")
         remeasure_s, remeasure = bench_run(config, cache, results, "--remeasure")
         bare_s, bare = bench_run(config, cache, results, "--no-report")
-    print(f"config: {config}  ({len(cold['candidates'])} candidates; {os.cpu_count()} CPUs)")
+    print(f"config: {config}  ({len(cold.candidates)} candidates; {os.cpu_count()} CPUs)")
     print(f"{'run':<28}{'seconds':>9}{'chunks embedded':>17}{'questions embedded':>20}")
     for name, seconds, summary in (
         ("cold (empty cache)", cold_s, cold),

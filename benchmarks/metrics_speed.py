@@ -32,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import bench
 from bench.evaluation.metrics import Grades, first_relevant_rank, quality
 
 UNIVERSE = 10_000
@@ -298,7 +299,7 @@ def main() -> None:
         f"{platform.system()} {platform.release()}"
     )
     print(
-        f"versions: python {platform.python_version()}, bench {version('bench')}, numpy {np.__version__}, "
+        f"versions: python {platform.python_version()}, bench {bench.__version__}, numpy {np.__version__}, "
         f"ranx {version('ranx')}, numba {numba.__version__} ({numba.get_num_threads()} threads), "
         f"pytrec-eval-terrier {version('pytrec-eval-terrier')}"
     )

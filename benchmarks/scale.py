@@ -3,12 +3,13 @@
     .venv/bin/python benchmarks/scale.py                          # 100,000 then 1,000,000 chunks
     .venv/bin/python benchmarks/scale.py --chunks 5000 20000      # a quick check
     .venv/bin/python benchmarks/scale.py --generate-only          # corpora only, no bench run
+    .venv/bin/python benchmarks/scale.py --datasets DIR           # more distractor sentences (below)
 
 For each size N the script writes WORK/nN/ (default WORK = results/scale, git-ignored):
 
 - corpus.jsonl: the 36 northwind documents unchanged (ids = their paths, so the goldset stays valid)
-  plus synthetic distractors "synthetic/0000001", ... made of real sentences (northwind, and when
-  present ../shared/datasets/squad-articles and cranfield) recombined with a fixed seed into
+  plus synthetic distractors "synthetic/0000001", ... made of real sentences (northwind, and with
+  --datasets DIR the SQuAD articles and Cranfield abstracts found there) recombined with a fixed seed into
   paragraphs under a heading. Sentences that overlap any goldset evidence are left out, so
   distractors never hold the evidence. Each distractor is sized to 8 chunks of the config's one
   chunker (cl100k tokens, 128 per chunk, no overlap), so the corpus yields about N chunks.
@@ -48,12 +49,16 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.results import schema
+
 REPO = Path(__file__).resolve().parent.parent
 NORTHWIND = REPO / "corpora" / "northwind"
 GOLDSET = REPO / "goldsets" / "northwind.jsonl"
-SHARED = REPO.parent / "shared" / "datasets"
-SQUAD = SHARED / "squad-articles" / "corpora"
-CRANFIELD = SHARED / "cranfield" / "corpus.jsonl"
+DATASETS_ENV = "BENCH_DATASETS"  # the default of --datasets
+# Extra sentence sources under --datasets DIR, each used when present: SQuAD articles as text files
+# and the Cranfield abstracts as BEIR-style JSONL. Without DIR the distractors use northwind alone.
+SQUAD = Path("squad-articles") / "corpora"
+CRANFIELD = Path("cranfield") / "corpus.jsonl"
 
 GENERATOR_VERSION = 1  # bump when the generated text changes, so stamps stop matching
 SEED = 20240601
@@ -136,7 +141,17 @@ def cranfield_sentences(text: str) -> list[str]:
     return [p[0].upper() + p[1:] + "." for p in pieces if p]
 
 
-def sentence_pool() -> tuple[list[str], list[str], dict]:
+def squad_files(datasets: Path | None) -> list[Path]:
+    folder = datasets / SQUAD if datasets else None
+    return sorted(folder.glob("*.txt")) if folder and folder.is_dir() else []
+
+
+def cranfield_file(datasets: Path | None) -> Path | None:
+    path = datasets / CRANFIELD if datasets else None
+    return path if path and path.is_file() else None
+
+
+def sentence_pool(datasets: Path | None) -> tuple[list[str], list[str], dict]:
     """Unique real sentences (none overlapping goldset evidence) and headings, in a fixed order."""
     docs = northwind_docs()
     ev_spans, ev_texts = evidence(docs)
@@ -152,15 +167,15 @@ def sentence_pool() -> tuple[list[str], list[str], dict]:
             else:
                 sentences.append(text[start:end])
     sources = {"northwind": len(sentences)}
-    if SQUAD.is_dir():
+    if squad := squad_files(datasets):
         before = len(sentences)
-        for path in sorted(SQUAD.glob("*.txt")):
+        for path in squad:
             headings.append(path.stem.replace("_", " "))
             sentences += plain_sentences(read_doc(path))
         sources["squad-articles"] = len(sentences) - before
-    if CRANFIELD.is_file():
+    if cranfield := cranfield_file(datasets):
         before = len(sentences)
-        with CRANFIELD.open(encoding="utf-8") as f:
+        with cranfield.open(encoding="utf-8") as f:
             for line in f:
                 sentences += cranfield_sentences(json.loads(line).get("text", ""))
         sources["cranfield"] = len(sentences) - before
@@ -197,16 +212,14 @@ def chunks_of(enc, texts: list[str]) -> list[int]:
     return [math.ceil(len(t) / CHUNK_TOKENS) for t in enc.encode_ordinary_batch(texts)]
 
 
-def source_files() -> list[Path]:
-    files = [GOLDSET, *sorted(NORTHWIND.rglob("*"))]
-    if SQUAD.is_dir():
-        files += sorted(SQUAD.glob("*.txt"))
-    if CRANFIELD.is_file():
-        files.append(CRANFIELD)
+def source_files(datasets: Path | None) -> list[Path]:
+    files = [GOLDSET, *sorted(NORTHWIND.rglob("*")), *squad_files(datasets)]
+    if cranfield := cranfield_file(datasets):
+        files.append(cranfield)
     return [f for f in files if f.is_file()]
 
 
-def stamp_params(chunks: int) -> dict:
+def stamp_params(chunks: int, datasets: Path | None) -> dict:
     """Everything the generated text depends on; a stamp with other values means regenerate."""
     return {
         "chunks": chunks,
@@ -216,7 +229,9 @@ def stamp_params(chunks: int) -> dict:
         "chunk_tokens": CHUNK_TOKENS,
         "chunks_per_doc": CHUNKS_PER_DOC,
         "tokens": [LOW_TOKENS, HIGH_TOKENS],
-        "sources": [[os.path.relpath(f, REPO), hashlib.sha256(f.read_bytes()).hexdigest()] for f in source_files()],
+        "sources": [
+            [os.path.relpath(f, REPO), hashlib.sha256(f.read_bytes()).hexdigest()] for f in source_files(datasets)
+        ],
     }
 
 
@@ -258,21 +273,21 @@ def distractor(
 
 
 @functools.lru_cache(maxsize=1)
-def materials() -> tuple:
+def materials(datasets: Path | None) -> tuple:
     """Northwind documents, the sentence pool with cl100k sizes, and headings: built once per invocation."""
     enc = encoding()
     docs = northwind_docs()
-    pool, headings, info = sentence_pool()
+    pool, headings, info = sentence_pool(datasets)
     sizes = [len(t) for t in enc.encode_ordinary_batch([" " + s for s in pool])]
     # read by distractor() as sizes[-1]; never drawn, as sentence draws stop at len(pool)
     sizes.append(int(np.mean([len(t) for t in enc.encode_ordinary_batch(headings)])) + 1)
     return enc, docs, sum(chunks_of(enc, list(docs.values()))), pool, sizes, headings, info
 
 
-def generate(folder: Path, chunks: int) -> dict:
+def generate(folder: Path, chunks: int, datasets: Path | None) -> dict:
     """Write folder/corpus.jsonl line by line; return what was made and how long it took."""
     t0 = time.perf_counter()
-    enc, docs, real_chunks, pool, sizes, headings, pool_info = materials()
+    enc, docs, real_chunks, pool, sizes, headings, pool_info = materials(datasets)
     synthetic = max(0, math.ceil((chunks - real_chunks) / CHUNKS_PER_DOC))
     prepared = time.perf_counter()
 
@@ -314,16 +329,16 @@ def generate(folder: Path, chunks: int) -> dict:
     }
 
 
-def corpus(folder: Path, chunks: int) -> dict:
+def corpus(folder: Path, chunks: int, datasets: Path | None) -> dict:
     """The size's corpus, generated or reused when its stamp matches."""
-    stamp_file, params = folder / "corpus.stamp.json", stamp_params(chunks)
+    stamp_file, params = folder / "corpus.stamp.json", stamp_params(chunks, datasets)
     if stamp_file.is_file() and (folder / "corpus.jsonl").is_file():
         stamp = json.loads(stamp_file.read_text())
         if stamp.get("params") == params and stamp["made"]["bytes"] == (folder / "corpus.jsonl").stat().st_size:
             return {**stamp["made"], "reused": True}
     folder.mkdir(parents=True, exist_ok=True)
     stamp_file.unlink(missing_ok=True)
-    made = generate(folder, chunks)
+    made = generate(folder, chunks, datasets)
     stamp_file.write_text(json.dumps({"params": params, "made": made}, indent=1))
     return {**made, "reused": False}
 
@@ -472,21 +487,18 @@ def read_run(folder: Path) -> dict:
     if not runs:
         return {}
     newest = max(runs, key=lambda p: p.stat().st_mtime)
-    manifest = json.loads((newest / "manifest.json").read_text())
-    summary = json.loads((newest / "summary.json").read_text())
+    manifest, summary = schema.load_manifest(newest), schema.load_summary(newest)
     phases: dict[str, dict] = {}
-    for p in manifest.get("phases") or []:  # repeated names (if any) add up
+    for p in manifest.phases:  # repeated names (if any) add up
         seen = phases.setdefault(p["phase"], {"seconds": 0.0, "rss_mb": 0.0})
         seen["seconds"] += float(p.get("seconds") or 0)
         seen["rss_mb"] = max(seen["rss_mb"], float(p.get("rss_mb") or 0))
-    candidates = [
-        {"id": c["id"], "quality": c.get("quality", {}), "ops": c.get("ops", {})} for c in summary.get("candidates", [])
-    ]
+    candidates = [{"id": c.id, "quality": c.quality, "ops": c.ops} for c in summary.candidates]
     return {
         "run": str(newest),
         "phases": phases,
-        "has_phases": "phases" in manifest,
-        "manifest_peak_rss_mb": manifest.get("peak_rss_mb"),
+        "has_phases": bool(manifest.phases),
+        "manifest_peak_rss_mb": manifest.peak_rss_mb,
         "candidates": candidates,
     }
 
@@ -648,9 +660,9 @@ def verdict(size: dict) -> str:
 # ---------------------------------------------------------------- main
 
 
-def measure(work: Path, target: int, models: Path | None, keep: bool) -> dict:
+def measure(work: Path, target: int, models: Path | None, keep: bool, datasets: Path | None) -> dict:
     folder = work / f"n{target}"
-    made = corpus(folder, target)
+    made = corpus(folder, target, datasets)
     size = {"target": target, "folder": str(folder), "corpus": made}
     print(
         f"[{target:,}] corpus: {made['documents']:,} documents, {made['bytes'] / 1e6:,.1f} MB, "
@@ -680,7 +692,17 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=REPO / "results" / "scale", help="work folder")
     parser.add_argument("--keep", action="store_true", help="keep earlier results and cached vectors (a warm run)")
     parser.add_argument("--generate-only", action="store_true", help="write corpora, goldsets and configs; run nothing")
+    parser.add_argument(
+        "--datasets",
+        type=Path,
+        default=os.environ.get(DATASETS_ENV) or None,
+        metavar="DIR",
+        help=f"more distractor sentences from DIR/{SQUAD}/*.txt and DIR/{CRANFIELD}, where present "
+        f"(default ${DATASETS_ENV}; none: northwind's sentences alone)",
+    )
     args = parser.parse_args()
+    if args.datasets is not None and not args.datasets.is_dir():
+        parser.error(f"--datasets {args.datasets}: not a folder")
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     targets = sorted(set(args.chunks))
@@ -695,7 +717,7 @@ def main() -> None:
         )
     sizes = []
     for target in targets:
-        sizes.append(measure(work, target, Path(prep["models"]) if prep else None, args.keep))
+        sizes.append(measure(work, target, Path(prep["models"]) if prep else None, args.keep, args.datasets))
         if sizes[-1].get("bench", {}).get("exit"):
             print(f"bench run failed at {target:,} chunks; last lines of its log:", file=sys.stderr)
             log = (work / f"n{target}" / "bench.log").read_text(errors="replace").splitlines()

@@ -32,9 +32,16 @@ WORKER_GROUPS = {
     "export": ["tests/results/test_export.py"],
     "plots": ["tests/report/test_plots.py"],
     "index": ["tests/retrieval/test_index.py"],
+    "python-api": ["tests/test_python_api.py"],
 }
 _GROUP_OF = {module: group for group, modules in WORKER_GROUPS.items() for module in modules}
 _GROUP_RANK = {group: rank for rank, group in enumerate(WORKER_GROUPS)}
+
+
+def pytest_configure(config):
+    missing = [module for module in _GROUP_OF if not (REPO / module).is_file()]
+    if missing:  # a moved module would silently leave its group
+        raise pytest.UsageError(f"tests/conftest.py WORKER_GROUPS names modules that are not there: {missing}")
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -1,12 +1,11 @@
 """Chunkers by name: the config says ``kind`` and parameters, :func:`make_chunker` builds it.
 
-The registry is an explicit dict rather than discovery, so the set of kinds is visible here and
+The kinds are an explicit registry rather than discovery, so the set of kinds is visible here and
 a typo in a config file gets a suggestion instead of an import error.
 """
 
 from __future__ import annotations
 
-import difflib
 import inspect
 from collections.abc import Callable
 
@@ -17,6 +16,7 @@ from bench.chunking.recursive import RecursiveChunker
 from bench.chunking.semantic import SemanticChunker
 from bench.chunking.sentences import SentenceWindowChunker
 from bench.errors import BenchError
+from bench.registry import Registry, suggest
 
 __all__ = [
     "CHUNKER_KINDS",
@@ -31,22 +31,16 @@ __all__ = [
     "make_chunker",
 ]
 
-CHUNKER_KINDS: dict[str, type] = {
-    "tokens": FixedTokenChunker,
-    "recursive": RecursiveChunker,
-    "sentences": SentenceWindowChunker,
-    "markdown": MarkdownSectionChunker,
-    "semantic": SemanticChunker,
-}
+CHUNKER_KINDS: Registry[type] = Registry("chunker kind")
+CHUNKER_KINDS.register("tokens", FixedTokenChunker)
+CHUNKER_KINDS.register("recursive", RecursiveChunker)
+CHUNKER_KINDS.register("sentences", SentenceWindowChunker)
+CHUNKER_KINDS.register("markdown", MarkdownSectionChunker)
+CHUNKER_KINDS.register("semantic", SemanticChunker)
 
 # A kind whose constructor takes this parameter needs an embedding model: it comes from the
 # ``embed`` argument of make_chunker, never from the config table.
 _EMBED_PARAM = "embed"
-
-
-def _did_you_mean(word: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(word, choices, n=1)
-    return f"did you mean {close[0]!r}? " if close else ""
 
 
 def make_chunker(kind: str, embed: Callable | None = None, **params: object) -> Chunker:
@@ -55,18 +49,13 @@ def make_chunker(kind: str, embed: Callable | None = None, **params: object) -> 
     ``embed`` (``list[str] -> np.ndarray`` of L2-normalised rows) is the embedding function for
     kinds that need a model (``semantic``); it is required there and ignored by other kinds.
     """
-    known = sorted(CHUNKER_KINDS)
-    if kind not in CHUNKER_KINDS:
-        raise BenchError(
-            f"unknown chunker kind {kind!r}: {_did_you_mean(str(kind), known)}known kinds: {', '.join(known)}"
-        )
-    cls = CHUNKER_KINDS[kind]
+    cls = CHUNKER_KINDS.get(kind)
     accepted = {name: p for name, p in inspect.signature(cls).parameters.items() if p.kind is p.POSITIONAL_OR_KEYWORD}
     needs_embed = accepted.pop(_EMBED_PARAM, None) is not None
     for name in params:
         if name not in accepted:
             raise BenchError(
-                f"chunker {kind!r} has no parameter {name!r}: {_did_you_mean(name, list(accepted))}"
+                f"chunker {kind!r} has no parameter {name!r}: {suggest(name, accepted)}"
                 f"its parameters are: {', '.join(accepted)}"
             )
     missing = [name for name, p in accepted.items() if p.default is p.empty and name not in params]

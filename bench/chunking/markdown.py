@@ -24,7 +24,10 @@ def _lines(text: str) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     pos = 0
     while pos < len(text):
-        line = _LINE.match(text, pos).group()
+        match = _LINE.match(text, pos)
+        if match is None:  # _LINE matches the empty string, so it matches at every position
+            raise AssertionError(f"no line at offset {pos}")
+        line = match.group()
         out.append((pos, line))
         pos += len(line)
         pos += 2 if text.startswith("\r\n", pos) else 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,7 +12,6 @@ from bench.errors import BenchError
 from bench.registry import Registry
 
 MODELS: Registry[ModelSpec] = Registry("model")
-LOADERS = ("sentence-transformers", "model2vec", "openai", "hashing", "bm25")
 
 MODELS.register(
     "minilm",
@@ -100,38 +100,68 @@ MODELS.register(
 )
 
 
+def preparation_note(spec: ModelSpec, models_dir: Path) -> str | None:
+    """What loading ``spec`` will first prepare, and how long it takes, when it is not prepared yet."""
+    from bench.embedders.static import needs_distillation
+
+    if spec.loader == "model2vec" and needs_distillation(spec, models_dir):
+        teacher = spec.source.removeprefix("distill:")
+        return f"preparing {spec.name}: distilling it from {teacher} into {models_dir} (once; about a minute)"
+    return None
+
+
 def load_embedder(spec: ModelSpec, batch_size: int = 32, models_dir: Path | None = None) -> Embedder:
     """Load a dense model's weights (lexical models have no embedder).
 
     ``models_dir`` holds models bench prepares itself (distilled static models, assembled parts).
     """
-    models_dir = models_dir or paths.models_dir(paths.cache_root())
-    if spec.loader == "model2vec":
-        from bench.embedders.static import StaticEmbedder, distil
+    load = LOADERS.get(spec.loader) if spec.loader in LOADERS else None
+    if load is None:
+        raise ValueError(f"model {spec.name!r} has no embedder (loader {spec.loader!r})")
+    return load(spec, batch_size, models_dir or paths.models_dir(paths.cache_root()))
 
-        if spec.source.startswith("distill:"):
-            path = distil(spec, MODELS.get(spec.source.removeprefix("distill:")), models_dir)
-        else:
-            path = Path(spec.source).expanduser()
-        return StaticEmbedder(spec, path)
-    if spec.loader == "sentence-transformers":
-        from bench.embedders.sbert import SentenceTransformerEmbedder
 
-        if spec.source.startswith("installed:"):
-            folder = models_dir / spec.source.removeprefix("installed:")
-            if not folder.is_dir():
-                raise BenchError(f"model {spec.name!r} is not installed; run `bench models install {spec.name}`")
-            spec = replace(spec, source=str(folder))
-        return SentenceTransformerEmbedder(spec, batch_size=batch_size)
-    if spec.loader == "openai":
-        from bench.embedders.openai_http import OpenAIEmbedder
+def _model2vec(spec: ModelSpec, batch_size: int, models_dir: Path) -> Embedder:
+    from bench.embedders.static import StaticEmbedder, distil
 
-        return OpenAIEmbedder(spec)
-    if spec.loader == "hashing":
-        from bench.embedders.hashing import HashingEmbedder
+    if spec.source.startswith("distill:"):
+        path = distil(spec, MODELS.get(spec.source.removeprefix("distill:")), models_dir)
+    else:
+        path = Path(spec.source).expanduser()
+    return StaticEmbedder(spec, path)
 
-        return HashingEmbedder(spec)
-    raise ValueError(f"model {spec.name!r} has no embedder (loader {spec.loader!r})")
+
+def _sentence_transformers(spec: ModelSpec, batch_size: int, models_dir: Path) -> Embedder:
+    from bench.embedders.sbert import SentenceTransformerEmbedder
+
+    if spec.source.startswith("installed:"):
+        folder = models_dir / spec.source.removeprefix("installed:")
+        if not folder.is_dir():
+            raise BenchError(f"model {spec.name!r} is not installed; run `bench models install {spec.name}`")
+        spec = replace(spec, source=str(folder))
+    return SentenceTransformerEmbedder(spec, batch_size=batch_size)
+
+
+def _openai(spec: ModelSpec, batch_size: int, models_dir: Path) -> Embedder:
+    from bench.embedders.openai_http import OpenAIEmbedder
+
+    return OpenAIEmbedder(spec)
+
+
+def _hashing(spec: ModelSpec, batch_size: int, models_dir: Path) -> Embedder:
+    from bench.embedders.hashing import HashingEmbedder
+
+    return HashingEmbedder(spec)
+
+
+# How each ``loader`` of a ModelSpec makes its embedder, importing its library only then;
+# bm25 has none: it ranks with its own inverted index.
+LOADERS: Registry[Callable[[ModelSpec, int, Path], Embedder] | None] = Registry("loader")
+LOADERS.register("sentence-transformers", _sentence_transformers)
+LOADERS.register("model2vec", _model2vec)
+LOADERS.register("openai", _openai)
+LOADERS.register("hashing", _hashing)
+LOADERS.register("bm25", None)
 
 
 __all__ = ["LOADERS", "MODELS", "PASSAGE", "QUERY", "Embedder", "ModelSpec", "load_embedder", "normalise"]

@@ -10,6 +10,7 @@ import numpy as np
 from bench.errors import BenchError
 
 QUERY, PASSAGE = "query", "passage"
+REMOTE_LOADERS = frozenset({"openai"})  # loaders that call a service rather than run weights here
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,11 @@ class ModelSpec:
 
     def option(self, name: str, default=None):
         return dict(self.params).get(name, default)
+
+    @property
+    def remote(self) -> bool:
+        """Served by an API: its latency is the service's of the day, so it is never reused."""
+        return self.loader in REMOTE_LOADERS
 
     @property
     def cache_key(self) -> str:

@@ -116,7 +116,7 @@ def _package_files(package: str, pattern: str) -> list[Path]:
         dist = metadata.distribution(package)
     except metadata.PackageNotFoundError:  # pip put it elsewhere: counted as a missing part
         return []
-    return [Path(dist.locate_file(f)) for f in dist.files or [] if Path(str(f)).match(pattern)]
+    return [Path(str(dist.locate_file(f))) for f in dist.files or [] if Path(str(f)).match(pattern)]
 
 
 def _pip_install(packages: list[str]) -> None:

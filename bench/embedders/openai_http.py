@@ -29,135 +29,40 @@ from __future__ import annotations
 
 import base64
 import binascii
-import email.utils
 import http.client
 import json
 import logging
-import math
 import os
 import random
 import threading
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor, wait
+from typing import cast
 
 import numpy as np
 
 from bench.embedders.base import PASSAGE, QUERY, ModelSpec, normalise
+from bench.embedders.http_api import (
+    LOOPBACK,
+    MAX_ERROR_BODY,
+    Aborted,
+    NoRedirects,
+    Retryable,
+    Secret,
+    as_bool,
+    as_int,
+    redact_url,
+    retry_after_seconds,
+    server_message,
+)
 from bench.errors import BenchError, PartialEmbeddingError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-_LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
-_MAX_ERROR_BODY = 4096
 _ROLES = (QUERY, PASSAGE)
-
-
-class _Secret:
-    """Holds the API key so that no repr, vars() or traceback of the embedder shows it."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __bool__(self) -> bool:
-        return bool(self._value)
-
-    def __repr__(self) -> str:
-        return "<redacted>" if self._value else "<unset>"
-
-    __str__ = __repr__
-
-    def __reduce__(self):  # never pickle the key along with an embedder
-        raise TypeError("the API key cannot be pickled")
-
-
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A redirect is an error here: urllib would re-send the Authorization header to wherever it points."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        return None
-
-
-class _Retryable(Exception):
-    """One failed attempt worth retrying; ``what`` is already free of the key."""
-
-    def __init__(self, what: str, retry_after: float | None = None) -> None:
-        super().__init__(what)
-        self.what = what
-        self.retry_after = retry_after
-
-
-class _Aborted(Exception):
-    """Another batch of the same call failed; stop retrying this one."""
-
-
-def _as_bool(value, name: str, where: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in {"true", "yes", "1", "false", "no", "0"}:
-        return value.strip().lower() in {"true", "yes", "1"}
-    raise BenchError(f"{where}: {name} = {value!r} must be true or false")
-
-
-def _as_int(value, name: str, where: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise BenchError(f"{where}: {name} = {value!r} must be an integer >= {minimum}")
-    return value
-
-
-def _redact_url(url: str) -> str:
-    """The URL without any ``user:password@`` part."""
-    parts = urllib.parse.urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urllib.parse.urlunsplit((parts.scheme, "***@" + host, parts.path, parts.query, parts.fragment))
-
-
-def _retry_after_seconds(value: str | None) -> float | None:
-    """``Retry-After`` as seconds (a number or an HTTP date); None when absent or unreadable."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when is None:
-            return None
-        seconds = when.timestamp() - time.time()
-    if not math.isfinite(seconds):
-        return None
-    return max(0.0, seconds)
-
-
-def _server_message(body: bytes) -> str:
-    """The human part of an error body: ``error.message``, ``error``, ``detail`` or the text."""
-    text = body.decode("utf-8", "replace").strip()
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        return text
-    if isinstance(obj, dict):
-        err = obj.get("error", obj.get("detail", obj.get("message")))
-        if isinstance(err, dict):
-            err = err.get("message", err)
-        if err is not None:
-            return err if isinstance(err, str) else json.dumps(err)
-    return text
 
 
 class OpenAIEmbedder:
@@ -174,9 +79,9 @@ class OpenAIEmbedder:
         self.model = str(spec.option("model", spec.source or spec.name))
         self.base_url_env = str(spec.option("base_url_env", "OPENAI_BASE_URL"))
         self.api_key_env = str(spec.option("api_key_env", "OPENAI_API_KEY"))
-        self.batch_size = _as_int(spec.option("batch_size", 64), "batch_size", where, 1)
-        self.concurrency = _as_int(spec.option("concurrency", 4), "concurrency", where, 1)
-        self.max_retries = _as_int(spec.option("max_retries", 5), "max_retries", where, 0)
+        self.batch_size = as_int(spec.option("batch_size", 64), "batch_size", where, 1)
+        self.concurrency = as_int(spec.option("concurrency", 4), "concurrency", where, 1)
+        self.max_retries = as_int(spec.option("max_retries", 5), "max_retries", where, 0)
         timeout = spec.option("timeout_s", 30)
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise BenchError(f"{where}: timeout_s = {timeout!r} must be a positive number of seconds")
@@ -184,9 +89,9 @@ class OpenAIEmbedder:
         self.encoding_format = spec.option("encoding_format", "float")
         if self.encoding_format not in ("float", "base64"):
             raise BenchError(f'{where}: encoding_format = {self.encoding_format!r} must be "float" or "base64"')
-        self.input_type = _as_bool(spec.option("input_type", False), "input_type", where)
+        self.input_type = as_bool(spec.option("input_type", False), "input_type", where)
         dimensions = spec.option("dimensions")
-        self.dimensions = None if dimensions is None else _as_int(dimensions, "dimensions", where, 1)
+        self.dimensions = None if dimensions is None else as_int(dimensions, "dimensions", where, 1)
 
         from_env = os.environ.get(self.base_url_env, "").strip()
         base = from_env or str(spec.option("base_url", DEFAULT_BASE_URL))
@@ -201,16 +106,16 @@ class OpenAIEmbedder:
         )
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise BenchError(
-                f"{where}: base URL {_redact_url(base)!r} from {self._base_source} is not an http(s) URL; "
+                f"{where}: base URL {redact_url(base)!r} from {self._base_source} is not an http(s) URL; "
                 f"set it like http://127.0.0.1:8000/v1"
             )
         self.base_url = base.rstrip("/")
         self.url = self.base_url + "/embeddings"
-        self.shown_url = _redact_url(self.url)
-        self._key = _Secret(os.environ.get(self.api_key_env, "").strip())
+        self.shown_url = redact_url(self.url)
+        self._key = Secret(os.environ.get(self.api_key_env, "").strip())
         # A local server is reached directly, whatever proxy the environment names.
-        proxies = {} if (parts.hostname or "") in _LOOPBACK else None
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies), _NoRedirects())
+        proxies: dict[str, str] | None = {} if (parts.hostname or "") in LOOPBACK else None
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies), NoRedirects())
 
         self._lock = threading.Lock()
         self._dims = spec.dims or self.dimensions  # expected width; discovered when None
@@ -296,14 +201,15 @@ class OpenAIEmbedder:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
-        errors = []
+        errors: list[BaseException] = []
         for number, future in enumerate(futures):  # submission order = input order
-            if future.exception() is None:
+            error = future.exception()
+            if error is None:
                 answered[number] = future.result()
             else:
-                errors.append(future.exception())
+                errors.append(error)
         if errors:
-            raise next((e for e in errors if not isinstance(e, _Aborted)), errors[0])
+            raise next((e for e in errors if not isinstance(e, Aborted)), errors[0])
 
     # -- one batch ----------------------------------------------------------------------------
     def _payload(self, texts: list[str], role: str) -> bytes:
@@ -338,10 +244,10 @@ class OpenAIEmbedder:
         last = "no attempt made"
         for attempt in range(attempts):
             if abort.is_set():
-                raise _Aborted()
+                raise Aborted()
             try:
                 body = self._send(payload)
-            except _Retryable as failure:
+            except Retryable as failure:
                 last = failure.what
                 if attempt + 1 >= attempts:
                     break
@@ -353,13 +259,13 @@ class OpenAIEmbedder:
                     self.retries += 1
                 log.info("%s: %s; retry %d/%d in %.2fs", self.shown_url, last, attempt + 1, self.max_retries, delay)
                 if abort.wait(delay):
-                    raise _Aborted() from None
+                    raise Aborted() from None
                 continue
             return self._parse(body, texts)
         hint = (
             "the server is rate-limiting: lower concurrency or raise max_retries"
             if last.startswith("HTTP 429")
-            else f"check that the server at {_redact_url(self.base_url)} (from {self._base_source}) is up and healthy, "
+            else f"check that the server at {redact_url(self.base_url)} (from {self._base_source}) is up and healthy, "
             "or raise max_retries / timeout_s in the model's params"
         )
         raise BenchError(
@@ -368,7 +274,7 @@ class OpenAIEmbedder:
         )
 
     def _send(self, payload: bytes) -> bytes:
-        """POST once: the body of a 2xx, ``_Retryable`` for a transient failure, BenchError otherwise."""
+        """POST once: the body of a 2xx, ``Retryable`` for a transient failure, BenchError otherwise."""
         request = urllib.request.Request(self.url, data=payload, headers=self._headers(), method="POST")
         with self._lock:
             self.requests += 1
@@ -378,21 +284,21 @@ class OpenAIEmbedder:
         except urllib.error.HTTPError as exc:
             status, reason = exc.code, self._scrub(str(exc.reason or ""))
             try:
-                detail = self._scrub(_server_message(exc.read(_MAX_ERROR_BODY)))
+                detail = self._scrub(server_message(exc.read(MAX_ERROR_BODY)))
             except Exception:  # the body is only a courtesy
                 detail = ""
             headers = exc.headers
             exc.close()
             what = f"HTTP {status} {reason}".rstrip() + (f": {detail}" if detail else "")
             if status == 429 or 500 <= status <= 599:
-                raise _Retryable(what, _retry_after_seconds(headers.get("Retry-After") if headers else None)) from None
-            location = _redact_url(headers.get("Location", "")) if headers else ""
+                raise Retryable(what, retry_after_seconds(headers.get("Retry-After") if headers else None)) from None
+            location = redact_url(headers.get("Location", "")) if headers else ""
             raise BenchError(
                 f"model {self.spec.name!r}: {self.shown_url} answered {what}; "
                 f"{self._client_error_hint(status, location)}"
             ) from None
         except (TimeoutError, http.client.HTTPException, OSError) as exc:
-            raise _Retryable(self._describe_network_error(exc)) from None
+            raise Retryable(self._describe_network_error(exc)) from None
 
     def _client_error_hint(self, status: int, location: str = "") -> str:
         if 300 <= status <= 399:
@@ -407,7 +313,7 @@ class OpenAIEmbedder:
             return f"check the key in ${self.api_key_env} (and that it may use model {self.model!r})"
         if status == 404:
             return (
-                f"check the base URL {_redact_url(self.base_url)} (from {self._base_source}; "
+                f"check the base URL {redact_url(self.base_url)} (from {self._base_source}; "
                 f"it usually ends in /v1) and the model name {self.model!r}"
             )
         if status == 413:
@@ -471,7 +377,8 @@ class OpenAIEmbedder:
                 f"model {self.spec.name!r}: {self.shown_url} returned {width}-dim vectors but "
                 f"{source} say {expected}; fix dims/dimensions in the model spec"
             )
-        matrix = np.vstack(rows).astype(np.float32, copy=False)
+        # Every row is set: as many distinct indices in 0..len(texts)-1 as there are texts.
+        matrix = np.vstack(cast("list[np.ndarray]", rows)).astype(np.float32, copy=False)
         if not np.isfinite(matrix).all():
             raise self._malformed("non-finite values in an embedding")
         self._count_tokens(obj.get("usage"), texts)
@@ -493,7 +400,7 @@ class OpenAIEmbedder:
         raise self._malformed(f"data[{position}].embedding is a {type(embedding).__name__}")
 
     def _count_tokens(self, usage, texts: list[str]) -> None:
-        billed = None
+        billed: int | None = None
         if isinstance(usage, dict):
             for field in ("total_tokens", "prompt_tokens"):
                 value = usage.get(field)
@@ -501,7 +408,7 @@ class OpenAIEmbedder:
                     billed = value
                     break
         estimated = billed is None
-        if estimated:
+        if billed is None:
             from bench.chunking.tokens import count_tokens
 
             billed = sum(count_tokens(t) for t in texts)

@@ -22,11 +22,12 @@ def resolve_source(source: str) -> Path:
         except ImportError:
             pip_name = module_name.replace("_", "-")
             raise BenchError(f"model package {module_name!r} is not installed; pip install {pip_name}") from None
-        path = (
-            Path(module.get_model_path())
-            if hasattr(module, "get_model_path")
-            else Path(module.__file__).parent / "model"
-        )
+        if hasattr(module, "get_model_path"):
+            path = Path(module.get_model_path())
+        elif module.__file__ is not None:
+            path = Path(module.__file__).parent / "model"
+        else:  # a namespace package: no folder of its own to hold the weights
+            raise BenchError(f"model package {module_name!r} has no __init__.py, so no model folder inside it")
     else:
         path = Path(source).expanduser()
     if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
@@ -75,7 +76,10 @@ class SentenceTransformerEmbedder:
         if spec.max_tokens:
             model.max_seq_length = spec.max_tokens
         get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        check_dims(spec, int(get()))
+        width = get()
+        if width is None:
+            raise BenchError(f"model {spec.name!r}: sentence-transformers reports no vector width for this model")
+        check_dims(spec, int(width))
         return model
 
     @property

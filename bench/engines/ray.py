@@ -22,6 +22,7 @@ import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ try:
     import pyarrow as pa
     import ray
     import ray.data
-    from ray.data import ActorPoolStrategy, DataContext
+    from ray.data import ActorPoolStrategy, DataContext, Dataset
 except ImportError as e:  # Ray without its data extra is no use here: same advice as no Ray at all
     raise ImportError(f"Ray Data is not importable ({e})", name="ray") from e
 
@@ -99,7 +100,7 @@ class RayEngine:
             rows = [{"batch": i, "texts": [t.encode(*_ENCODING) for t in batches[i]]} for i in range(len(batches))]
             # A block comes back when all its rows are done, and each block costs Ray Data some
             # milliseconds: one batch per block, so each is cached as it finishes, up to a point.
-            ds = ray.data.from_items(rows, override_num_blocks=min(len(rows), _MAX_BLOCKS))
+            ds: Dataset = ray.data.from_items(rows, override_num_blocks=min(len(rows), _MAX_BLOCKS))
             del rows
             ds = ds.map_batches(
                 _EmbedActor,
@@ -125,7 +126,7 @@ class RayEngine:
         if ray.is_initialized():
             return
         address = os.environ.get(ADDRESS_ENV, "").strip()
-        quiet = dict(log_to_driver=False, logging_level=logging.ERROR)
+        quiet: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.ERROR)
         if address and address != "local":
             _check_reachable(address)
             try:
@@ -325,7 +326,8 @@ def _ray_failure(error: BaseException, spec: ModelSpec) -> BenchError:
 
 def _innermost(error: BaseException) -> BaseException | None:
     """The first exception in the chain that is not Ray's own wrapper, if Ray kept one."""
-    seen, todo = set(), [error]
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [error]
     while todo:
         e = todo.pop(0)
         if e is None or id(e) in seen:

@@ -1,4 +1,5 @@
-"""What a candidate costs to run: prices per model, cost arithmetic, and the cheapest good-enough pick.
+"""What a candidate costs to run: prices per model, cost arithmetic, query latency end to end, and the
+cheapest good-enough pick.
 
 Prices come from, in order:
 
@@ -20,11 +21,17 @@ import functools
 import math
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
+from typing import TYPE_CHECKING, Any
 
 from bench.embedders.base import ModelSpec
 from bench.errors import BenchError
+from bench.formatting import usd
+
+if TYPE_CHECKING:
+    from bench.results.schema import CandidateResult
 
 TOKENS_PER_MTOK = 1_000_000
 SECONDS_PER_HOUR = 3600
@@ -224,18 +231,82 @@ def compute_cost_usd(seconds: float | None, hourly_usd: float | None) -> float |
     return seconds / SECONDS_PER_HOUR * hourly_usd
 
 
+# --- what a query costs in time ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one candidate consumed in a run, for its price to apply to."""
+
+    n_chunks: int
+    index_tokens: int | None  # the corpus in the model's own tokens; None when no model reads it
+    question_tokens_mean: float | None
+    chunks_embedded: int  # texts sent to the model in this run: cache hits are free
+    questions_embedded: int
+    embed_seconds: float
+    reported_tokens: int | None  # what an API said it billed for this run's calls, when it says
+    query_ms_mean: float | None  # one query: embedding plus search, measured
+
+
+def candidate_costs(price: Price, usage: Usage, hourly: float | None) -> dict[str, Any]:
+    """Money, from tokens and the price: indexing, per 1k queries, and what this run billed.
+
+    Billed tokens count only texts sent to the model in this run; an API's reported usage is used
+    when it gives one, else the model's own tokenizer. An hourly compute price (``estimate``)
+    makes cost follow measured seconds instead.
+    """
+    p = price.price_per_mtok
+    billed = None
+    if usage.index_tokens is not None and usage.n_chunks:
+        per_chunk = usage.index_tokens / usage.n_chunks
+        per_question = usage.question_tokens_mean or 0.0
+        billed = round(per_chunk * usage.chunks_embedded + per_question * usage.questions_embedded)
+    if usage.reported_tokens is not None:
+        billed = usage.reported_tokens
+    figures: dict[str, Any] = {
+        "price_per_mtok": p,
+        "price_source": price.source,
+        "price_date": price.date,
+        "cost_estimate": price.estimate,
+        "index_cost_usd": index_cost_usd(usage.index_tokens, p),
+        "cost_per_1k_queries_usd": cost_per_1k_queries_usd(usage.question_tokens_mean, p),
+        "billed_tokens": billed,
+        "run_cost_usd": run_cost_usd(billed, p) if billed is not None else (0.0 if p == 0 else None),
+    }
+    if p == 0:  # free whatever the token counts (BM25 has none)
+        figures.update(index_cost_usd=0.0, cost_per_1k_queries_usd=0.0, run_cost_usd=0.0)
+    if price.estimate:
+        seconds = usage.embed_seconds
+        per_chunk_s = seconds / usage.chunks_embedded if usage.chunks_embedded else None
+        figures["index_cost_usd"] = compute_cost_usd(per_chunk_s * usage.n_chunks if per_chunk_s else None, hourly)
+        figures["run_cost_usd"] = compute_cost_usd(seconds, hourly)
+        if usage.query_ms_mean is not None:
+            # 1,000 queries at the mean measured milliseconds each take that many seconds
+            figures["cost_per_1k_queries_usd"] = compute_cost_usd(usage.query_ms_mean, hourly)
+    return figures
+
+
+def end_to_end_p95_ms(candidate: CandidateResult) -> float | None:
+    """p95 query latency end to end: embedding the question plus searching the index, in ms.
+
+    A part that does not apply (BM25 embeds nothing) counts as 0; None when neither was timed.
+    """
+    parts = [candidate.ops.get("query_embed_ms_p95"), candidate.ops.get("search_ms_p95")]
+    return None if all(p is None for p in parts) else sum(p or 0.0 for p in parts)
+
+
 # --- the cheapest candidate that is good enough ---------------------------------------------------
 
 
-def _score(candidate: dict, metric: str) -> float | None:
-    value = (candidate.get("quality") or {}).get(metric)
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        return None
-    return float(value)
+def _score(candidate: CandidateResult, metric: str) -> float | None:
+    return _number(candidate.quality.get(metric))
 
 
-def _cost(candidate: dict, cost_key: str) -> float | None:
-    value = (candidate.get("ops") or {}).get(cost_key)
+def _cost(candidate: CandidateResult, cost_key: str) -> float | None:
+    return _number(candidate.ops.get(cost_key))
+
+
+def _number(value) -> float | None:
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         return None
     return float(value)
@@ -246,50 +317,46 @@ def _check_margin(margin: float) -> None:
         raise BenchError(f"the quality margin must be a number >= 0, not {margin!r}")
 
 
-def best_candidate(candidates: list[dict], metric: str) -> dict | None:
+def best_candidate(candidates: Sequence[CandidateResult], metric: str) -> CandidateResult | None:
     """The highest ``quality[metric]`` (ties: lowest id); None when no candidate has a score."""
-    scored = [c for c in candidates if _score(c, metric) is not None]
+    scored = [(s, c) for c in candidates if (s := _score(c, metric)) is not None]
     if not scored:
         return None
-    return min(scored, key=lambda c: (-_score(c, metric), str(c.get("id", ""))))
+    return min(scored, key=lambda sc: (-sc[0], sc[1].id))[1]
 
 
-def within_margin(candidates: list[dict], metric: str, margin: float) -> list[dict]:
+def within_margin(candidates: Sequence[CandidateResult], metric: str, margin: float) -> list[CandidateResult]:
     """Candidates scoring at least best - margin (boundary included, see ``SCORE_EPSILON``)."""
     _check_margin(margin)
     best = best_candidate(candidates, metric)
-    if best is None:
+    best_score = _score(best, metric) if best is not None else None
+    if best_score is None:
         return []
-    floor = _score(best, metric) - margin - SCORE_EPSILON
+    floor = best_score - margin - SCORE_EPSILON
     return [c for c in candidates if (s := _score(c, metric)) is not None and s >= floor]
 
 
-def cheapest_within(candidates: list[dict], metric: str, margin: float, cost_key: str) -> dict | None:
+def cheapest_within(
+    candidates: Sequence[CandidateResult], metric: str, margin: float, cost_key: str
+) -> CandidateResult | None:
     """The cheapest candidate whose ``quality[metric]`` is within ``margin`` of the best.
 
-    Each candidate is a summary with ``quality[metric]`` and ``ops[cost_key]``. Candidates with no
-    score are ignored; those with an unknown (None) cost are skipped, and when every candidate in
-    the margin has an unknown cost the answer is None. Equal costs: the higher score wins, then the
-    lower id.
+    Candidates with no score are ignored; those with an unknown (None) ``ops[cost_key]`` are
+    skipped, and when every candidate in the margin has an unknown cost the answer is None. Equal
+    costs: the higher score wins, then the lower id.
     """
-    priced = [c for c in within_margin(candidates, metric, margin) if _cost(c, cost_key) is not None]
+    priced = [
+        (cost, score, c)
+        for c in within_margin(candidates, metric, margin)
+        if (cost := _cost(c, cost_key)) is not None and (score := _score(c, metric)) is not None
+    ]
     if not priced:
         return None
-    return min(priced, key=lambda c: (_cost(c, cost_key), -_score(c, metric), str(c.get("id", ""))))
-
-
-def format_usd(value: float | None) -> str:
-    """``$0.0000`` style; small non-zero amounts keep two significant digits so they never read as $0."""
-    if value is None:
-        return "unknown"
-    if value == 0 or abs(value) >= 0.0001:
-        return f"${value:.4f}"
-    digits = min(-math.floor(math.log10(abs(value))) + 1, 12)
-    return f"${value:.{digits}f}"
+    return min(priced, key=lambda p: (p[0], -p[1], p[2].id))[2]
 
 
 def recommendation_line(
-    candidates: list[dict], metric: str, margin: float, cost_key: str, cost_label: str | None = None
+    candidates: Sequence[CandidateResult], metric: str, margin: float, cost_key: str, cost_label: str | None = None
 ) -> str:
     """One sentence naming the cheapest candidate within ``margin`` of the best ``metric`` score.
 
@@ -305,24 +372,21 @@ def recommendation_line(
     near = within_margin(candidates, metric, margin)
     unknown = [c for c in near if _cost(c, cost_key) is None]
     pick = cheapest_within(candidates, metric, margin, cost_key)
-    scope = f"within {margin:g} {metric} of the best ({best['id']} {best_score:.3f})"
+    scope = f"within {margin:g} {metric} of the best ({best.id} {best_score:.3f})"
     if pick is None:
         return (
             f"no recommendation: the cost {label} is unknown for every candidate {scope}; "
             f"set price_per_mtok (or hourly_usd) in [model.NAME]"
         )
     cost = _cost(pick, cost_key)
-    estimate = " (compute estimate)" if (pick.get("ops") or {}).get("cost_estimate") else ""
+    estimate = " (compute estimate)" if pick.ops.get("cost_estimate") else ""
     if pick is best:
         line = (
-            f"the best {metric}, {best['id']} ({best_score:.3f}), is also the cheapest within "
-            f"{margin:g} of it: {format_usd(cost)}{estimate} {label}"
+            f"the best {metric}, {best.id} ({best_score:.3f}), is also the cheapest within "
+            f"{margin:g} of it: {usd(cost)}{estimate} {label}"
         )
     else:
-        line = (
-            f"cheapest {scope}: {pick['id']} at {format_usd(cost)}{estimate} {label} "
-            f"({metric} {_score(pick, metric):.3f})"
-        )
+        line = f"cheapest {scope}: {pick.id} at {usd(cost)}{estimate} {label} ({metric} {_score(pick, metric):.3f})"
     if unknown:
         n = len(unknown)
         line += f"; {n} candidate{'s' if n > 1 else ''} in that margin with unknown cost skipped"

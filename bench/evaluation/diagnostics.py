@@ -1,4 +1,4 @@
-"""Diagnostics: why a candidate scores as it does (DESIGN §4).
+"""Diagnostics: why a candidate scores as it does (docs/design.md, "Diagnostics").
 
 Per question: the score gap (best expected unit, scored exactly even when not retrieved, minus
 the best-scoring non-relevant unit retrieved), the mean score of the expected units, and the
@@ -12,18 +12,20 @@ from collections import Counter
 
 import numpy as np
 
+from bench.results.schema import Retrieved
 
-def question_diagnostics(record: dict, k: int) -> dict:
-    expected = [e["score"] for e in record["expected"] if e["score"] is not None]
-    distractor = next((e["score"] for e in record["ranking"] if e["grade"] == 0), None)
+
+def question_diagnostics(record: Retrieved, k: int) -> dict:
+    expected = [e.score for e in record.expected if e.score is not None]
+    distractor = next((e.score for e in record.ranking if e.grade == 0), None)
     best = max(expected) if expected else None
-    top_k = {e["id"] for e in record["ranking"][:k]}
+    top_k = {e.id for e in record.ranking[:k]}
     return {
         "best_relevant_score": best,
         "mean_relevant_score": float(np.mean(expected)) if expected else None,
         "top_distractor_score": distractor,
         "score_gap": best - distractor if best is not None and distractor is not None else None,
-        "missed": [e["id"] for e in record["expected"] if e["id"] not in top_k],
+        "missed": [e.id for e in record.expected if e.id not in top_k],
     }
 
 

@@ -1,6 +1,6 @@
 """Quality metrics on arrays: one questions × depth matrix of grades in, per-question values out.
 
-Definitions follow DESIGN §3 and agree with trec_eval (P_k, recall_k, recip_rank cut at k,
+Definitions follow docs/design.md ("Quality metrics") and agree with trec_eval (P_k, recall_k, recip_rank cut at k,
 ndcg_cut_k with linear gain, map_cut_k) and ranx (ndcg_burges@k for the exponential gain).
 Questions with no relevant unit count as zeros; nothing is dropped from a mean.
 """
@@ -8,16 +8,70 @@ Questions with no relevant unit count as zeros; nothing is dropped from a mean.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
+
+from bench.registry import suggest
 
 QUALITY_METRICS = ("hit_rate", "recall", "precision", "f1", "mrr", "ndcg", "map")
 GAINS = ("exponential", "linear")
 
 
+# Span metrics (bench.evaluation.spans) measure characters rather than units; named here so that
+# every metric name parses in one place.
+SPAN_METRICS = ("span_recall", "span_precision", "span_iou", "evidence_recall")
+# The metrics people compare candidates and runs on, in this order, everywhere: tables, pairwise
+# tests, history and the regression gate.
+HEADLINE = ("mrr", "recall", "ndcg", "hit_rate", "precision")
+
+
+@dataclass(frozen=True, order=True)
+class MetricName:
+    """A metric with its cutoff; its printed form (``recall@5``, never ``recall``) is its key in
+    every file and table. All quality and span metrics are shares in [0, 1], higher is better."""
+
+    name: str
+    k: int
+
+    higher_is_better: ClassVar[bool] = True
+    unit: ClassVar[str] = "share"
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.k}"
+
+    @classmethod
+    def parse(cls, text: str, k: int | None = None) -> MetricName:
+        """``mrr@5`` → MetricName("mrr", 5); a bare ``mrr`` takes ``k`` when given. ValueError
+        (with a suggestion) for an unknown name or a missing or bad cutoff."""
+        name, at, cutoff = text.strip().partition("@")
+        if name not in KNOWN_METRICS:
+            raise ValueError(
+                f"unknown metric {name!r}; {suggest(name, KNOWN_METRICS)}known: {', '.join(KNOWN_METRICS)}"
+            )
+        if not at:
+            if k is None:
+                raise ValueError(f"metric {text!r} needs a cutoff, e.g. {name}@5")
+            return cls(name, k)
+        if not cutoff.isdigit() or int(cutoff) < 1:
+            raise ValueError(f"metric {text!r}: the cutoff after '@' must be a whole number from 1")
+        return cls(name, int(cutoff))
+
+    def at(self, k: int) -> MetricName:
+        """The same metric at another cutoff."""
+        return MetricName(self.name, k)
+
+
+KNOWN_METRICS = (*QUALITY_METRICS, *SPAN_METRICS)
+
+
 def metric_key(name: str, k: int) -> str:
-    """A metric's name carries its cutoff: ``recall@5``, never ``recall``."""
-    return f"{name}@{k}"
+    """The key of metric ``name`` at cutoff ``k`` in summary.json, per_question.jsonl and tables."""
+    return str(MetricName(name, k))
+
+
+def headline(k: int) -> list[MetricName]:
+    return [MetricName(name, k) for name in HEADLINE]
 
 
 @dataclass(frozen=True)

@@ -16,21 +16,21 @@ equal scores into a "difference" nor breaks ties between equal magnitudes.
 from __future__ import annotations
 
 import csv
-import difflib
 import io
 import math
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
 from bench.errors import BenchError
+from bench.evaluation.metrics import headline, metric_key
+from bench.evaluation.question_matrix import QuestionMatrix, question_matrix
 from bench.files import write_atomic
+from bench.results.schema import QuestionRecord, RunSummary
 
-HEADLINE = ("mrr", "recall", "ndcg", "hit_rate", "precision")
 SMALL_SAMPLE = 30  # below this many questions only the Wilcoxon test is trustworthy
 ALPHA = 0.05
 PERMUTATIONS = 10_000  # sign flips of the randomisation test
@@ -232,81 +232,6 @@ def rank_outcomes(first_a: list[int | None], first_b: list[int | None]) -> tuple
     return int((a < b).sum()), int((a == b).sum()), int((a > b).sum())
 
 
-# ---------------------------------------------------------------------------------------------------
-# Run results as arrays
-
-
-@dataclass
-class _Run:
-    """One run's per-question records as arrays (questions × candidates), read once."""
-
-    k: int
-    depth: int
-    questions: list[str]  # in order of first appearance
-    texts: list[str]
-    tags: list[list[str]]
-    candidates: list[str]  # in rank order, best first
-    quality: dict[str, dict]
-    first: list[list[int | None]]  # first-relevant rank per question, per candidate
-    metrics: dict[str, np.ndarray]  # NaN where a record has no value
-
-    def column(self, candidate: str) -> int:
-        if candidate in self.candidates:
-            return self.candidates.index(candidate)
-        close = difflib.get_close_matches(candidate, self.candidates, n=3)
-        hint = f"closest: {', '.join(close)}" if close else f"candidates: {', '.join(self.candidates)}"
-        raise BenchError(f"unknown candidate {candidate!r}; {hint}")
-
-    def metric(self, name: str) -> np.ndarray:
-        if name not in self.metrics:
-            raise BenchError(f"unknown metric {name!r}; per-question metrics: {', '.join(sorted(self.metrics))}")
-        return self.metrics[name]
-
-    def depth_ranks(self) -> np.ndarray:
-        """First-relevant ranks with a miss counted as ``depth + 1``."""
-        return np.array([[self.depth + 1 if r is None else r for r in row] for row in self.first], dtype=float)
-
-
-def _read(summary: dict, records: list[dict]) -> _Run:
-    ranked = sorted(summary["candidates"], key=lambda c: c.get("rank", math.inf))  # stable: keeps listed order
-    candidates = [c["id"] for c in ranked]
-    col = {cid: j for j, cid in enumerate(candidates)}
-    rows: dict[str, int] = {}
-    texts, tags, cells = [], [], {}
-    for rec in records:
-        qid = rec["question_id"]
-        if qid not in rows:
-            rows[qid] = len(rows)
-            texts.append(rec.get("question", ""))
-            tags.append(list(rec.get("tags") or []))
-        if rec["candidate"] in col:
-            cells[rows[qid], col[rec["candidate"]]] = rec
-    n, c = len(rows), len(candidates)
-    for i, qid in enumerate(rows):
-        for j, cid in enumerate(candidates):
-            if (i, j) not in cells:
-                raise BenchError(f"candidate {cid!r} has no record for question {qid!r}; the run folder is incomplete")
-    names = sorted({name for rec in cells.values() for name in rec.get("metrics", {})})
-    metrics = {name: np.full((n, c), math.nan) for name in names}
-    first: list[list[int | None]] = [[None] * c for _ in range(n)]
-    for (i, j), rec in cells.items():
-        first[i][j] = rec.get("first_relevant_rank")
-        for name, value in rec.get("metrics", {}).items():
-            if value is not None:
-                metrics[name][i, j] = value
-    return _Run(
-        k=int(summary["k"]),
-        depth=int(summary["depth"]),
-        questions=list(rows),
-        texts=texts,
-        tags=tags,
-        candidates=candidates,
-        quality={c["id"]: c.get("quality", {}) for c in ranked},
-        first=first,
-        metrics=metrics,
-    )
-
-
 def _both_present(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Drop questions where either candidate lacks a value, so the pairs stay pairs."""
     keep = np.isfinite(a) & np.isfinite(b)
@@ -325,6 +250,7 @@ def _batch_tests(pairs: list[tuple[np.ndarray, np.ndarray]], seed: int, permutat
     arrays = [_paired_arrays(a, b) for a, b in pairs]
     if not arrays:
         return []
+    rand: np.ndarray | list[float]
     if len({len(d) for _, _, d in arrays}) == 1:
         rand = _randomisation_p(np.column_stack([d for _, _, d in arrays]), seed, permutations)
     else:  # missing values left pairs of different lengths
@@ -337,8 +263,8 @@ def _batch_tests(pairs: list[tuple[np.ndarray, np.ndarray]], seed: int, permutat
 
 
 def head_to_head(
-    summary: dict,
-    records: list[dict],
+    summary: RunSummary,
+    records: Sequence[QuestionRecord],
     a: str,
     b: str,
     metrics: Sequence[str] | None = None,
@@ -349,14 +275,12 @@ def head_to_head(
 
     ``metrics`` defaults to the headline metrics at k that both candidates report.
     """
-    run = _read(summary, records)
+    run = question_matrix(summary, records)
     ja, jb = run.column(a), run.column(b)
     if ja == jb:
         raise BenchError(f"cannot compare candidate {a!r} with itself; name two different candidates")
     if metrics is None:
-        metrics = [
-            f"{m}@{run.k}" for m in HEADLINE if f"{m}@{run.k}" in run.quality[a] and f"{m}@{run.k}" in run.quality[b]
-        ]
+        metrics = [name for name in map(str, headline(run.k)) if name in run.quality[a] and name in run.quality[b]]
     metrics = list(dict.fromkeys(metrics))  # a metric named twice is one comparison, not two in the Holm family
     pairs = [_both_present(run.metric(m)[:, ja], run.metric(m)[:, jb]) for m in metrics]
     per_metric = {}
@@ -405,7 +329,7 @@ def _advice(n: int, per_metric: dict[str, dict]) -> str:
     )
 
 
-def _disagreements(run: _Run, ja: int, jb: int) -> list[dict]:
+def _disagreements(run: QuestionMatrix, ja: int, jb: int) -> list[dict]:
     """Questions whose first-relevant ranks differ most (miss = depth + 1), largest gap first."""
     ranks = run.depth_ranks()
     gap = np.abs(ranks[:, ja] - ranks[:, jb])
@@ -422,12 +346,16 @@ def _disagreements(run: _Run, ja: int, jb: int) -> list[dict]:
 
 
 def all_pairs(
-    summary: dict, records: list[dict], metric: str | None = None, seed: int = 0, permutations: int = PERMUTATIONS
+    summary: RunSummary,
+    records: Sequence[QuestionRecord],
+    metric: str | None = None,
+    seed: int = 0,
+    permutations: int = PERMUTATIONS,
 ) -> list[dict]:
     """Every unordered pair of candidates on one metric (default ``mrr@k``), better-ranked one as A,
     with Holm correction across all pairs (one family per test type)."""
-    run = _read(summary, records)
-    values = run.metric(metric or f"mrr@{run.k}")
+    run = question_matrix(summary, records)
+    values = run.metric(metric or metric_key("mrr", run.k))
     index = [(i, j) for i in range(len(run.candidates)) for j in range(i + 1, len(run.candidates))]
     pairs = [_both_present(values[:, i], values[:, j]) for i, j in index]
     rows = []
@@ -450,14 +378,18 @@ def all_pairs(
 
 
 def confidence_intervals(
-    summary: dict, records: list[dict], metrics: Sequence[str] | None = None, seed: int = 0, resamples: int = RESAMPLES
+    summary: RunSummary,
+    records: Sequence[QuestionRecord],
+    metrics: Sequence[str] | None = None,
+    seed: int = 0,
+    resamples: int = RESAMPLES,
 ) -> dict[str, dict[str, list[float]]]:
     """Candidate id → metric → [lo, hi], the 95% bootstrap interval of the mean per-question value.
 
     Every candidate and metric is resampled with the same question indices (a paired bootstrap).
     ``metrics`` defaults to each candidate's ``quality`` metrics that have per-question values.
     """
-    run = _read(summary, records)
+    run = question_matrix(summary, records)
     series = [
         (cid, m)
         for cid in run.candidates
@@ -485,7 +417,9 @@ def _present(values: np.ndarray) -> np.ndarray:
 # Rank matrix and tags
 
 
-def rank_matrix(summary: dict, records: list[dict]) -> tuple[list[str], list[str], list[list[int | None]]]:
+def rank_matrix(
+    summary: RunSummary, records: Sequence[QuestionRecord]
+) -> tuple[list[str], list[str], list[list[int | None]]]:
     """(question ids, candidate ids in rank order, per question the first-relevant rank of each candidate,
     None for a miss).
 
@@ -494,7 +428,7 @@ def rank_matrix(summary: dict, records: list[dict]) -> tuple[list[str], list[str
     descending (so questions everyone misses come before ones everyone answers at rank 1), then by
     question id.
     """
-    run = _read(summary, records)
+    run = question_matrix(summary, records)
     reciprocal = np.array([[0.0 if r is None else 1.0 / r for r in row] for row in run.first]).reshape(
         len(run.questions), len(run.candidates)
     )
@@ -514,14 +448,14 @@ def write_rank_matrix_csv(path: Path, questions: list[str], candidates: list[str
     write_atomic(Path(path), buffer.getvalue())
 
 
-def per_tag(summary: dict, records: list[dict], metric: str | None = None) -> dict[str, dict]:
+def per_tag(summary: RunSummary, records: Sequence[QuestionRecord], metric: str | None = None) -> dict[str, dict]:
     """``{"tags": {tag: n_questions}, "means": {tag: {candidate: mean}}}``, tags sorted by name.
 
     The mean is over the questions carrying the tag (default metric ``mrr@k``); a question's missing
     values are left out of its candidate's mean.
     """
-    run = _read(summary, records)
-    values = run.metric(metric or f"mrr@{run.k}")
+    run = question_matrix(summary, records)
+    values = run.metric(metric or metric_key("mrr", run.k))
     counts: dict[str, int] = {}
     means: dict[str, dict[str, float]] = {}
     for tag in sorted({t for tags in run.tags for t in tags}):

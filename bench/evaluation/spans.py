@@ -16,10 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from bench.evaluation.metrics import metric_key
+from bench.evaluation.metrics import SPAN_METRICS, metric_key
 from bench.evaluation.relevance import reaches
-
-SPAN_METRICS = ("span_recall", "span_precision", "span_iou", "evidence_recall")
 
 Interval = tuple[int, int]
 

@@ -163,7 +163,8 @@ class _JsonlFile:
 def _load_jsonl(corpus_path: Path, file: Path, beir: bool) -> Corpus:
     located: dict[str, tuple[int, int]] = {}
     empty = set()
-    fingerprint, last_id = _Fingerprint(), None  # computed on the way when ids come sorted
+    fingerprint: _Fingerprint | None = _Fingerprint()  # computed on the way when ids come sorted
+    last_id: str | None = None
     for lineno, offset, line in _lines(file):
         where = f"{file}:{lineno}"
         row = json_object(line, where, '"id" and "text"')

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 from bench.errors import BenchError
 from bench.files import json_object, numbered_lines, read_text
 from bench.inputs.corpus import Corpus
+from bench.registry import suggest
 
 CHUNK, DOCUMENT = "chunk", "document"
 # Far beyond what any embedding model reads; a longer "question" is a document pasted by mistake.
@@ -58,6 +58,8 @@ def load_goldset(path: str | Path, corpus: Corpus) -> Goldset:
     goldset, errors = read_goldset(path, corpus)
     if errors:
         raise BenchError(errors[0])
+    if goldset is None:  # read_goldset gives a goldset whenever it finds no error
+        raise AssertionError(f"{path}: no goldset and no error")
     return goldset
 
 
@@ -167,7 +169,7 @@ def _parse_evidence(item: object, where: str, corpus: Corpus) -> Evidence:
         return Evidence(doc_id, grade, *resolve_quote(text, quote, where))
     if start is None and end is None:
         return Evidence(doc_id, grade)
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
+    if not (isinstance(start, int) and isinstance(end, int)) or isinstance(start, bool) or isinstance(end, bool):
         raise BenchError(f'{where}: "start" and "end" must both be integers (character offsets)')
     if not 0 <= start < end <= len(text):
         raise BenchError(
@@ -180,10 +182,9 @@ def _not_in_corpus(doc_id: object, corpus: Corpus) -> str:
     """Why evidence names no document of the corpus, and what to write instead."""
     if isinstance(doc_id, str) and doc_id in corpus.empty:
         return f"document {doc_id!r} is empty, so it is not in the corpus; add its text or drop this evidence"
-    close = []
+    hint = ""
     if isinstance(doc_id, str) and len(corpus) <= _SUGGEST_MAX_DOCS:
-        close = difflib.get_close_matches(doc_id, [d.id for d in corpus.documents], n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
+        hint = suggest(doc_id, (d.id for d in corpus.documents))
     return f"unknown document {doc_id!r}; {hint}use a document id of the corpus {corpus.path}"
 
 

@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 
 from bench.inputs.corpus import Corpus
-from bench.inputs.goldset import CHUNK, Goldset
+from bench.inputs.goldset import CHUNK, Evidence, Goldset
 
 
 def goldset_stats(goldset: Goldset, corpus: Corpus) -> dict:
@@ -42,7 +42,7 @@ def goldset_stats(goldset: Goldset, corpus: Corpus) -> dict:
         stats["evidence_chars"] = covered
         stats["corpus_chars"] = total_chars
         stats["corpus_coverage"] = covered / total_chars if total_chars else 0.0
-        lengths = np.array([e.end - e.start for e in evidence])
+        lengths = np.array([end - start for start, end in map(_span, evidence)])
         stats["evidence_chars_per_item"] = {
             "mean": float(lengths.mean()),
             "min": int(lengths.min()),
@@ -51,3 +51,10 @@ def goldset_stats(goldset: Goldset, corpus: Corpus) -> dict:
     else:
         stats["corpus_coverage"] = len(docs) / len(corpus)
     return stats
+
+
+def _span(evidence: Evidence) -> tuple[int, int]:
+    """``(start, end)`` of an evidence item of a chunk-unit goldset, where every item has both."""
+    if evidence.start is None or evidence.end is None:
+        raise ValueError(f"evidence in {evidence.doc!r} has no span, but the goldset is in chunk unit")
+    return evidence.start, evidence.end

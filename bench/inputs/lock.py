@@ -16,7 +16,6 @@ from bench import __version__, files
 from bench.errors import BenchError
 from bench.inputs.corpus import Corpus
 from bench.inputs.goldset import Goldset
-from bench.results import store
 
 
 def lock_path(goldset_path: Path) -> Path:
@@ -66,7 +65,7 @@ def check_lock(goldset: Goldset, corpus: Corpus) -> LockStatus:
     path = lock_path(goldset.path)
     if not path.is_file():
         return LockStatus(False, path)
-    lock = store.load_json(path)
+    lock = files.read_json(path, f"delete it and run `bench goldset lock {goldset.path}`")
     try:
         gold_sha, corpus_sha = lock["goldset"]["sha256"], lock["corpus"]["sha256"]
     except (KeyError, TypeError):
@@ -92,7 +91,11 @@ def corpus_for(goldset_path: Path) -> Path:
     """The corpus a goldset belongs to, when not given: its lock's record, else ``corpora/<stem>``."""
     lock = lock_path(goldset_path)
     if lock.is_file():
-        recorded = store.load_json(lock).get("corpus", {}).get("path")
+        recorded = (
+            files.read_json(lock, f"delete it and run `bench goldset lock {goldset_path}`")
+            .get("corpus", {})
+            .get("path")
+        )
         if recorded and (lock.parent / recorded).exists():
             return lock.parent / recorded
     root = goldset_path.resolve().parent.parent / "corpora"

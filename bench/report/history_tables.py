@@ -10,9 +10,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from bench.evaluation.metrics import HEADLINE, headline, metric_key
+from bench.formatting import MISSING, number
 from bench.results.gate import CheckResult
 from bench.results.history import (
-    HEADLINE,
     RunInfo,
     TrendPoint,
     fingerprint_changed,
@@ -30,15 +31,11 @@ def _date(moment: datetime | str) -> str:
 def _delta(value: float | None, fmt: str = "{:+.3f}") -> str:
     """Green when up, red when down (every metric here is higher-is-better), plain when unchanged."""
     if value is None:
-        return "—"
+        return MISSING
     if abs(value) < 5e-13:  # float noise of equal values: neither up nor down
         return fmt.format(0.0)
     text = fmt.format(value)
     return f"[green]{text}[/]" if value > 0 else f"[red]{text}[/]"
-
-
-def _num(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3f}"
 
 
 # --- bench history -------------------------------------------------------------------------------------------
@@ -66,18 +63,19 @@ def runs_table(runs: list[RunInfo], results: Path) -> Table:
             _date(run.started),
             escape(run.run_id),
             escape(run.config_hash),
-            _fingerprint_cell(run.corpus_sha256, previous and previous.corpus_sha256),
-            _fingerprint_cell(run.goldset_sha256, previous and previous.goldset_sha256),
+            _fingerprint_cell(run.corpus_sha256, None if previous is None else previous.corpus_sha256),
+            _fingerprint_cell(run.goldset_sha256, None if previous is None else previous.goldset_sha256),
             str(run.k),
             "yes" if run.locked else "no",
         ]
         if not run.candidates:
             table.add_row(*run_cells, "(no candidates)")
-        best = max((q.get(f"mrr@{run.k}", float("-inf")) for q in run.candidates.values()), default=None)
+        mrr = metric_key("mrr", run.k)
+        best = max((q.get(mrr, float("-inf")) for q in run.candidates.values()), default=None)
         for i, cid in enumerate(run.candidates):
             metrics = run.headline(cid)
-            cells = [_num(v) for v in metrics.values()]
-            if metrics[f"mrr@{run.k}"] == best and len(run.candidates) > 1:
+            cells = [number(v, "{:.3f}") for v in metrics.values()]
+            if metrics[mrr] == best and len(run.candidates) > 1:
                 cells[0] = f"[bold]{cells[0]}[/]"
             table.add_row(*(run_cells if i == 0 else [""] * len(run_cells)), escape(cid), *cells)
         previous = run
@@ -142,7 +140,7 @@ def compare_view(result: dict) -> Group:
             )
         )
     k_a, k_b = result["k_a"], result["k_b"]
-    labels = [metric_label(f"{name}@{k_a}", f"{name}@{k_b}") for name in HEADLINE]
+    labels = [metric_label(str(a), str(a.at(k_b))) for a in headline(k_a)]
     title = (
         f"A {escape(result['a'])} → B {escape(result['b'])}: {len(result['deltas'])} candidates in both runs "
         "(cells: A → B (B − A); green up, red down)"
@@ -162,7 +160,7 @@ def compare_view(result: dict) -> Group:
 
 def _change_cell(entry: dict | None) -> str:
     if entry is None:
-        return "—"
+        return MISSING
     return f"{entry['a']:.3f} → {entry['b']:.3f} ({_delta(entry['delta'])})"
 
 
@@ -176,10 +174,10 @@ def check_table(result: CheckResult) -> Table:
         table.add_column(col, justify="left" if col in ("candidate", "metric") else "right")
     for r in result.regressions:
         current = "[red]missing[/]" if r.current is None else f"{r.current:.4f}"
-        drop = "—" if r.drop is None else f"[red]{r.drop:.4f}[/]"
+        drop = MISSING if r.drop is None else f"[red]{r.drop:.4f}[/]"
         table.add_row(escape(r.candidate), escape(r.metric), f"{r.baseline:.4f}", current, drop)
     for cid in result.missing:
-        table.add_row(escape(cid), "(every metric)", "", "[red]missing from the run[/]", "—")
+        table.add_row(escape(cid), "(every metric)", "", "[red]missing from the run[/]", MISSING)
     return table
 
 

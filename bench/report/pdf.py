@@ -22,13 +22,18 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from bench import files
-from bench.formatting import p_value, rank, with_ci
+from bench.evaluation.costs import end_to_end_p95_ms
+from bench.evaluation.metrics import metric_key
+from bench.formatting import ms, p_value, rank, usd, with_ci
+from bench.results.schema import Manifest, RunSummary
 
 PAGE = (11.69, 8.27)  # A4 landscape, inches
 ROWS_PER_PAGE = 36  # smaller type past 26 rows, so an all-pairs table of 9 candidates fits a page
 
 
-def write_pdf(path: Path, summary: dict, manifest: dict, plots: dict[str, tuple[str, bytes]], stats: dict) -> int:
+def write_pdf(
+    path: Path, summary: RunSummary, manifest: Manifest, plots: dict[str, tuple[str, bytes]], stats: dict
+) -> int:
     """Write the report atomically; return its page count.
 
     ``plots``: name → (title, PNG bytes) of the rendered charts; ``stats``: ``cis``, ``pairs``
@@ -63,7 +68,7 @@ def write_pdf(path: Path, summary: dict, manifest: dict, plots: dict[str, tuple[
         PdfPages(
             buffer,
             metadata={
-                "Title": f"bench shootout {manifest.get('run_id', '')}",
+                "Title": f"bench shootout {_text(manifest.run_id)}",
                 "Creator": "bench",
                 "Producer": "bench",
                 "CreationDate": None,
@@ -77,50 +82,40 @@ def write_pdf(path: Path, summary: dict, manifest: dict, plots: dict[str, tuple[
     return len(pages)
 
 
-def _summary_pages(summary: dict, manifest: dict, cis: dict) -> list[Figure]:
-    k = summary["k"]
-    mrr, recall = f"mrr@{k}", f"recall@{k}"
-    header = [
-        "#",
-        "candidate",
-        f"{mrr} [95% CI]",
-        f"{recall} [95% CI]",
-        f"hit_rate@{k}",
-        f"ndcg@{k}",
-        f"precision@{k}",
-        "p95 ms",
-        "$ / 1k q",
-    ]
+def _summary_pages(summary: RunSummary, manifest: Manifest, cis: dict) -> list[Figure]:
+    k = summary.k
+    mrr, recall = metric_key("mrr", k), metric_key("recall", k)
+    # the other headline metrics, shown without an interval, in the summary page's own column order
+    plain = [metric_key(name, k) for name in ("hit_rate", "ndcg", "precision")]
+    header = ["#", "candidate", f"{mrr} [95% CI]", f"{recall} [95% CI]", *plain, "p95 ms", "$ / 1k q"]
     rows = []
-    for c in summary["candidates"]:
-        q, o = c["quality"], c["ops"]
+    for c in summary.candidates:
+        q, o = c.quality, c.ops
         rows.append(
             [
-                str(c["rank"]),
-                c["id"],
-                with_ci(q[mrr], cis.get(c["id"], {}).get(mrr)),
-                with_ci(q[recall], cis.get(c["id"], {}).get(recall)),
-                f"{q[f'hit_rate@{k}']:.3f}",
-                f"{q[f'ndcg@{k}']:.3f}",
-                f"{q[f'precision@{k}']:.3f}",
-                _ms(_p95(o)),
-                _usd(o.get("cost_per_1k_queries_usd")),
+                str(c.rank),
+                c.id,
+                with_ci(q[mrr], cis.get(c.id, {}).get(mrr)),
+                with_ci(q[recall], cis.get(c.id, {}).get(recall)),
+                *(f"{q[m]:.3f}" for m in plain),
+                ms(end_to_end_p95_ms(c), "–"),
+                usd(o.get("cost_per_1k_queries_usd"), keep_small=False),
             ]
         )
-    corpus, goldset = manifest.get("corpus", {}), manifest.get("goldset", {})
+    corpus, goldset = manifest.corpus or {}, manifest.goldset or {}
     lead = (
-        f"Run {manifest.get('run_id', '?')}: {corpus.get('documents', '?')} documents, "
-        f"{goldset.get('questions', '?')} questions ({summary['unit']} unit), "
-        f"{len(summary['candidates'])} candidates, k = {k}, retrieval depth {summary['depth']}.\n"
+        f"Run {_text(manifest.run_id, '?')}: {corpus.get('documents', '?')} documents, "
+        f"{goldset.get('questions', '?')} questions ({summary.unit} unit), "
+        f"{len(summary.candidates)} candidates, k = {k}, retrieval depth {summary.depth}.\n"
         f"Ranked by {mrr}, then {recall}. Intervals: bootstrap 95% over questions."
     )
-    timed = max((c["ops"].get("latency_samples") or 0 for c in summary["candidates"]), default=0)
+    timed = max((c.ops.get("latency_samples") or 0 for c in summary.candidates), default=0)
     if timed and isinstance(goldset.get("questions"), int) and timed < goldset["questions"]:
         lead += (
             f"\nLatency is sampled: p95 ms is timed on single queries, the first {timed} of "
             f"{goldset['questions']} questions (latency_samples)."
         )
-    rec = (summary.get("recommendation") or {}).get("line")
+    rec = (summary.recommendation or {}).get("line")
     if rec:
         lead += f"\nRecommendation: {rec}"
     return _table_pages(
@@ -128,7 +123,7 @@ def _summary_pages(summary: dict, manifest: dict, cis: dict) -> list[Figure]:
     )
 
 
-def _pair_pages(summary: dict, metric: str, pairs: list[dict]) -> list[Figure]:
+def _pair_pages(summary: RunSummary, metric: str, pairs: list[dict]) -> list[Figure]:
     if not pairs:
         return []
     header = [
@@ -200,18 +195,15 @@ def _other_metric_pages(pairs: dict[str, list[dict]], metrics: list[str]) -> lis
     )
 
 
-def _interval_pages(summary: dict, cis: dict) -> list[Figure]:
+def _interval_pages(summary: RunSummary, cis: dict) -> list[Figure]:
     """Bootstrap 95% intervals of every mean metric, four metrics a page."""
-    if not summary["candidates"]:
+    if not summary.candidates:
         return []
-    metrics = list(summary["candidates"][0]["quality"])
+    metrics = list(summary.candidates[0].quality)
     pages = []
     for lo in range(0, len(metrics), 4):
         group = metrics[lo : lo + 4]
-        rows = [
-            [c["id"], *(with_ci(c["quality"][m], cis.get(c["id"], {}).get(m)) for m in group)]
-            for c in summary["candidates"]
-        ]
+        rows = [[c.id, *(with_ci(c.quality[m], cis.get(c.id, {}).get(m)) for m in group)] for c in summary.candidates]
         pages += _table_pages(
             "Bootstrap 95% intervals of the means",
             "2,000 resamples of the questions (percentile method), the same resamples for every "
@@ -278,16 +270,16 @@ def _head_to_head_pages(h2h: dict) -> list[Figure]:
     return pages
 
 
-def _tag_pages(summary: dict, per_tag: dict) -> list[Figure]:
+def _tag_pages(summary: RunSummary, per_tag: dict) -> list[Figure]:
     tags = per_tag.get("tags", {})
     if not tags:
         return []
-    ids = [c["id"] for c in summary["candidates"]]
+    ids = [c.id for c in summary.candidates]
     header = ["tag", "questions", *(i.replace("/", "/\n") for i in ids)]  # ids stack: model / chunker / index
     rows = [[tag, str(tags[tag]), *(f"{per_tag['means'][tag].get(i, float('nan')):.3f}" for i in ids)] for tag in tags]
     width = 0.8 / max(len(ids), 1)
     return _table_pages(
-        f"Per tag: mean mrr@{summary['k']}",
+        f"Per tag: mean {metric_key('mrr', summary.k)}",
         "Each row averages only the questions carrying that tag (a question may carry several).",
         header,
         rows,
@@ -296,22 +288,22 @@ def _tag_pages(summary: dict, per_tag: dict) -> list[Figure]:
     )
 
 
-def _provenance_pages(manifest: dict) -> list[Figure]:
-    corpus, goldset, lock = manifest.get("corpus", {}), manifest.get("goldset", {}), manifest.get("lock") or {}
+def _provenance_pages(manifest: Manifest) -> list[Figure]:
+    corpus, goldset, lock = manifest.corpus or {}, manifest.goldset or {}, manifest.lock or {}
     rows = [
-        ["run id", str(manifest.get("run_id", ""))],
-        ["started / finished (UTC)", f"{manifest.get('started', '')} / {manifest.get('finished', '')}"],
-        ["config", f"{manifest.get('config_path', '')} (hash {manifest.get('config_hash', '')})"],
+        ["run id", _text(manifest.run_id)],
+        ["started / finished (UTC)", f"{_text(manifest.started)} / {_text(manifest.finished)}"],
+        ["config", f"{_text(manifest.config_path)} (hash {_text(manifest.config_hash)})"],
         ["corpus", f"{corpus.get('path', '')}: {corpus.get('documents', '?')} documents"],
         ["corpus sha256", str(corpus.get("sha256", ""))],
         ["goldset", f"{goldset.get('path', '')}: {goldset.get('questions', '?')} questions, {goldset.get('unit', '')}"],
         ["goldset sha256", str(goldset.get("sha256", ""))],
-        ["locked", "yes" if manifest.get("locked") else "no"],
+        ["locked", "yes" if manifest.locked else "no"],
         *[[f"lock {key}", str(value)] for key, value in sorted(lock.items())],
-        *[[f"version {name}", str(v)] for name, v in sorted((manifest.get("versions") or {}).items())],
-        *[[f"machine {name}", str(v)] for name, v in sorted((manifest.get("machine") or {}).items())],
-        ["peak memory", f"{manifest.get('peak_rss_mb', '?')} MB"],
-        ["latency percentiles", str(manifest.get("percentile_method", ""))],
+        *[[f"version {name}", str(v)] for name, v in sorted((manifest.versions or {}).items())],
+        *[[f"machine {name}", str(v)] for name, v in sorted((manifest.machine or {}).items())],
+        ["peak memory", f"{_text(manifest.peak_rss_mb, '?')} MB"],
+        ["latency percentiles", _text(manifest.percentile_method)],
     ]
     return _table_pages(
         "Provenance",
@@ -395,6 +387,11 @@ def _table_pages(
     return pages
 
 
+def _text(value, missing: str = "") -> str:
+    """A manifest field as text; ``missing`` for one that older runs did not record."""
+    return missing if value is None else str(value)
+
+
 def _latin1(text: str) -> bool:
     try:
         text.encode("cp1252")
@@ -405,19 +402,6 @@ def _latin1(text: str) -> bool:
 
 def _wtl(counts: dict) -> str:
     return f"{counts['wins']} / {counts['ties']} / {counts['losses']}"
-
-
-def _p95(ops: dict) -> float | None:
-    parts = [ops.get("query_embed_ms_p95"), ops.get("search_ms_p95")]
-    return None if all(p is None for p in parts) else sum(p or 0.0 for p in parts)
-
-
-def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{value:.1f}"
-
-
-def _usd(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:.4f}"
 
 
 def _p(value: float) -> str:

@@ -1,4 +1,5 @@
-"""Terminal tables: the ranked shootout and the model list."""
+"""Terminal tables: the ranked shootout, diagnostics, the dry-run plan, chunk sizes, the model list, goldset
+statistics and pairwise comparisons. The caller passes each table to its own console (``console()`` makes one)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from rich.table import Table
 
 from bench.embedders import MODELS
 from bench.evaluation.costs import resolve_price
-from bench.evaluation.metrics import metric_key
-from bench.formatting import p_value, rank, with_ci
+from bench.evaluation.metrics import SPAN_METRICS, metric_key
+from bench.formatting import MISSING, ms, number, p_value, percent, rank, seconds, usd, with_ci
+from bench.inputs.goldset import CHUNK
+from bench.results.schema import RunSummary
 
 
 def console(stderr: bool = False) -> Console:
@@ -19,13 +22,17 @@ def console(stderr: bool = False) -> Console:
     return Console(stderr=stderr) if stream.isatty() else Console(stderr=stderr, width=160)
 
 
+# The shootout table's quality columns: the headline metrics (metrics.HEADLINE) with hit rate beside
+# recall, then map; the order people read the table in, kept as it is.
 COLUMNS = ("mrr", "recall", "hit_rate", "ndcg", "precision", "map")
 
 
-def shootout_table(summary: dict, title: str = "") -> Table:
-    k = summary["k"]
+def shootout_table(summary: RunSummary, title: str = "") -> Table:
+    k = summary.k
     table = Table(
-        title=title or f"Candidates ranked by mrr@{k}, then recall@{k} ({summary['unit']} unit)", title_justify="left"
+        title=title
+        or f"Candidates ranked by {metric_key('mrr', k)}, then {metric_key('recall', k)} ({summary.unit} unit)",
+        title_justify="left",
     )
     table.add_column("#", justify="right")
     table.add_column("candidate (model/chunker/index)")
@@ -36,43 +43,35 @@ def shootout_table(summary: dict, title: str = "") -> Table:
     table.add_column("query p50/p95 ms", justify="right")
     table.add_column("$ index", justify="right")
     table.add_column("$ / 1k q", justify="right")
-    best = {name: max(c["quality"][metric_key(name, k)] for c in summary["candidates"]) for name in COLUMNS}
-    for c in summary["candidates"]:
+    best = {name: max(c.quality[metric_key(name, k)] for c in summary.candidates) for name in COLUMNS}
+    for c in summary.candidates:
         cells = []
         for name in COLUMNS:
-            value = c["quality"][metric_key(name, k)]
+            value = c.quality[metric_key(name, k)]
             text = f"{value:.3f}"
             cells.append(f"[bold green]{text}[/]" if value == best[name] and value > 0 else text)
-        opsf = c["ops"]
-        embed = (
-            "cached"
-            if opsf.get("dims") and not opsf.get("chunks_embedded")
-            else _num(opsf.get("embed_seconds"), "{:.1f}")
-        )
-        latency = f"{_num(opsf.get('query_embed_ms_p50'), '{:.1f}')}/{_num(opsf.get('query_embed_ms_p95'), '{:.1f}')}"
+        opsf = c.ops
+        embed = "cached" if opsf.get("dims") and not opsf.get("chunks_embedded") else seconds(opsf.get("embed_seconds"))
+        latency = f"{ms(opsf.get('query_embed_ms_p50'))}/{ms(opsf.get('query_embed_ms_p95'))}"
         table.add_row(
-            str(c["rank"]),
-            c["id"],
+            str(c.rank),
+            c.id,
             *cells,
             str(opsf.get("n_chunks", "")),
             embed,
             latency,
-            _usd(opsf.get("index_cost_usd")),
-            _usd(opsf.get("cost_per_1k_queries_usd")),
+            usd(opsf.get("index_cost_usd"), "?"),
+            usd(opsf.get("cost_per_1k_queries_usd"), "?"),
         )
     notes = []
-    sampled = {
-        (c["ops"].get("latency_samples"), c.get("diagnostics", {}).get("n_questions")) for c in summary["candidates"]
-    }
+    sampled = {(c.ops.get("latency_samples"), c.diagnostics.get("n_questions")) for c in summary.candidates}
     notes += [
         f"latency timed on single queries: the first {n} of {total} questions (latency_samples)"
         for n, total in sorted(sampled, key=str)
         if n and total and n < total
     ]
     kept = {
-        c["model"]: c["ops"].get("query_embed_measured")
-        for c in summary["candidates"]
-        if c["ops"].get("query_embed_from_cache")
+        c.model: c.ops.get("query_embed_measured") for c in summary.candidates if c.ops.get("query_embed_from_cache")
     }
     if kept:
         when = ", ".join(f"{model} at {measured}" for model, measured in sorted(kept.items()))
@@ -83,36 +82,36 @@ def shootout_table(summary: dict, title: str = "") -> Table:
     return table
 
 
-def diagnostics_table(summary: dict) -> Table:
+def diagnostics_table(summary: RunSummary) -> Table:
     """Why candidates score as they do: hit-rate curve points, misses, score gap, span metrics."""
-    k, depth = summary["k"], summary["depth"]
+    k, depth = summary.k, summary.depth
     table = Table(
         title="Diagnostics (score gap = best expected unit − top distractor; span metrics on characters)",
         title_justify="left",
     )
     table.add_column("candidate")
     cutoffs = sorted({1, k, depth})
-    for c in cutoffs:
-        table.add_column(f"hit@{c}", justify="right")
+    for cut in cutoffs:
+        table.add_column(f"hit@{cut}", justify="right")
     table.add_column(f"miss@{depth}", justify="right")
     table.add_column("gap mean", justify="right")
     table.add_column("gap median", justify="right")
-    spans = [f"{name}@{k}" for name in ("span_recall", "span_precision", "span_iou", "evidence_recall")]
-    has_spans = summary["unit"] == "chunk"
+    spans = [metric_key(name, k) for name in SPAN_METRICS]
+    has_spans = summary.unit == CHUNK
     if has_spans:
         for key in spans:
             table.add_column(key.replace("_", " ", 1), justify="right")
-    for c in summary["candidates"]:
-        d = c["diagnostics"]
+    for c in summary.candidates:
+        d = c.diagnostics
         row = [
-            c["id"],
-            *(f"{c['curve'][f'hit_rate@{cut}']:.3f}" for cut in cutoffs),
+            c.id,
+            *(f"{c.curve[metric_key('hit_rate', cut)]:.3f}" for cut in cutoffs),
             str(d["first_relevant_rank"]["miss"]),
-            _num(d["score_gap_mean"], "{:+.3f}"),
-            _num(d["score_gap_median"], "{:+.3f}"),
+            number(d["score_gap_mean"], "{:+.3f}"),
+            number(d["score_gap_median"], "{:+.3f}"),
         ]
         if has_spans:
-            row += [f"{c['quality'][key]:.3f}" for key in spans]
+            row += [f"{c.quality[key]:.3f}" for key in spans]
         table.add_row(*row)
     return table
 
@@ -125,12 +124,12 @@ def plan_table(planned: list) -> Table:
     for p in planned:
         table.add_row(
             p.candidate.id,
-            _num(p.chunks, "{:,}"),
-            _num(p.corpus_tokens, "{:,}"),
+            number(p.chunks, "{:,}"),
+            number(p.corpus_tokens, "{:,}"),
             f"{p.question_tokens:,}",
-            _num(p.price_per_mtok, "{:g}"),
-            _num(p.index_cost_usd, "{:.4f}"),
-            _num(p.run_cost_usd, "{:.4f}"),
+            number(p.price_per_mtok, "{:g}"),
+            usd(p.index_cost_usd, MISSING, symbol="", keep_small=False),  # the column header says $
+            usd(p.run_cost_usd, MISSING, symbol="", keep_small=False),
         )
     return table
 
@@ -166,22 +165,12 @@ def models_table() -> Table:
         table.add_row(
             name,
             kind,
-            _num(spec.dims, "{}"),
-            _num(spec.max_tokens, "{}"),
-            _num(price.price_per_mtok, "{:g}"),
+            number(spec.dims),
+            number(spec.max_tokens),
+            number(price.price_per_mtok, "{:g}"),
             spec.description,
         )
     return table
-
-
-def _usd(value) -> str:
-    from bench.evaluation.costs import format_usd
-
-    return "?" if value is None else format_usd(value)
-
-
-def _num(value, fmt: str) -> str:
-    return "—" if value is None else fmt.format(value)
 
 
 def stats_tables(stats: dict, title: str) -> list[Table]:
@@ -195,10 +184,10 @@ def stats_tables(stats: dict, title: str) -> list[Table]:
         ("unit", stats["unit"]),
         ("evidence items", str(stats["evidence_items"])),
         ("evidence per question (mean / max)", f"{epq['mean']:.2f} / {epq['max']}"),
-        ("questions with 2+ evidence items", f"{stats['multi_evidence_share']:.0%}"),
+        ("questions with 2+ evidence items", percent(stats["multi_evidence_share"])),
         ("questions spanning 2+ documents", str(stats["multi_document_questions"])),
         ("documents referenced", f"{stats['documents_referenced']} of {stats['documents_in_corpus']}"),
-        ("corpus covered by evidence", f"{stats['corpus_coverage']:.1%}"),
+        ("corpus covered by evidence", percent(stats["corpus_coverage"], 1)),
     ]
     if "evidence_chars_per_item" in stats:
         e = stats["evidence_chars_per_item"]

@@ -3,19 +3,23 @@ plots/*.png, report.pdf and inspector.html. ``bench run`` writes them at the end
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any, cast
 
 from bench import files
 from bench.evaluation import significance
 from bench.evaluation.findings import diagnose, findings_lines
+from bench.evaluation.metrics import headline, metric_key
 from bench.report import plots
 from bench.report.inspector import write_inspector
 from bench.report.jobs import Jobs
 from bench.report.pdf import write_pdf
-from bench.results import store
+from bench.results import schema
 from bench.results.history import history_for_report
+from bench.results.schema import QuestionRecord, RunSummary, StoredRun
 
 RANK_MATRIX, PLOTS, PDF, INSPECTOR = "rank_matrix.csv", "plots", "report.pdf", "inspector.html"
 STATISTICS = "statistics.json"  # intervals, every pair on every headline metric, the head-to-head
@@ -27,28 +31,29 @@ class Written:
     pdf_pages: int
 
 
-def write_reports(run: Path, summary: dict | None = None, records: list[dict] | None = None) -> Written:
-    """Write (or rewrite) the run's reports; each file atomically, so a failure leaves old ones whole."""
-    summary = summary if summary is not None else store.load_json(run / store.SUMMARY)
-    records = records if records is not None else store.load_jsonl(run / store.PER_QUESTION)
-    manifest = store.load_json(run / store.MANIFEST)
-    texts = store.load_jsonl(run / store.TEXTS) if (run / store.TEXTS).is_file() else []
+def write_reports(folder: Path, run: StoredRun | None = None) -> Written:
+    """Write (or rewrite) the reports of the run in ``folder``; each file atomically, so a failure
+    leaves old ones whole. ``run`` is the run as stored there, read from the folder when not given."""
+    run = run if run is not None else schema.load_run(folder)
+    summary, records, manifest = run.summary, run.records, run.manifest
     written = []
 
     matrix = significance.rank_matrix(summary, records)
-    headline = _headline(summary)
-    mrr = f"mrr@{summary['k']}"
-    trends = history_for_report(run.parent, summary, manifest, mrr)
-    jobs = {f"plot:{name}": partial(plots.drawn, name, summary, records, matrix) for name in plots.names(matrix)}
+    compared = _headline(summary)
+    mrr = metric_key("mrr", summary.k)
+    trends = history_for_report(folder.parent, summary, manifest, mrr)
+    jobs: dict[str, Callable[[], object]] = {
+        f"plot:{name}": partial(plots.drawn, name, summary, records, matrix) for name in plots.names(matrix)
+    }
     if any(len(t.points) >= 2 for t in trends):
         jobs["plot:history"] = partial(plots.drawn_history, summary, trends, mrr)
-    jobs |= {f"pairs:{m}": partial(significance.all_pairs, summary, records, metric=m) for m in headline}
-    jobs["inspector"] = partial(write_inspector, run / INSPECTOR, summary, records, texts, manifest)
+    jobs |= {f"pairs:{m}": partial(significance.all_pairs, summary, records, metric=m) for m in compared}
+    jobs["inspector"] = partial(write_inspector, folder / INSPECTOR, summary, records, run.texts, manifest)
     running = Jobs(jobs)  # drawn and tested on the other cores while this process does the rest
 
-    significance.write_rank_matrix_csv(run / RANK_MATRIX, *matrix)
-    written.append(run / RANK_MATRIX)
-    stats = {
+    significance.write_rank_matrix_csv(folder / RANK_MATRIX, *matrix)
+    written.append(folder / RANK_MATRIX)
+    stats: dict[str, Any] = {
         "cis": significance.confidence_intervals(summary, records),
         "head_to_head": _best_two(summary, records),
         "per_tag": significance.per_tag(summary, records),
@@ -56,26 +61,31 @@ def write_reports(run: Path, summary: dict | None = None, records: list[dict] | 
     diagnosis = findings_lines(diagnose(summary, records))
 
     done = running.results()
-    written.append(run / INSPECTOR)
-    stats["pairs"] = {m: done[f"pairs:{m}"] for m in headline}
+    written.append(folder / INSPECTOR)
+    stats["pairs"] = {m: done[f"pairs:{m}"] for m in compared}
     files.write_json(
-        run / STATISTICS,
+        folder / STATISTICS,
         {"seed": 0, "permutations": significance.PERMUTATIONS, "bootstrap_resamples": significance.RESAMPLES, **stats},
     )
-    written.append(run / STATISTICS)
+    written.append(folder / STATISTICS)
     stats["diagnosis"] = diagnosis
-    rendered = {name.removeprefix("plot:"): value for name, value in done.items() if name.startswith("plot:")}
-    written += [plots.save(run / PLOTS, name, png) for name, (_, png) in rendered.items()]
-    pages = write_pdf(run / PDF, summary, manifest, rendered, stats)
-    written.append(run / PDF)
+    rendered = {
+        name.removeprefix("plot:"): cast(tuple[str, bytes], value)
+        for name, value in done.items()
+        if name.startswith("plot:")
+    }
+    written += [plots.save(folder / PLOTS, name, png) for name, (_, png) in rendered.items()]
+    pages = write_pdf(folder / PDF, summary, manifest, rendered, stats)
+    written.append(folder / PDF)
     return Written(written, pages)
 
 
-def _headline(summary: dict) -> list[str]:
-    present = summary["candidates"][0]["quality"] if summary["candidates"] else {}
-    return [m for m in (f"{name}@{summary['k']}" for name in significance.HEADLINE) if m in present]
+def _headline(summary: RunSummary) -> list[str]:
+    """The headline metrics at the run's k that its candidates carry, in the one headline order."""
+    present = summary.candidates[0].quality if summary.candidates else {}
+    return [m for m in map(str, headline(summary.k)) if m in present]
 
 
-def _best_two(summary: dict, records: list[dict]) -> dict | None:
-    ids = [c["id"] for c in summary["candidates"]]
+def _best_two(summary: RunSummary, records: list[QuestionRecord]) -> dict | None:
+    ids = [c.id for c in summary.candidates]
     return significance.head_to_head(summary, records, ids[0], ids[1]) if len(ids) >= 2 else None

@@ -27,16 +27,21 @@ import json
 import math
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from bench import files
 from bench.errors import BenchError
-from bench.results import store
+from bench.registry import Registry, suggest
+from bench.results import schema, store
+from bench.results.schema import CandidateResult, QuestionRecord
 
-FORMATS = ("trec", "ranx", "csv", "parquet")
+# Format name → writer of (candidates in rank order, records per candidate, out folder) → paths written;
+# the writers register at the end of this module.
+_Writer = Callable[[list[CandidateResult], dict[str, list[QuestionRecord]], Path], list[Path]]
+FORMATS: Registry[_Writer] = Registry("export format")
 CANDIDATES_TSV = "candidates.tsv"
 TABLE = "per_question"
 ID_COLUMNS = ("candidate", "model", "chunker", "index", "question_id", "tags", "first_relevant_rank")
@@ -51,30 +56,30 @@ def export_run(run: Path, out: Path, fmt: str) -> list[Path]:
     Returns the paths written. Every file is written atomically; nothing else in ``out`` is touched.
     """
     if fmt not in FORMATS:
-        raise BenchError(f"export format {fmt!r} is unknown; choose one of {', '.join(FORMATS)}")
+        raise BenchError(f"export format {fmt!r} is unknown; {suggest(fmt, FORMATS)}choose one of {', '.join(FORMATS)}")
     run = store.find_run(run)
-    summary = store.load_json(run / store.SUMMARY)
-    records = store.load_jsonl(run / store.PER_QUESTION)
-    candidates = sorted(summary["candidates"], key=lambda c: (c.get("rank") or math.inf, c["id"]))
-    by_candidate = _group(records, candidates, run)
-    writers = {"trec": _write_trec, "ranx": _write_ranx, "csv": _write_csv, "parquet": _write_parquet}
+    stored = schema.load_run(run)
+    candidates = sorted(stored.summary.candidates, key=lambda c: (c.rank or math.inf, c.id))
+    by_candidate = _group(stored.records, candidates, run)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        return writers[fmt](candidates, by_candidate, out)
+        return FORMATS.get(fmt)(candidates, by_candidate, out)
     except OSError as e:
         raise BenchError(f"{out}: cannot write the export there ({e.strerror}); pass --out DIR") from None
 
 
-def _group(records: list[dict], candidates: list[dict], run: Path) -> dict[str, list[dict]]:
+def _group(
+    records: list[QuestionRecord], candidates: list[CandidateResult], run: Path
+) -> dict[str, list[QuestionRecord]]:
     """Records per candidate id, in file order."""
-    groups: dict[str, list[dict]] = {c["id"]: [] for c in candidates}
+    groups: dict[str, list[QuestionRecord]] = {c.id: [] for c in candidates}
     for rec in records:
-        if rec["candidate"] not in groups:
+        if rec.candidate not in groups:
             raise BenchError(
-                f"{run / store.PER_QUESTION}: candidate {rec['candidate']!r} is not in "
+                f"{run / store.PER_QUESTION}: candidate {rec.candidate!r} is not in "
                 f"{store.SUMMARY}; the run folder is damaged, run `bench run` again"
             )
-        groups[rec["candidate"]].append(rec)
+        groups[rec.candidate].append(rec)
     return groups
 
 
@@ -132,15 +137,15 @@ def export_scores(scores: Sequence[float | None]) -> list[float]:
     return out
 
 
-def _run_entries(rec: dict) -> list[tuple[str, float]]:
+def _run_entries(rec: QuestionRecord) -> list[tuple[str, float]]:
     """(docno, score) of one question's ranking, best first, with order-preserving scores."""
-    ranking = rec["ranking"]
-    return list(zip((export_id(e["id"]) for e in ranking), export_scores([e["score"] for e in ranking]), strict=True))
+    ranking = rec.ranking
+    return list(zip((export_id(e.id) for e in ranking), export_scores([e.score for e in ranking]), strict=True))
 
 
-def _qrel_entries(rec: dict) -> list[tuple[str, int]]:
+def _qrel_entries(rec: QuestionRecord) -> list[tuple[str, int]]:
     """(docno, grade) of every relevant unit of one question."""
-    return [(export_id(e["id"]), int(e["grade"])) for e in rec["expected"]]
+    return [(export_id(e.id), int(e.grade)) for e in rec.expected]
 
 
 def _write_candidates_tsv(names: dict[str, str], out: Path) -> Path:
@@ -156,14 +161,16 @@ def _write_candidates_tsv(names: dict[str, str], out: Path) -> Path:
 # --- trec and ranx -----------------------------------------------------------------------------
 
 
-def _write_trec(candidates: list[dict], by_candidate: dict[str, list[dict]], out: Path) -> list[Path]:
+def _write_trec(
+    candidates: list[CandidateResult], by_candidate: dict[str, list[QuestionRecord]], out: Path
+) -> list[Path]:
     """``<name>.run`` (qid Q0 docno rank score tag) and ``<name>.qrels`` (qid 0 docno grade) per candidate."""
-    names = safe_names([c["id"] for c in candidates])
+    names = safe_names([c.id for c in candidates])
     written = [_write_candidates_tsv(names, out)]
     for cid, name in names.items():
         run_lines, qrel_lines = [], []
         for rec in by_candidate[cid]:
-            qid = export_id(rec["question_id"])
+            qid = export_id(rec.question_id)
             run_lines += [
                 f"{qid} Q0 {docno} {rank} {score!r} {name}\n"
                 for rank, (docno, score) in enumerate(_run_entries(rec), start=1)
@@ -176,17 +183,19 @@ def _write_trec(candidates: list[dict], by_candidate: dict[str, list[dict]], out
     return written
 
 
-def _write_ranx(candidates: list[dict], by_candidate: dict[str, list[dict]], out: Path) -> list[Path]:
+def _write_ranx(
+    candidates: list[CandidateResult], by_candidate: dict[str, list[QuestionRecord]], out: Path
+) -> list[Path]:
     """``qrels/<name>.json`` and ``runs/<name>.json``: ``{qid: {docno: grade or score}}`` per candidate.
 
     Questions without relevant units are left out of the qrels and questions with an empty ranking
     out of the run, as in the TREC files, so both exports hold the same queries."""
-    names = safe_names([c["id"] for c in candidates])
+    names = safe_names([c.id for c in candidates])
     written = [_write_candidates_tsv(names, out)]
     for cid, name in names.items():
         records = by_candidate[cid]
-        qrels = {export_id(r["question_id"]): dict(_qrel_entries(r)) for r in records if r["expected"]}
-        runs = {export_id(r["question_id"]): dict(_run_entries(r)) for r in records if r["ranking"]}
+        qrels = {export_id(r.question_id): dict(_qrel_entries(r)) for r in records if r.expected}
+        runs = {export_id(r.question_id): dict(_run_entries(r)) for r in records if r.ranking}
         for folder, obj in (("qrels", qrels), ("runs", runs)):
             path = out / folder / f"{name}.json"
             files.write_atomic(path, json.dumps(obj, ensure_ascii=False) + "\n")  # floats keep full precision
@@ -197,36 +206,40 @@ def _write_ranx(candidates: list[dict], by_candidate: dict[str, list[dict]], out
 # --- per-question table ------------------------------------------------------------------------
 
 
-def per_question_table(candidates: list[dict], by_candidate: dict[str, list[dict]]) -> tuple[list[str], list[list]]:
+def per_question_table(
+    candidates: list[CandidateResult], by_candidate: dict[str, list[QuestionRecord]]
+) -> tuple[list[str], list[list]]:
     """Header and rows: one row per (candidate, question), candidates in rank order, questions in
     file order. Metric columns follow the summary's quality order; a missing value is None."""
     metrics = _metric_columns(candidates, by_candidate)
     rows = []
     for cand in candidates:
-        for rec in by_candidate[cand["id"]]:
+        for rec in by_candidate[cand.id]:
             rows.append(
                 [
-                    cand["id"],
-                    cand.get("model"),
-                    cand.get("chunker"),
-                    cand.get("index"),
-                    rec["question_id"],
-                    ";".join(rec.get("tags") or ()),
-                    rec.get("first_relevant_rank"),
-                    *(rec.get("metrics", {}).get(m) for m in metrics),
+                    cand.id,
+                    cand.model,
+                    cand.chunker,
+                    cand.index,
+                    rec.question_id,
+                    ";".join(rec.tags),
+                    rec.first_relevant_rank,
+                    *(rec.metrics.get(m) for m in metrics),
                 ]
             )
     return [*ID_COLUMNS, *metrics], rows
 
 
-def _metric_columns(candidates: list[dict], by_candidate: dict[str, list[dict]]) -> list[str]:
+def _metric_columns(candidates: list[CandidateResult], by_candidate: dict[str, list[QuestionRecord]]) -> list[str]:
     """Every per-question metric: those the summary lists first, in its order, then any others."""
-    seen = dict.fromkeys(m for c in candidates for m in c.get("quality", {}))
-    present = dict.fromkeys(m for recs in by_candidate.values() for r in recs for m in r.get("metrics", {}))
+    seen = dict.fromkeys(m for c in candidates for m in c.quality)
+    present = dict.fromkeys(m for recs in by_candidate.values() for r in recs for m in r.metrics)
     return [m for m in seen if m in present] + [m for m in present if m not in seen]
 
 
-def _write_csv(candidates: list[dict], by_candidate: dict[str, list[dict]], out: Path) -> list[Path]:
+def _write_csv(
+    candidates: list[CandidateResult], by_candidate: dict[str, list[QuestionRecord]], out: Path
+) -> list[Path]:
     """``per_question.csv``: RFC 4180 quoting, "\\n" line ends, blank for a miss or a missing value."""
     header, rows = per_question_table(candidates, by_candidate)
     buffer = io.StringIO()
@@ -238,7 +251,9 @@ def _write_csv(candidates: list[dict], by_candidate: dict[str, list[dict]], out:
     return [path]
 
 
-def _write_parquet(candidates: list[dict], by_candidate: dict[str, list[dict]], out: Path) -> list[Path]:
+def _write_parquet(
+    candidates: list[CandidateResult], by_candidate: dict[str, list[QuestionRecord]], out: Path
+) -> list[Path]:
     """``per_question.parquet``: the CSV's table with typed columns (Int64 rank with nulls, float64 metrics)."""
     try:  # optional and slow to import: only this format needs them
         import fastparquet
@@ -261,3 +276,9 @@ def _write_parquet(candidates: list[dict], by_candidate: dict[str, list[dict]], 
         fastparquet.write(str(tmp), frame, write_index=False)
         files.write_atomic(path, tmp.read_bytes())
     return [path]
+
+
+FORMATS.register("trec", _write_trec)
+FORMATS.register("ranx", _write_ranx)
+FORMATS.register("csv", _write_csv)
+FORMATS.register("parquet", _write_parquet)

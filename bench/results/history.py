@@ -7,16 +7,17 @@ has. A metric is comparable between two runs only when they share the corpus and
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
 from bench.errors import BenchError
-from bench.results import store
+from bench.evaluation.metrics import HEADLINE, MetricName
+from bench.registry import suggest
+from bench.results import schema, store
+from bench.results.schema import Manifest, RunSummary
 
-HEADLINE = ("mrr", "recall", "ndcg", "hit_rate")
 SHORT = 12  # hex digits of a fingerprint shown to people: enough to tell corpora apart at a glance
 REPORT_RUNS = 20  # the report's trend plots show at most this many runs
 _RUN_ID_TIME = "%Y%m%dT%H%M%SZ"
@@ -79,7 +80,7 @@ class CandidateTrend(NamedTuple):
 
 def metric_name(name: str, k: int) -> str:
     """``mrr`` -> ``mrr@k``; a name that already carries a cutoff is kept."""
-    return name if "@" in name else f"{name}@{k}"
+    return name if "@" in name else str(MetricName(name, k))
 
 
 def same_metric(name: str, k_from: int, k_to: int) -> str:
@@ -88,7 +89,7 @@ def same_metric(name: str, k_from: int, k_to: int) -> str:
     return name[: -len(suffix)] + f"@{k_to}" if name.endswith(suffix) else name
 
 
-def short(sha: str) -> str:
+def short(sha: str | None) -> str:
     return (sha or "?")[:SHORT]
 
 
@@ -135,28 +136,26 @@ def as_datetime(moment: datetime | str) -> datetime | None:
     return moment if isinstance(moment, datetime) else None
 
 
-def run_info(folder: Path, summary: dict, manifest: dict) -> RunInfo:
-    """A RunInfo from a run's two JSON documents; BenchError when they lack what every run has."""
-    try:
-        run_id = manifest.get("run_id") or folder.name
-        candidates = {c["id"]: {m: v for m, v in c["quality"].items() if _is_number(v)} for c in summary["candidates"]}
-        return RunInfo(
-            path=folder,
-            run_id=run_id,
-            started=_when(manifest.get("started"), run_id),
-            finished=_when(manifest.get("finished"), run_id),
-            config_hash=str(manifest.get("config_hash", "")),
-            corpus_sha256=manifest["corpus"]["sha256"],
-            goldset_sha256=manifest["goldset"]["sha256"],
-            k=int(summary["k"]),
-            unit=summary.get("unit") or manifest["goldset"].get("unit", "?"),
-            locked=bool(manifest.get("locked", False)),
-            candidates=candidates,
-        )
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise BenchError(
-            f"{folder}: {type(e).__name__} {e} in {store.SUMMARY} or {store.MANIFEST}; the run folder is damaged"
-        ) from None
+def run_info(folder: Path, summary: RunSummary, manifest: Manifest) -> RunInfo:
+    """A RunInfo from a run's summary and manifest; BenchError when they lack what every run has."""
+    run_id = manifest.run_id or folder.name
+    corpus, goldset = manifest.fingerprint("corpus"), manifest.fingerprint("goldset")
+    if corpus is None or goldset is None:
+        missing = "corpus" if corpus is None else "goldset"
+        raise BenchError(f"{folder}: {store.MANIFEST} has no {missing} sha256; the run folder is damaged")
+    return RunInfo(
+        path=folder,
+        run_id=run_id,
+        started=_when(manifest.started, run_id),
+        finished=_when(manifest.finished, run_id),
+        config_hash=str(manifest.config_hash or ""),
+        corpus_sha256=corpus,
+        goldset_sha256=goldset,
+        k=int(summary.k),
+        unit=summary.unit or (manifest.goldset or {}).get("unit", "?"),
+        locked=bool(manifest.locked),
+        candidates={c.id: {m: v for m, v in c.quality.items() if _is_number(v)} for c in summary.candidates},
+    )
 
 
 def _is_number(value) -> bool:
@@ -164,7 +163,7 @@ def _is_number(value) -> bool:
 
 
 def read_run(folder: Path) -> RunInfo:
-    return run_info(folder, store.load_json(folder / store.SUMMARY), store.load_json(folder / store.MANIFEST))
+    return run_info(folder, schema.load_summary(folder), schema.load_manifest(folder))
 
 
 def _order(run: RunInfo) -> tuple:
@@ -230,8 +229,7 @@ def trend_points(runs: list[RunInfo], candidate: str, metric: str) -> list[Trend
 
 def _unknown_candidate(candidate: str, runs: list[RunInfo]) -> str:
     seen = list(dict.fromkeys(cid for r in runs for cid in r.candidates))
-    close = difflib.get_close_matches(candidate, seen, n=3, cutoff=0.5)
-    hint = f"did you mean {' or '.join(close)}?" if close else f"candidates seen: {', '.join(seen[:12])}"
+    hint = suggest(candidate, seen, n=3, cutoff=0.5, quote=False).rstrip() or f"candidates seen: {', '.join(seen[:12])}"
     return f"--candidate {candidate}: in none of {len(runs)} runs; {hint}"
 
 
@@ -247,11 +245,11 @@ def fingerprint_changed(before: TrendPoint, after: TrendPoint) -> list[str]:
     ]
 
 
-def history_for_report(results: Path, summary: dict, manifest: dict, metric: str) -> list[CandidateTrend]:
+def history_for_report(results: Path, summary: RunSummary, manifest: Manifest, metric: str) -> list[CandidateTrend]:
     """For every candidate of this run, ``metric`` (at this run's k) over the runs up to this one that share
     its corpus and goldset fingerprints, at most the last ``REPORT_RUNS``. The report plots a candidate
     when it has two points or more."""
-    this = run_info(results / manifest.get("run_id", ""), summary, manifest)
+    this = run_info(results / (manifest.run_id or ""), summary, manifest)
     runs = [
         r
         for r in list_runs(results)

@@ -2,40 +2,54 @@
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 from pathlib import Path
 
 from bench.evaluation.scoring import rank_candidates, recommendation, score_candidate
-from bench.results import store
+from bench.results import schema, store
+from bench.results.schema import QuestionRecord, StoredRun
 
 
-def recompute(run_ref: str, results: Path) -> tuple[dict, Path, list[str], list[dict]]:
-    """The summary recomputed from per_question.jsonl, the run folder, every figure that differs, and
-    the stored records (so callers need not read the file again)."""
-    path = store.find_run(run_ref, results)
-    stored = store.load_json(path / store.SUMMARY)
-    records = store.load_jsonl(path / store.PER_QUESTION)
-    by_candidate: dict[str, list[dict]] = {}
-    for rec in records:
-        by_candidate.setdefault(rec["candidate"], []).append(copy.deepcopy(rec))
-    k, depth = stored["k"], stored["depth"]
-    fresh = []
-    for cand in stored["candidates"]:
-        parts = score_candidate(
-            by_candidate.get(cand["id"], []),
-            k=k,
-            depth=depth,
-            gain=stored["ndcg_gain"],
-            unit=stored["unit"],
-            min_overlap=stored["min_overlap"],
+def recompute(run_ref: str, results: Path) -> tuple[StoredRun, StoredRun, list[str]]:
+    """The stored run, the same run with every metric recomputed from per_question.jsonl, and every
+    figure that differs between them."""
+    stored = schema.load_run(store.find_run(run_ref, results))
+    summary = stored.summary
+    by_candidate: dict[str, list[QuestionRecord]] = {}
+    for rec in stored.records:
+        by_candidate.setdefault(rec.candidate, []).append(rec)
+    fresh, fresh_records = [], {}
+    for cand in summary.candidates:
+        records, scores = score_candidate(
+            by_candidate.get(cand.id, []),
+            k=summary.k,
+            depth=summary.depth,
+            gain=summary.ndcg_gain,
+            unit=summary.unit,
+            min_overlap=summary.min_overlap,
         )
-        fresh.append({**cand, **parts, "rank": None})
-    ranked = rank_candidates(fresh, k)
-    summary = {**stored, "candidates": ranked}
-    if "recommendation" in stored:
-        summary["recommendation"] = recommendation(ranked, k, stored["recommendation"]["margin"])
-    differences = _differences(stored, summary) + _record_differences(records, by_candidate)
-    return summary, path, differences, records
+        fresh_records[cand.id] = records
+        fresh.append(
+            dataclasses.replace(
+                cand, quality=scores.quality, curve=scores.curve, diagnostics=scores.diagnostics, rank=None
+            )
+        )
+    ranked = rank_candidates(fresh, summary.k)
+    margin = summary.recommendation["margin"] if summary.recommendation else None
+    again = dataclasses.replace(
+        summary,
+        candidates=ranked,
+        recommendation=recommendation(ranked, summary.k, margin) if margin is not None else summary.recommendation,
+    )
+    cursor: dict[str, int] = {}
+    records = []
+    for rec in stored.records:  # the stored order, each record recomputed
+        i = cursor.get(rec.candidate, 0)
+        cursor[rec.candidate] = i + 1
+        records.append(fresh_records[rec.candidate][i] if rec.candidate in fresh_records else rec)
+    recomputed = dataclasses.replace(stored, summary=again, records=records)
+    differences = _differences(summary.to_dict(), again.to_dict()) + _record_differences(stored.records, records)
+    return stored, recomputed, differences
 
 
 def _differences(a, b, where: str = "summary") -> list[str]:
@@ -49,15 +63,11 @@ def _differences(a, b, where: str = "summary") -> list[str]:
     return [] if a == b else [f"{where}: stored {a!r}, recomputed {b!r}"]
 
 
-def _record_differences(stored: list[dict], fresh: dict[str, list[dict]]) -> list[str]:
+def _record_differences(stored: list[QuestionRecord], fresh: list[QuestionRecord]) -> list[str]:
     out = []
-    cursor: dict[str, int] = {}
-    for rec in stored:
-        i = cursor.get(rec["candidate"], 0)
-        cursor[rec["candidate"]] = i + 1
-        new = fresh[rec["candidate"]][i]
-        where = f"{rec['candidate']} {rec['question_id']}"
-        out += _differences(rec["metrics"], new["metrics"], f"{where} metrics")
-        for key in ("first_relevant_rank", "diagnostics"):
-            out += _differences(rec[key], new[key], f"{where} {key}")
+    for old, new in zip(stored, fresh):
+        where = f"{old.candidate} {old.question_id}"
+        out += _differences(old.metrics, new.metrics, f"{where} metrics")
+        out += _differences(old.first_relevant_rank, new.first_relevant_rank, f"{where} first_relevant_rank")
+        out += _differences(old.diagnostics, new.diagnostics, f"{where} diagnostics")
     return out

@@ -1,4 +1,4 @@
-"""The results layout (DESIGN §6): atomic writes, run ids, and loading old runs.
+"""The results layout (docs/design.md, "Results on disk"): atomic writes, run ids, and loading old runs.
 
 A run is written into ``results/.<run_id>.partial/`` and renamed to ``results/<run_id>/``
 only when every file is complete, so a run that dies never leaves a folder that looks whole.
@@ -8,20 +8,24 @@ holds was left by a killed run and is removed by the next run.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 from typing import IO
 
+from bench import files
 from bench.errors import BenchError
 
+fcntl: ModuleType | None
 try:
-    import fcntl
+    fcntl = importlib.import_module("fcntl")
 except ImportError:  # Windows: abandoned staging folders are left for the user to delete
     fcntl = None
 
@@ -126,16 +130,6 @@ def is_staging(path: Path) -> bool:
     return path.name.startswith(".") and path.name.endswith(PARTIAL)
 
 
-def referenced_texts(records: Iterable[dict], corpus) -> list[dict]:
-    """One row per distinct (doc_id, start, end) that the records name, with its text, so reports
-    show what was retrieved without the corpus."""
-    spans = {(e["doc_id"], e["start"], e["end"]) for r in records for e in (*r["ranking"], *r["expected"])}
-    return [
-        {"doc_id": doc_id, "start": start, "end": end, "text": corpus.get(doc_id).text[start:end]}
-        for doc_id, start, end in sorted(spans)
-    ]
-
-
 def find_run(ref: str | Path, results: Path = Path("results")) -> Path:
     """A run folder from a path, a run id, or ``latest``."""
     ref = str(ref)
@@ -158,10 +152,7 @@ def find_run(ref: str | Path, results: Path = Path("results")) -> Path:
 
 
 def load_json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise BenchError(f"{path}: unreadable ({e}); the run folder is damaged") from None
+    return files.read_json(path, "the run folder is damaged")
 
 
 def load_jsonl(path: Path) -> list[dict]:

@@ -13,16 +13,16 @@ gives the factory string that is actually built, so results can record it.
 
 from __future__ import annotations
 
-import difflib
 import math
 import string
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from bench.errors import BenchError
-from bench.registry import Registry
+from bench.registry import Registry, suggest
 
 LEXICAL_INDEX = "inverted"  # what lexical retrievers use instead of a FAISS index
 
@@ -128,7 +128,7 @@ class IndexSpec:
 
         n, dims = vectors.shape
         factory = self.resolve_factory(n, dims)
-        params = dict(self.build_params)
+        params: dict[str, Any] = dict(self.build_params)  # config values
         try:
             index = faiss.index_factory(dims, factory, faiss.METRIC_INNER_PRODUCT)
         except RuntimeError as e:
@@ -175,7 +175,7 @@ def variant_label(params: Mapping[str, object]) -> str:
     return ",".join(f"{k}={v}" for k, v in params.items())
 
 
-def configure(index, params: Mapping[str, object], name: str = "") -> None:
+def configure(index, params: Mapping[str, Any], name: str = "") -> None:
     """Set query parameters (``nprobe``, ``efSearch``, ...) on a built index."""
     import faiss
 
@@ -213,7 +213,7 @@ def _quiet_template_training(index, template: str) -> None:
     except RuntimeError:
         ivf = None
     if ivf is not None and "nlist" in names:
-        ivf.cp.min_points_per_centroid = 1
+        ivf.cp.min_points_per_centroid = 1  # type: ignore[attr-defined]
     pq = getattr(ivf if ivf is not None else index, "pq", None)
     if pq is not None and "nbits" in names:
         pq.cp.min_points_per_centroid = 1
@@ -298,7 +298,7 @@ def index_spec_from_table(name: str, table: object) -> IndexSpec:
     for key in table:
         if key not in _TABLE_KEYS:
             raise BenchError(
-                f"{where}: unknown key {key!r}; {_did_you_mean(key, _TABLE_KEYS)}known: {', '.join(_TABLE_KEYS)}"
+                f"{where}: unknown key {key!r}; {suggest(key, _TABLE_KEYS)}known: {', '.join(_TABLE_KEYS)}"
             )
     factory = table.get("factory")
     if not isinstance(factory, str) or not factory.strip():
@@ -321,7 +321,7 @@ def index_spec_from_table(name: str, table: object) -> IndexSpec:
     for ph in names:
         if ph not in PLACEHOLDERS:
             raise BenchError(
-                f"{where}: factory placeholder {{{ph}}} is unknown; {_did_you_mean(ph, PLACEHOLDERS)}"
+                f"{where}: factory placeholder {{{ph}}} is unknown; {suggest(ph, PLACEHOLDERS)}"
                 f"known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}"
             )
 
@@ -379,7 +379,7 @@ def index_spec_from_table(name: str, table: object) -> IndexSpec:
                 )
             else:
                 fix = (
-                    f"{_did_you_mean(key, (*HNSW_BUILD, *PLACEHOLDERS))}known for {factory!r}: "
+                    f"{suggest(key, (*HNSW_BUILD, *PLACEHOLDERS))}known for {factory!r}: "
                     f"{', '.join(allowed_build) or 'none (leave build out)'}"
                 )
             raise BenchError(f"{where}: build parameter {key!r} does not apply; {fix}")
@@ -389,7 +389,7 @@ def index_spec_from_table(name: str, table: object) -> IndexSpec:
             if key not in allowed_search:
                 raise BenchError(
                     f"{where}: search[{i}] parameter {key!r} does not apply to {factory!r}; "
-                    f"{_did_you_mean(key, allowed_search or SEARCH_PARAMS)}"
+                    f"{suggest(key, allowed_search or SEARCH_PARAMS)}"
                     f"known for it: {', '.join(allowed_search) or 'none (leave search out)'}"
                 )
             _check_number(where, f"search[{i}].{key}", value)
@@ -428,69 +428,7 @@ def _check_number(where: str, what: str, value: object) -> None:
         raise BenchError(f"{where}: {what} = {value!r} must be a positive integer")
 
 
-def _did_you_mean(word: str, known: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(known), n=1)
-    if not close:
-        lowered = {k.lower(): k for k in known}
-        close = [lowered[word.lower()]] if word.lower() in lowered else []
-    return f"did you mean {close[0]!r}? " if close else ""
-
-
-# --- exact reference and sizes -------------------------------------------------------------------------
-
-
-def exact_top(vectors: np.ndarray, queries: np.ndarray, n: int, batch: int = 256, block: int = 65_536) -> np.ndarray:
-    """Brute-force inner-product top-``n`` ids per query (descending score, ties by lower id), int64
-    of shape (queries, min(n, len(vectors))). Vectors are scanned ``block`` rows at a time, so a
-    memory-mapped table of millions of rows needs no more memory than one block of scores."""
-    queries = np.ascontiguousarray(queries, dtype=np.float32)
-    total = len(vectors)
-    n = min(n, total)
-    out = np.empty((len(queries), n), dtype=np.int64)
-    if n == 0:
-        return out
-    for start in range(0, len(queries), batch):
-        q = queries[start : start + batch]
-        kept_ids: list[list[np.ndarray]] = [[] for _ in range(len(q))]
-        kept_scores: list[list[np.ndarray]] = [[] for _ in range(len(q))]
-        for lo in range(0, total, block):
-            part = np.ascontiguousarray(vectors[lo : lo + block], dtype=np.float32)
-            scores = q @ part.T
-            for row, (ids, row_scores) in enumerate(zip(_top_with_ties(scores, n), scores)):
-                kept_ids[row].append(ids + lo)
-                kept_scores[row].append(row_scores[ids])
-        for row in range(len(q)):
-            ids, scores = np.concatenate(kept_ids[row]), np.concatenate(kept_scores[row])
-            out[start + row] = ids[np.lexsort((ids, -scores))[:n]]
-    return out
-
-
-def _top_with_ties(scores: np.ndarray, n: int) -> list[np.ndarray]:
-    """Per row, the columns scoring at least its n-th best (everything tied with it kept)."""
-    width = scores.shape[1]
-    if n >= width:
-        return [np.arange(width)] * len(scores)
-    cut = np.partition(scores, width - n, axis=1)[:, width - n]
-    return [np.flatnonzero(row >= c) for row, c in zip(scores, cut)]
-
-
-def recall_against_exact(approx_ids, exact_ids) -> float:
-    """Mean over queries of |approx ∩ exact| / |exact|; ids of -1 (no result) are ignored.
-
-    Rows may be ragged (e.g. rankings from ``DenseRetriever.search``). A query whose exact row is
-    empty counts as 1.0; no queries at all gives NaN.
-    """
-    approx_rows, exact_rows = list(approx_ids), list(exact_ids)
-    if len(approx_rows) != len(exact_rows):
-        raise ValueError(f"{len(approx_rows)} approximate rows but {len(exact_rows)} exact rows")
-    if not exact_rows:
-        return float("nan")
-    total = 0.0
-    for approx, exact in zip(approx_rows, exact_rows):
-        want = set(np.asarray(exact, dtype=np.int64).ravel().tolist()) - {-1}
-        got = set(np.asarray(approx, dtype=np.int64).ravel().tolist()) - {-1}
-        total += len(want & got) / len(want) if want else 1.0
-    return total / len(exact_rows)
+# --- sizes ---------------------------------------------------------------------------------------------
 
 
 def index_bytes(index) -> int:
@@ -503,7 +441,7 @@ def index_bytes(index) -> int:
         nonlocal size
         size += len(data)
 
-    faiss.write_index(index, faiss.PyCallbackIOWriter(count))
+    faiss.write_index(index, faiss.PyCallbackIOWriter(count))  # type: ignore[attr-defined]
     return size
 
 

@@ -5,10 +5,12 @@ Rankings are deterministic: equal scores are ordered by unit id (``ChunkTable.ti
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -16,10 +18,10 @@ from bench.chunking.table import ChunkTable
 from bench.embedders import PASSAGE, QUERY, Embedder, ModelSpec, load_embedder
 from bench.embedders.cache import EmbeddingCache, EmbedStats, drop_pages
 from bench.embedders.engine import Engine
-from bench.evaluation.costs import hourly_usd
 from bench.measure import rss_mb
 from bench.retrieval.bm25 import BM25Index, Tokenizer
-from bench.retrieval.faiss_index import IndexSpec, exact_top, index_bytes, recall_against_exact
+from bench.retrieval.exact_search import exact_top, recall_against_exact
+from bench.retrieval.faiss_index import IndexSpec, index_bytes
 
 # Extra neighbours fetched from FAISS so ties at the cut-off are ordered by unit id, not by
 # whichever tied vector the index happened to visit first.
@@ -36,32 +38,56 @@ class BuildStats:
     embed: EmbedStats = field(default_factory=EmbedStats)
     chunk_tokens: np.ndarray | None = None  # per chunk, in the model's own tokenizer (dense models)
     billed_tokens: int | None = None  # what an API reported for this build's embedding calls
-    hourly_usd: float | None = None  # compute price, when the model is costed by time
     index_memory_mb: float | None = None  # resident memory the index build added (its structures)
     rss_mb: dict[str, float] = field(default_factory=dict)  # resident memory after each step of the build
 
 
+# What ``Retriever.encode`` makes and ``search``/``score`` take: a float32 matrix for a dense model,
+# token lists for BM25. Only the retriever that made them reads them.
+Queries = Any
+
+
 class Retriever(Protocol):
+    spec: ModelSpec
+    lexical: bool  # ranks by term matches (BM25) rather than by vectors
+    query_stats: EmbedStats | None  # the questions of the last ``encode``: embedded or from the cache
+    query_billed: int | None  # tokens an API reported for the last ``encode``
+
     def build(self, table: ChunkTable, progress: Callable[[int], None] | None = None) -> BuildStats:
         """Index every chunk of the table."""
 
-    def encode(self, questions: list[str]) -> object:
+    def encode(self, questions: list[str]) -> Queries:
         """Turn questions into whatever ``search`` and ``score`` take (from the cache when it can)."""
 
-    def encode_live(self, questions: list[str]) -> object:
+    def encode_live(self, questions: list[str]) -> Queries:
         """As ``encode``, always computed now: what latency is measured on."""
 
-    def search(self, queries: object, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    def search(self, queries: Queries, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per query, up to ``n`` chunk indices and their scores, best first."""
 
-    def score(self, queries: object, q: int, chunks: np.ndarray) -> np.ndarray:
+    def score(self, queries: Queries, q: int, chunks: np.ndarray) -> np.ndarray:
         """Exact scores of the given chunks for query ``q``, retrieved or not."""
 
     def set_search(self, params: dict) -> None:
         """Apply one query setting of the index (no rebuild)."""
 
-    def recall_against_exact(self, queries: object, n: int) -> float | None:
+    def recall_against_exact(self, queries: Queries, n: int) -> float | None:
         """Share of the exact top-n this retriever finds; None when it is exact."""
+
+    def count_tokens(self, texts: Sequence[str]) -> np.ndarray | None:
+        """Tokens per text in the model's own tokenizer; None when no model reads the texts (BM25)."""
+
+    def one_query_at_a_time(self) -> contextlib.AbstractContextManager[None]:
+        """Search as a service answers: one query per request, on one thread (what latency times)."""
+
+
+class _Billed(Protocol):
+    billed_tokens: int  # tokens an API has reported so far
+
+
+def _billed(embedder: Embedder) -> int:
+    """Tokens an API embedder has been billed so far; only for one seen to carry ``billed_tokens``."""
+    return cast(_Billed, embedder).billed_tokens
 
 
 def top_n(scores: np.ndarray, tie_order: np.ndarray, n: int) -> np.ndarray:
@@ -92,6 +118,10 @@ class DenseRetriever:
         self.cache = cache
         self.batch_size = batch_size
         self.embedder = embedder or load_embedder(spec, batch_size=batch_size)
+        self.query_stats: EmbedStats | None = None
+        self.query_billed: int | None = None
+
+    lexical = False
 
     def build(self, table: ChunkTable, progress=None) -> BuildStats:
         self.tie_order = table.tie_order
@@ -100,7 +130,7 @@ class DenseRetriever:
         self.vectors, embed_stats = self.cache.embed(
             self.embedder, table.texts, PASSAGE, self._call_size, progress, engine=self.engine
         )
-        billed = None if billed_before is None else self.embedder.billed_tokens - billed_before
+        billed = None if billed_before is None else _billed(self.embedder) - billed_before
         drop_pages(self.vectors)  # written to the mapped file; the index build reads them back in blocks
         t1 = time.perf_counter()
         rss = {"embed": rss_mb()}
@@ -120,12 +150,11 @@ class DenseRetriever:
             embed=embed_stats,
             chunk_tokens=chunk_tokens,
             billed_tokens=billed,
-            hourly_usd=hourly_usd(self.spec),
             index_memory_mb=round(rss["index"] - rss["embed"], 1),
             rss_mb=rss,
         )
 
-    def count_tokens(self, texts: list[str]) -> np.ndarray:
+    def count_tokens(self, texts: Sequence[str]) -> np.ndarray:
         """Tokens per text in the model's own tokenizer (kept in the cache beside the vectors)."""
         return self.cache.count_tokens(self.embedder, texts)
 
@@ -141,7 +170,7 @@ class DenseRetriever:
     def encode(self, questions: list[str]) -> np.ndarray:
         before = getattr(self.embedder, "billed_tokens", None)
         vectors, self.query_stats = self.cache.embed(self.embedder, questions, QUERY, self._call_size)
-        self.query_billed = None if before is None else self.embedder.billed_tokens - before
+        self.query_billed = None if before is None else _billed(self.embedder) - before
         return vectors
 
     def encode_live(self, questions: list[str]) -> np.ndarray:
@@ -170,6 +199,19 @@ class DenseRetriever:
     def score(self, queries: np.ndarray, q: int, chunks: np.ndarray) -> np.ndarray:
         return (self.vectors[chunks] @ queries[q]).astype(np.float64)
 
+    @contextmanager
+    def one_query_at_a_time(self) -> Iterator[None]:
+        # FAISS's OpenMP start-up on every single-vector search would otherwise dominate
+        # (milliseconds on a tiny index).
+        import faiss
+
+        threads = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(1)
+        try:
+            yield
+        finally:
+            faiss.omp_set_num_threads(threads)
+
 
 class BM25Retriever:
     """Lucene BM25 (k1=1.5, b=0.75, bm25s's scores) over lower-cased words minus English stopwords.
@@ -177,6 +219,10 @@ class BM25Retriever:
     Only chunks sharing at least one term with the question are retrieved, as in any
     inverted index; so a ranking may be shorter than asked.
     """
+
+    lexical = True
+    query_stats: EmbedStats | None = None  # no model: nothing is embedded or billed
+    query_billed: int | None = None
 
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
@@ -206,6 +252,13 @@ class BM25Retriever:
 
     def recall_against_exact(self, queries, n: int) -> None:
         return None  # BM25 scores every matching chunk: it is exact
+
+    def count_tokens(self, texts: Sequence[str]) -> None:
+        return None
+
+    @contextmanager
+    def one_query_at_a_time(self) -> Iterator[None]:
+        yield  # one thread already
 
     def _all_scores(self, tokens: list[str]) -> np.ndarray:
         return self.bm25.scores(tokens).astype(np.float64)

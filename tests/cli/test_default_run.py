@@ -59,7 +59,7 @@ def test_a_warm_rerun_never_loads_the_model(default_run):
         f"cfg = load_config(Path({str(root / 'bench.toml')!r})).with_overrides("
         f"cache_override=Path({str(root / 'cache')!r}), results=Path({str(root / 'warm')!r})); "
         "out = run_shootout(cfg, only=('minilm/*',), reports=False); "
-        "ops = [c['ops'] for c in out.summary['candidates']]; "
+        "ops = [c.ops for c in out.summary.candidates]; "
         "print('torch' in sys.modules, all(o['query_embed_from_cache'] for o in ops), "
         "sum(o['chunks_embedded'] for o in ops))"
     )

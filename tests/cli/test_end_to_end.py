@@ -208,10 +208,10 @@ def test_missing_config_is_exit_2(tmp_path: Path):
 
 def test_a_failing_run_leaves_no_run_folder(project: Path, monkeypatch):
     from bench.config import load_config
-    from bench.run import shootout
+    from bench.run import retrieve, shootout
 
     calls = {"n": 0}
-    original = shootout._run_candidate
+    original = retrieve.run_candidate
 
     def fail_on_second(*args, **kwargs):
         calls["n"] += 1
@@ -219,7 +219,7 @@ def test_a_failing_run_leaves_no_run_folder(project: Path, monkeypatch):
             raise KeyboardInterrupt
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(shootout, "_run_candidate", fail_on_second)
+    monkeypatch.setattr(retrieve, "run_candidate", fail_on_second)
     with pytest.raises(KeyboardInterrupt):
         shootout.run_shootout(load_config(project))
     results = project.parent / "results"

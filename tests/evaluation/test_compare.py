@@ -15,6 +15,7 @@ from scipy import stats
 
 from bench.errors import BenchError
 from bench.evaluation import significance
+from bench.results.schema import QuestionRecord, RunSummary
 
 A = np.array([0.5, 1, 0.33, 0, 1, 0.25, 1, 0.2, 0.5, 1])
 B = np.array([0.25, 0.5, 0.33, 0.5, 0, 0.25, 1, 0.5, 0.2, 0.33])
@@ -46,7 +47,22 @@ def _metrics(rank: int | None) -> dict[str, float]:
     }
 
 
-def _run() -> tuple[dict, list[dict]]:
+def _typed(summary: dict, records: list[dict]) -> tuple[RunSummary, list[QuestionRecord]]:
+    """A hand-built run as the schema's values; what these tests leave out gets empty defaults."""
+    filled = {
+        "unit": "chunk",
+        "ndcg_gain": "exponential",
+        "min_overlap": 0.5,
+        **summary,
+        "candidates": [
+            {"model": "m", "chunker": "c", "index": "flat", "search": None, **c} for c in summary["candidates"]
+        ],
+    }
+    rows = [{"question": "", "ranking": [], "expected": [], "evidence": [], **r} for r in records]
+    return RunSummary.from_dict(filled), [QuestionRecord.from_dict(r) for r in rows]
+
+
+def _run() -> tuple[RunSummary, list[QuestionRecord]]:
     records = [
         {
             "candidate": cid,
@@ -66,7 +82,7 @@ def _run() -> tuple[dict, list[dict]]:
         # precision@3 left out of quality: the default metric list must skip it
         quality = {m: float(np.mean([q[m] for q in per_q])) for m in ("mrr@3", "hit_rate@3", "recall@3", "ndcg@3")}
         candidates.append({"id": cid, "rank": position, "quality": quality})
-    return {"k": K, "depth": DEPTH, "unit": "chunk", "candidates": candidates}, records
+    return _typed({"k": K, "depth": DEPTH, "unit": "chunk", "candidates": candidates}, records)
 
 
 def _mrr(cid: str) -> np.ndarray:
@@ -280,8 +296,9 @@ def test_all_pairs_is_fast_on_a_full_sized_run():
                     "metrics": {"mrr@5": 1 / rank if rank and rank <= 5 else 0.0},
                 }
             )
+    typed = _typed(summary, records)
     start = time.perf_counter()
-    rows = significance.all_pairs(summary, records)
+    rows = significance.all_pairs(*typed)
     assert time.perf_counter() - start < 5.0
     assert len(rows) == 36 and all(0 < r["randomisation_p"] <= 1 for r in rows)
 
@@ -326,7 +343,7 @@ def test_rank_matrix_all_missed_before_all_found():
         for c in ("x", "y")
     ]
     summary = {"k": 1, "depth": 3, "candidates": [{"id": "x", "rank": 1}, {"id": "y", "rank": 2}]}
-    assert significance.rank_matrix(summary, records)[0] == ["b-missed", "a-found"]
+    assert significance.rank_matrix(*_typed(summary, records))[0] == ["b-missed", "a-found"]
 
 
 def test_rank_matrix_csv_round_trip(tmp_path):

@@ -15,7 +15,6 @@ from bench.evaluation.costs import (
     cheapest_within,
     compute_cost_usd,
     cost_per_1k_queries_usd,
-    format_usd,
     index_cost_usd,
     parse_price_table,
     price_table,
@@ -23,6 +22,8 @@ from bench.evaluation.costs import (
     resolve_price,
     run_cost_usd,
 )
+from bench.formatting import usd
+from bench.results.schema import CandidateResult
 
 # --- arithmetic, checked against sums done by hand -------------------------------------------------
 
@@ -211,8 +212,12 @@ def test_configured_price_wins(loader):
 # --- cheapest_within -------------------------------------------------------------------------------
 
 
-def _cand(cid: str, score, cost, metric: str = "mrr@5", key: str = "cost_per_1k_queries_usd", **ops) -> dict:
-    return {"id": cid, "quality": {metric: score}, "ops": {key: cost, **ops}}
+def _cand(cid: str, score, cost, metric: str = "mrr@5", key: str = "cost_per_1k_queries_usd", **ops) -> CandidateResult:
+    return _result(cid, {metric: score}, {key: cost, **ops})
+
+
+def _result(cid: str, quality: dict, ops: dict) -> CandidateResult:
+    return CandidateResult(id=cid, model="m", chunker="c", index="flat", search=None, quality=quality, ops=ops)
 
 
 K = "cost_per_1k_queries_usd"
@@ -221,9 +226,9 @@ K = "cost_per_1k_queries_usd"
 def test_cheapest_within_picks_lowest_cost_inside_margin():
     cands = [_cand("a", 0.80, 0.010), _cand("b", 0.79, 0.002), _cand("c", 0.70, 0.0)]
     # c is free but 0.10 below the best; b is inside 0.02 and cheaper than a
-    assert cheapest_within(cands, "mrr@5", 0.02, K)["id"] == "b"
-    assert cheapest_within(cands, "mrr@5", 0.10, K)["id"] == "c"
-    assert cheapest_within(cands, "mrr@5", 0.0, K)["id"] == "a"
+    assert cheapest_within(cands, "mrr@5", 0.02, K).id == "b"
+    assert cheapest_within(cands, "mrr@5", 0.10, K).id == "c"
+    assert cheapest_within(cands, "mrr@5", 0.0, K).id == "a"
 
 
 def test_margin_boundary_is_included_despite_float_error():
@@ -231,24 +236,24 @@ def test_margin_boundary_is_included_despite_float_error():
     # candidate exactly 0.02 below the best would fall out of a 0.02 margin.
     assert 0.14 - 0.02 > 0.12
     cands = [_cand("best", 0.14, 0.01), _cand("edge", 0.12, 0.001)]
-    assert cheapest_within(cands, "mrr@5", 0.02, K)["id"] == "edge"
+    assert cheapest_within(cands, "mrr@5", 0.02, K).id == "edge"
     cands = [_cand("best", 0.731, 0.01), _cand("edge", 0.711, 0.001)]
-    assert cheapest_within(cands, "mrr@5", 0.02, K)["id"] == "edge"
+    assert cheapest_within(cands, "mrr@5", 0.02, K).id == "edge"
     # just outside the margin, by far more than the epsilon, stays out
     cands = [_cand("best", 0.731, 0.01), _cand("out", 0.7109, 0.001)]
-    assert cheapest_within(cands, "mrr@5", 0.02, K)["id"] == "best"
+    assert cheapest_within(cands, "mrr@5", 0.02, K).id == "best"
 
 
 def test_cost_ties_go_to_higher_score_then_id():
     cands = [_cand("z", 0.75, 0.0), _cand("y", 0.76, 0.0), _cand("best", 0.77, 0.5)]
-    assert cheapest_within(cands, "mrr@5", 0.02, K)["id"] == "y"
+    assert cheapest_within(cands, "mrr@5", 0.02, K).id == "y"
     cands = [_cand("b", 0.76, 0.0), _cand("a", 0.76, 0.0), _cand("best", 0.77, 0.5)]
-    assert cheapest_within(cands, "mrr@5", 0.02, K)["id"] == "a"
+    assert cheapest_within(cands, "mrr@5", 0.02, K).id == "a"
 
 
 def test_unknown_costs_are_skipped():
     cands = [_cand("a", 0.80, None), _cand("b", 0.79, 0.004), _cand("c", 0.795, float("nan"))]
-    assert cheapest_within(cands, "mrr@5", 0.02, K)["id"] == "b"
+    assert cheapest_within(cands, "mrr@5", 0.02, K).id == "b"
 
 
 def test_all_unknown_costs_give_none():
@@ -258,13 +263,13 @@ def test_all_unknown_costs_give_none():
 
 
 def test_missing_cost_key_counts_as_unknown():
-    cands = [{"id": "a", "quality": {"mrr@5": 0.8}, "ops": {}}]
+    cands = [_result("a", {"mrr@5": 0.8}, {})]
     assert cheapest_within(cands, "mrr@5", 0.02, K) is None
 
 
 def test_candidates_without_a_score_are_ignored():
     cands = [_cand("a", None, 0.0), _cand("b", float("nan"), 0.0), _cand("c", 0.6, 0.3)]
-    assert cheapest_within(cands, "mrr@5", 0.02, K)["id"] == "c"
+    assert cheapest_within(cands, "mrr@5", 0.02, K).id == "c"
     assert cheapest_within([], "mrr@5", 0.02, K) is None
     assert cheapest_within([_cand("a", None, 0.0)], "mrr@5", 0.02, K) is None
 
@@ -311,9 +316,23 @@ def test_recommendation_line_marks_estimates_and_other_cost_keys():
     assert line.endswith("$0.0123 (compute estimate) to index the corpus")
 
 
-def test_format_usd_never_hides_small_costs():
-    assert format_usd(0.0) == "$0.0000"
-    assert format_usd(0.00105508) == "$0.0011"
-    assert format_usd(0.000021) == "$0.000021"
-    assert format_usd(0.00002) == "$0.000020"
-    assert format_usd(None) == "unknown"
+def test_usd_never_hides_small_costs():
+    assert usd(0.0) == "$0.0000"
+    assert usd(0.00105508) == "$0.0011"
+    assert usd(0.000021) == "$0.000021"
+    assert usd(0.00002) == "$0.000020"
+    assert usd(None) == "unknown"
+
+
+# --- latency end to end ----------------------------------------------------------------------------
+
+
+def test_end_to_end_p95_adds_embedding_and_search():
+    def p95(embed, search) -> float | None:
+        return costs.end_to_end_p95_ms(_result("a", {}, {"query_embed_ms_p95": embed, "search_ms_p95": search}))
+
+    assert p95(10.0, 1.5) == 11.5
+    assert p95(None, 0.2) == 0.2  # BM25 embeds nothing
+    assert p95(50.0, None) == 50.0
+    assert p95(None, None) is None
+    assert costs.end_to_end_p95_ms(_result("a", {}, {})) is None

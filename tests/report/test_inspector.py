@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from bench.report.inspector import inspector_data, write_inspector
-from bench.results import store
+from bench.results import schema
+from bench.results.schema import QuestionRecord, RankedUnit
 from tests.helpers import DOCS, QUESTIONS, finished_runs, run_cli, write_project
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
@@ -44,13 +45,10 @@ def _build_run(root: Path, whole_documents: bool = False) -> Path:
     return run
 
 
-def _load(run: Path) -> tuple[dict, list[dict], list[dict], dict]:
-    return (
-        store.load_json(run / store.SUMMARY),
-        store.load_jsonl(run / store.PER_QUESTION),
-        store.load_jsonl(run / store.TEXTS),
-        store.load_json(run / store.MANIFEST),
-    )
+def _load(folder: Path) -> tuple:
+    """What the inspector is written from: summary, records, texts and manifest."""
+    run = schema.load_run(folder)
+    return run.summary, run.records, run.texts, run.manifest
 
 
 class Run:
@@ -60,18 +58,18 @@ class Run:
         self.summary, self.records, self.texts, self.manifest = _load(folder)
         self.page = folder / "inspector.html"
         write_inspector(self.page, self.summary, self.records, self.texts, self.manifest)
-        self.k = self.summary["k"]
-        self.ids = [c["id"] for c in sorted(self.summary["candidates"], key=lambda c: c["rank"])]
-        self.qids = list(dict.fromkeys(r["question_id"] for r in self.records))
+        self.k = self.summary.k
+        self.ids = [c.id for c in sorted(self.summary.candidates, key=lambda c: c.rank)]
+        self.qids = list(dict.fromkeys(r.question_id for r in self.records))
 
-    def record(self, candidate: str, qid: str) -> dict:
-        return next(r for r in self.records if r["candidate"] == candidate and r["question_id"] == qid)
+    def record(self, candidate: str, qid: str) -> QuestionRecord:
+        return next(r for r in self.records if r.candidate == candidate and r.question_id == qid)
 
     def misses(self, candidate: str) -> set[str]:
         return {
-            r["question_id"]
+            r.question_id
             for r in self.records
-            if r["candidate"] == candidate and (r["first_relevant_rank"] is None or r["first_relevant_rank"] > self.k)
+            if r.candidate == candidate and (r.first_relevant_rank is None or r.first_relevant_rank > self.k)
         }
 
 
@@ -158,8 +156,8 @@ return [...document.querySelectorAll('.question')].filter(q => q.checkVisibility
 """
 
 
-def _span(entry: dict) -> str:
-    return f"{entry['doc_id']}:{entry['start']}-{entry['end']}"
+def _span(entry: RankedUnit) -> str:
+    return f"{entry.doc_id}:{entry.start}-{entry.end}"
 
 
 def test_every_question_is_shown_and_counted(driver, chunk_run: Run):
@@ -231,7 +229,7 @@ def test_hostile_text_is_shown_as_text_and_never_runs(driver, chunk_run: Run):
         button.click()
     assert driver.execute_script("return window.__pwned === undefined")
     _click(driver, "misses-only")
-    hostile = [t["text"] for t in chunk_run.texts if "__pwned" in t["text"]]
+    hostile = [t.text for t in chunk_run.texts if "__pwned" in t.text]
     assert any(SCRIPT_PART in text for text in hostile) and any(
         'onerror="window.__pwned=2">' in text for text in hostile
     )
@@ -257,17 +255,17 @@ def test_labels_first_relevant_and_missed_units_follow_the_records(driver, chunk
         for q in driver.execute_script(_COLUMNS_JS):
             [column] = q["columns"]
             record = chunk_run.record(candidate, q["qid"])
-            top = [_span(e) for e in record["ranking"][:k]]
+            top = [_span(e) for e in record.ranking[:k]]
             assert [e["span"] for e in column["entries"]] == top
-            for shown, stored in zip(column["entries"], record["ranking"]):
-                expected = f"ground truth (grade {stored['grade']})" if stored["grade"] > 0 else "distractor"
+            for shown, stored in zip(column["entries"], record.ranking):
+                expected = f"ground truth (grade {stored.grade})" if stored.grade > 0 else "distractor"
                 assert shown["label"] == expected
                 labels.add(expected.split(" (")[0])
             first = [e["rank"] for e in column["entries"] if e["first"]]
-            rank = record["first_relevant_rank"]
+            rank = record.first_relevant_rank
             assert first == ([rank] if rank is not None and rank <= k else [])
-            ranks = {_span(e): i for i, e in reversed(list(enumerate(record["ranking"], start=1)))}
-            missed = [e for e in record["expected"] if _span(e) not in top]
+            ranks = {_span(e): i for i, e in reversed(list(enumerate(record.ranking, start=1)))}
+            missed = [e for e in record.expected if _span(e) not in top]
             assert column["missed"] == [
                 {"span": _span(e), "position": f"rank {ranks[_span(e)]}" if _span(e) in ranks else "not retrieved"}
                 for e in missed
@@ -280,7 +278,7 @@ def test_labels_first_relevant_and_missed_units_follow_the_records(driver, chunk
 def test_show_to_depth_reveals_ranks_past_k(driver, chunk_run: Run):
     _open(driver, chunk_run.page)
     a = chunk_run.ids[0]
-    lengths = [len(chunk_run.record(a, qid)["ranking"]) for qid in chunk_run.qids]
+    lengths = [len(chunk_run.record(a, qid).ranking) for qid in chunk_run.qids]
     assert max(lengths) > chunk_run.k
     shown = driver.execute_script(_COLUMNS_JS)
     assert [len(q["columns"][0]["entries"]) for q in shown] == [min(n, chunk_run.k) for n in lengths]
@@ -291,7 +289,7 @@ def test_show_to_depth_reveals_ranks_past_k(driver, chunk_run: Run):
 
 def test_document_unit_shows_document_names_and_their_beginning(driver, tmp_path: Path):
     run = Run(_build_run(tmp_path, whole_documents=True))
-    assert run.summary["unit"] == "document"
+    assert run.summary.unit == "document"
     _open(driver, run.page)
     rows = driver.execute_script("""return [...document.querySelectorAll('.entry')].map(e => [
         e.querySelector('.where').textContent, e.querySelector('.unit-text').textContent])""")

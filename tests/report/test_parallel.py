@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 
 import pytest
 
@@ -25,3 +26,17 @@ def test_a_failing_job_raises_and_leaves_no_worker():
     with pytest.raises(ValueError, match="broken job"):
         Jobs({"ok": lambda: 1, "boom": boom}).results()
     assert multiprocessing.active_children() == []
+
+
+def test_report_jobs_take_arguments_a_spawned_worker_could_be_sent():
+    """Forked workers inherit their jobs; a platform that spawns them would pickle each one instead."""
+    from functools import partial
+
+    from bench.report import plots
+    from tests.report.test_plots import make_run, rank_matrix
+
+    summary, records = make_run()
+    job = partial(plots.drawn, "hit_rate_curves", summary, records, rank_matrix(summary, records))
+    copy = pickle.loads(pickle.dumps(job))
+    assert copy.args[1] == summary and copy.args[2] == records
+    assert copy()[0] == "Hit rate by cutoff"

@@ -1,7 +1,10 @@
-"""The run's plots (bench.report.plots): each figure carries the numbers it claims, colours agree across
-figures, and the PNGs are real, non-blank and byte-for-byte reproducible. No model is loaded."""
+"""The run's plots (bench.report.plots and the plot_* modules): each figure carries the numbers it claims,
+colours agree across figures, and the PNGs are real, non-blank and byte-for-byte reproducible. No model is
+loaded."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -9,8 +12,10 @@ from matplotlib.colors import to_hex
 from matplotlib.image import AxesImage, imread
 from matplotlib.text import Text
 
-from bench.report import plots
-from bench.report.plots import candidate_colours, candidate_styles, pareto_front
+from bench.report import plot_quality, plot_tradeoff, plots
+from bench.report.plot_base import candidate_colours, candidate_styles
+from bench.report.plot_tradeoff import pareto_front
+from bench.results.schema import CandidateResult, QuestionRecord, RunSummary
 
 K, DEPTH, N_QUESTIONS = 3, 6, 10
 
@@ -23,38 +28,41 @@ CANDIDATES = {
 }
 
 
-def _candidate(cid: str, ranks: list[int | None], cost: float | None, latency: tuple, rank: int) -> dict:
+def _candidate(cid: str, ranks: list[int | None], cost: float | None, latency: tuple, rank: int) -> CandidateResult:
     model, chunker, index = cid.split("/")
     hits = [r for r in ranks if r is not None]
     counts = {str(r): sum(h == r for h in hits) for r in range(1, DEPTH + 1)} | {"miss": ranks.count(None)}
     curve = {f"hit_rate@{n}": sum(h <= n for h in hits) / len(ranks) for n in range(1, DEPTH + 1)}
     mrr = sum(1 / r for r in hits if r <= K) / len(ranks)
-    return {
-        "id": cid,
-        "model": model,
-        "chunker": chunker,
-        "index": index,
-        "rank": rank,
-        "quality": {f"mrr@{K}": mrr, f"hit_rate@{K}": curve[f"hit_rate@{K}"]},
-        "curve": curve,
-        "diagnostics": {"first_relevant_rank": counts},
-        "ops": {"cost_per_1k_queries_usd": cost, "query_embed_ms_p95": latency[0], "search_ms_p95": latency[1]},
-    }
+    return CandidateResult(
+        id=cid,
+        model=model,
+        chunker=chunker,
+        index=index,
+        search=None,
+        lexical=index == "inverted",
+        rank=rank,
+        quality={f"mrr@{K}": mrr, f"hit_rate@{K}": curve[f"hit_rate@{K}"]},
+        curve=curve,
+        diagnostics={"first_relevant_rank": counts},
+        ops={"cost_per_1k_queries_usd": cost, "query_embed_ms_p95": latency[0], "search_ms_p95": latency[1]},
+    )
 
 
-def make_run(candidates: dict = CANDIDATES) -> tuple[dict, list[dict]]:
+def make_run(candidates: dict = CANDIDATES) -> tuple[RunSummary, list[QuestionRecord]]:
     """A summary in rank order (best mrr first) and its per-question records."""
     built = [_candidate(cid, *spec, rank=0) for cid, spec in candidates.items()]
-    built.sort(key=lambda c: -c["quality"][f"mrr@{K}"])
-    for rank, c in enumerate(built, start=1):
-        c["rank"] = rank
+    built.sort(key=lambda c: -c.quality[f"mrr@{K}"])
+    built = [dataclasses.replace(c, rank=rank) for rank, c in enumerate(built, start=1)]
     edges = list(np.linspace(10, 64, 11))
-    summary = {
-        "k": K,
-        "depth": DEPTH,
-        "unit": "chunk",
-        "candidates": built,
-        "chunkers": {
+    summary = RunSummary(
+        k=K,
+        depth=DEPTH,
+        unit="chunk",
+        ndcg_gain="exponential",
+        min_overlap=0.5,
+        candidates=built,
+        chunkers={
             "tok64": {
                 "chunks": 40,
                 "tokens": 2300,
@@ -62,7 +70,7 @@ def make_run(candidates: dict = CANDIDATES) -> tuple[dict, list[dict]]:
                 "token_histogram": {"edges": edges, "counts": [1, 0, 2, 1, 0, 1, 2, 3, 5, 25]},
             }
         },
-    }
+    )
     rng = np.random.default_rng(7)
     records = []
     for cid, (ranks, _, _) in candidates.items():
@@ -70,21 +78,24 @@ def make_run(candidates: dict = CANDIDATES) -> tuple[dict, list[dict]]:
             scale = 5.0 if cid.startswith("bm25") else 0.2
             gap = None if cid.startswith("api") else float(rng.normal(0.02, scale))
             records.append(
-                {
-                    "candidate": cid,
-                    "question_id": f"q{q:02d}",
-                    "question": f"question number {q}?",
-                    "tags": [],
-                    "first_relevant_rank": first,
-                    "metrics": {},
-                    "diagnostics": {"score_gap": gap},
-                }
+                QuestionRecord(
+                    candidate=cid,
+                    question_id=f"q{q:02d}",
+                    question=f"question number {q}?",
+                    tags=[],
+                    ranking=[],
+                    expected=[],
+                    evidence=[],
+                    first_relevant_rank=first,
+                    metrics={},
+                    diagnostics={"score_gap": gap},
+                )
             )
     return summary, records
 
 
 @pytest.fixture(scope="module")
-def run() -> tuple[dict, list[dict]]:
+def run() -> tuple[RunSummary, list[QuestionRecord]]:
     return make_run()
 
 
@@ -105,10 +116,12 @@ def by_gid(fig, gid: str) -> list:
     return [a for a in fig.findobj(lambda a: a.get_gid() == gid)]
 
 
-def rank_matrix(summary: dict, records: list[dict]) -> tuple[list[str], list[str], list[list[int | None]]]:
-    ids = [c["id"] for c in summary["candidates"]]
-    first = {(r["candidate"], r["question_id"]): r["first_relevant_rank"] for r in records}
-    questions = sorted({r["question_id"] for r in records})
+def rank_matrix(
+    summary: RunSummary, records: list[QuestionRecord]
+) -> tuple[list[str], list[str], list[list[int | None]]]:
+    ids = [c.id for c in summary.candidates]
+    first = {(r.candidate, r.question_id): r.first_relevant_rank for r in records}
+    questions = sorted({r.question_id for r in records})
     return questions, ids, [[first[(c, q)] for c in ids] for q in questions]
 
 
@@ -134,10 +147,11 @@ def test_pareto_front_ties_single_point_and_empty():
 def test_colours_follow_rank_order_and_stay_distinct():
     summary, _ = make_run()
     colours = candidate_colours(summary)
-    assert list(colours) == [c["id"] for c in summary["candidates"]]
+    assert list(colours) == [c.id for c in summary.candidates]
     assert list(colours.values()) == ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"]  # tab10 in rank order
-    many = {"candidates": [{"id": f"m{i}"} for i in range(25)]}
-    assert len(set(candidate_colours({"candidates": many["candidates"][:20]}).values())) == 20
+    plenty = [dataclasses.replace(summary.candidates[0], id=f"m{i}") for i in range(25)]
+    many = dataclasses.replace(summary, candidates=plenty)
+    assert len(set(candidate_colours(dataclasses.replace(summary, candidates=plenty[:20])).values())) == 20
     styles = candidate_styles(many)
     assert len({(s.colour, s.linestyle, s.marker) for s in styles.values()}) == 25  # cycles change line and marker
 
@@ -151,12 +165,12 @@ def test_hit_rate_curves_plot_every_candidates_curve(run, figs):
     colours = candidate_colours(summary)
     ax = fig.axes[0]
     lines = {line.get_gid(): line for line in ax.get_lines() if line.get_gid() in colours}
-    assert len(lines) == len(summary["candidates"])
-    for c in summary["candidates"]:
-        line = lines[c["id"]]
+    assert len(lines) == len(summary.candidates)
+    for c in summary.candidates:
+        line = lines[c.id]
         assert list(line.get_xdata()) == list(range(1, DEPTH + 1))
-        assert np.allclose(line.get_ydata(), [c["curve"][f"hit_rate@{n}"] for n in range(1, DEPTH + 1)])
-        assert to_hex(line.get_color()) == colours[c["id"]]
+        assert np.allclose(line.get_ydata(), [c.curve[f"hit_rate@{n}"] for n in range(1, DEPTH + 1)])
+        assert to_hex(line.get_color()) == colours[c.id]
     k_line = by_gid(fig, "k")[0]
     assert list(k_line.get_xdata()) == [K, K] and k_line.get_linestyle() == ":"
     assert ax.get_ylim()[0] == 0 and ax.get_ylim()[1] >= 1
@@ -165,16 +179,16 @@ def test_hit_rate_curves_plot_every_candidates_curve(run, figs):
 def test_first_rank_bars_are_shares_with_a_distinct_miss_bar(run, figs):
     summary, _ = run
     fig = figs["first_rank"]
-    for c in summary["candidates"]:
-        ax = next(a for a in fig.axes if a.get_gid() == c["id"])
-        counts = c["diagnostics"]["first_relevant_rank"]
-        ranks = [p for p in ax.patches if p.get_gid() == c["id"]]
+    for c in summary.candidates:
+        ax = next(a for a in fig.axes if a.get_gid() == c.id)
+        counts = c.diagnostics["first_relevant_rank"]
+        ranks = [p for p in ax.patches if p.get_gid() == c.id]
         assert [p.get_height() for p in ranks] == pytest.approx(
             [counts[str(r)] / N_QUESTIONS for r in range(1, DEPTH + 1)]
         )
         (miss,) = [p for p in ax.patches if p.get_gid() == "miss"]
         assert miss.get_height() == pytest.approx(counts["miss"] / N_QUESTIONS)
-        assert miss.get_hatch() and to_hex(miss.get_facecolor()) != candidate_colours(summary)[c["id"]]
+        assert miss.get_hatch() and to_hex(miss.get_facecolor()) != candidate_colours(summary)[c.id]
         assert miss.get_x() > max(p.get_x() for p in ranks)
 
 
@@ -193,22 +207,22 @@ def test_score_gaps_split_dense_from_lexical_and_skip_candidates_without_gaps(ru
 
 def test_score_gaps_without_any_gap_says_so(run):
     summary, records = run
-    fig = plots.score_gaps(summary, [{**r, "diagnostics": {"score_gap": None}} for r in records])
+    fig = plot_quality.score_gaps(summary, [dataclasses.replace(r, diagnostics={"score_gap": None}) for r in records])
     assert "no score gaps recorded" in texts(fig)
 
 
 def test_quality_vs_cost_plots_known_costs_and_counts_the_rest(run, figs):
     summary, _ = run
     fig = figs["quality_vs_cost"]
-    known = [c for c in summary["candidates"] if c["ops"]["cost_per_1k_queries_usd"] is not None]
+    known = [c for c in summary.candidates if c.ops["cost_per_1k_queries_usd"] is not None]
     (dots,) = by_gid(fig, "candidates")
-    expected = [(c["ops"]["cost_per_1k_queries_usd"], c["quality"][f"mrr@{K}"]) for c in known]
+    expected = [(c.ops["cost_per_1k_queries_usd"], c.quality[f"mrr@{K}"]) for c in known]
     assert np.allclose(dots.get_offsets(), expected)
     colours = candidate_colours(summary)
-    assert [to_hex(f) for f in dots.get_facecolors()] == [colours[c["id"]] for c in known]
+    assert [to_hex(f) for f in dots.get_facecolors()] == [colours[c.id] for c in known]
     all_text = texts(fig)
     assert any("1 candidate without a known cost" in t for t in all_text)
-    assert {c["id"] for c in known} <= set(all_text)  # each point labelled
+    assert {c.id for c in known} <= set(all_text)  # each point labelled
     assert "api/tok64/flat" not in all_text
     (front,) = by_gid(fig, "pareto")
     front_points = [expected[i] for i in pareto_front(expected)]
@@ -226,7 +240,7 @@ def test_quality_vs_latency_sums_embed_and_search(run, figs):
         "api/tok64/flat": 50.0,
         "bm25/tok64/inverted": 0.2,
     }
-    expected = [(latency[c["id"]], c["quality"][f"mrr@{K}"]) for c in summary["candidates"]]
+    expected = [(latency[c.id], c.quality[f"mrr@{K}"]) for c in summary.candidates]
     assert np.allclose(dots.get_offsets(), expected)
     assert fig.axes[0].get_xscale() == "log"  # 0.2 to 50 ms spans more than two orders of magnitude
     (line,) = by_gid(fig, "pareto-front")
@@ -236,10 +250,10 @@ def test_quality_vs_latency_sums_embed_and_search(run, figs):
 def test_cost_axis_spanning_orders_of_magnitude_still_plots_zero(run):
     summary, _ = run
     costly = [
-        {**c, "ops": {**c["ops"], "cost_per_1k_queries_usd": cost}}
-        for c, cost in zip(summary["candidates"], [0.0, 0.001, 0.5, 2.0])
+        dataclasses.replace(c, ops={**c.ops, "cost_per_1k_queries_usd": cost})
+        for c, cost in zip(summary.candidates, [0.0, 0.001, 0.5, 2.0])
     ]
-    fig = plots.quality_vs_cost({**summary, "candidates": costly})
+    fig = plot_tradeoff.quality_vs_cost(dataclasses.replace(summary, candidates=costly))
     ax = fig.axes[0]
     assert ax.get_xscale() == "symlog" and ax.get_xlim()[0] <= 0
     assert len(by_gid(fig, "candidates")[0].get_offsets()) == 4
@@ -268,7 +282,7 @@ def test_rank_matrix_marks_misses_and_has_one_cell_per_question_and_candidate(ru
 def test_rank_matrix_with_many_questions_hides_row_labels():
     questions = [f"a long question text number {i} about something" for i in range(175)]
     matrix = [[(i + j) % 8 or None for j in range(3)] for i in range(175)]
-    fig = plots.rank_matrix_heatmap(questions, ["a", "b", "c"], matrix, depth=7, k=3)
+    fig = plot_quality.rank_matrix_heatmap(questions, ["a", "b", "c"], matrix, depth=7, k=3)
     ax = fig.axes[0]
     assert ax.get_ylabel() == "questions (most disagreement first)"
     assert not any("long question" in t for t in texts(fig))
@@ -282,8 +296,8 @@ def test_chunk_sizes_histogram_and_missing_chunkers(run, figs):
     values, edges, _ = stairs.get_data()
     assert list(values) == [1, 0, 2, 1, 0, 1, 2, 3, 5, 25] and len(edges) == 11
     assert any("40 chunks" in t and "p50 60" in t and "p95 64" in t for t in texts(fig))
-    assert "no chunk sizes recorded" in texts(plots.chunk_sizes({**summary, "chunkers": {}}))
-    assert "no chunk sizes recorded" in texts(plots.chunk_sizes({k: v for k, v in summary.items() if k != "chunkers"}))
+    assert "no chunk sizes recorded" in texts(plot_quality.chunk_sizes(dataclasses.replace(summary, chunkers={})))
+    assert "no chunk sizes recorded" in texts(plot_quality.chunk_sizes(dataclasses.replace(summary, chunkers=None)))
 
 
 def test_a_candidate_has_one_colour_in_every_figure(run, figs):
@@ -294,7 +308,7 @@ def test_a_candidate_has_one_colour_in_every_figure(run, figs):
     bars = [p for p in figs["first_rank"].findobj(lambda a: a.get_gid() == cid) if hasattr(p, "get_height")]
     box = figs["score_gaps"].findobj(lambda a: a.get_gid() == cid)[0]
     dots = by_gid(figs["quality_vs_latency"], "candidates")[0]
-    position = [c["id"] for c in summary["candidates"]].index(cid)
+    position = [c.id for c in summary.candidates].index(cid)
     assert to_hex(curve.get_color()) == colour
     assert {to_hex(b.get_facecolor()) for b in bars} == {colour}
     assert to_hex(box.get_facecolor(), keep_alpha=False) == colour
@@ -354,13 +368,13 @@ def test_one_or_twelve_candidates_are_all_labelled(n):
         for i in range(n)
     }
     summary, records = make_run(candidates)
-    ids = [c["id"] for c in summary["candidates"]]
+    ids = [c.id for c in summary.candidates]
     figs = {
-        "hit_rate_curves": plots.hit_rate_curves(summary),
-        "first_rank": plots.first_rank_distribution(summary),
-        "score_gaps": plots.score_gaps(summary, records),
-        "quality_vs_latency": plots.quality_vs_latency(summary),
-        "rank_matrix": plots.rank_matrix_heatmap(*rank_matrix(summary, records), DEPTH, K),
+        "hit_rate_curves": plot_quality.hit_rate_curves(summary),
+        "first_rank": plot_quality.first_rank_distribution(summary),
+        "score_gaps": plot_quality.score_gaps(summary, records),
+        "quality_vs_latency": plot_tradeoff.quality_vs_latency(summary),
+        "rank_matrix": plot_quality.rank_matrix_heatmap(*rank_matrix(summary, records), DEPTH, K),
     }
     for name, fig in figs.items():
         shown = texts(fig)

@@ -99,9 +99,10 @@ def test_report_pdf_has_its_pages_in_order_and_none_is_blank(run: Path, tmp_path
         position = found
     assert "minilm" not in texts[0] and "hash/tok24/flat" in texts[0]  # the summary names this run's candidates
     from bench.evaluation.findings import diagnose, findings_lines
+    from bench.results.schema import load_run
 
-    summary = json.loads((run / "summary.json").read_text())
-    lines = findings_lines(diagnose(summary, _records(run)))
+    stored = load_run(run)
+    lines = findings_lines(diagnose(stored.summary, stored.records))
     diagnosis = [t for t in texts if "Diagnosis: what the numbers suggest" in t]
     assert bool(diagnosis) == bool(lines)
     for line in lines:  # every finding is on the page (the PDF wraps long lines)

@@ -26,6 +26,7 @@ from bench.results.export import (
     safe_name,
     safe_names,
 )
+from bench.results.schema import QuestionRecord
 from tests.helpers import CONFIG, QUESTIONS, finished_runs, run_cli, write_project
 
 TOL = 1e-9
@@ -248,6 +249,7 @@ def tie_record(qid: str, ranking: list[tuple[str, float | None, int]], expected:
         "tags": [],
         "ranking": [unit(*e) for e in ranking],
         "expected": [unit(uid, None, g) for uid, g in expected],
+        "evidence": [],
     }
 
 
@@ -267,7 +269,7 @@ def tie_run(tmp_path) -> Path:
             "q 2", [("d d.md#0000", None, 0), ("d d.md#0001", None, 0), ("e.md#0000", 0.7, 1)], [("e.md#0000", 1)]
         ),
     ]
-    grades = grades_from_records(records, depth)
+    grades = grades_from_records([QuestionRecord.from_dict(r) for r in records], depth)
     per_question = quality(grades, k, "linear")
     for q, rec in enumerate(records):
         rec["metrics"] = {key: float(values[q]) for key, values in per_question.items()}
@@ -280,8 +282,17 @@ def tie_run(tmp_path) -> Path:
         "depth": depth,
         "unit": "chunk",
         "ndcg_gain": "linear",
+        "min_overlap": 0.5,
         "candidates": [
-            {"id": "m/c/flat", "model": "m", "chunker": "c", "index": "flat", "rank": 1, "quality": quality_means}
+            {
+                "id": "m/c/flat",
+                "model": "m",
+                "chunker": "c",
+                "index": "flat",
+                "search": None,
+                "rank": 1,
+                "quality": quality_means,
+            }
         ],
     }
     run = tmp_path / "run"

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from bench.cli import main
 from bench.errors import BenchError
-from bench.results import gate, history
+from bench.results import gate, history, schema
 from tests.helpers import DOCS, finished_runs, next_second, run_cli, write_project
 
 CORPUS_A, CORPUS_B, GOLDSET = "a" * 64, "b" * 64, "c" * 64
@@ -46,8 +46,18 @@ def make_run(
         "k": k,
         "depth": 10,
         "unit": unit,
+        "ndcg_gain": "exponential",
+        "min_overlap": 0.5,
         "candidates": [
-            {"id": cid, "model": cid.split("/")[0], "chunker": "c", "index": "flat", "rank": i, "quality": q}
+            {
+                "id": cid,
+                "model": cid.split("/")[0],
+                "chunker": "c",
+                "index": "flat",
+                "search": None,
+                "rank": i,
+                "quality": q,
+            }
             for i, (cid, q) in enumerate(candidates.items(), start=1)
         ],
     }
@@ -119,7 +129,8 @@ def test_history_lists_real_runs_oldest_first_with_their_fingerprints(real: Path
     first = runs[0]
     assert first.k == 3 and first.unit == "chunk" and first.locked is False
     assert first.candidates == {c["id"]: c["quality"] for c in summary_of(first.path)["candidates"]}
-    assert set(first.headline("hash/tok24/flat")) == {"mrr@3", "recall@3", "ndcg@3", "hit_rate@3"}
+    # the one headline list, as in compare and the report
+    assert set(first.headline("hash/tok24/flat")) == {"mrr@3", "recall@3", "ndcg@3", "hit_rate@3", "precision@3"}
 
 
 def test_history_skips_partial_damaged_and_foreign_folders(results: Path):
@@ -200,7 +211,7 @@ def test_history_for_report_keeps_runs_up_to_this_one_with_the_same_fingerprints
     make_run(results, "20260103T000000Z-aaaaaa", {"alpha": quality(k=3, mrr=0.3)}, k=3)
     this = make_run(results, "20260104T000000Z-aaaaaa", {"alpha": quality(mrr=0.4), "beta": quality(mrr=0.8)})
     make_run(results, "20260105T000000Z-aaaaaa", {"alpha": quality(mrr=0.5)})
-    trends = history.history_for_report(results, summary_of(this), manifest_of(this), "mrr")
+    trends = history.history_for_report(results, schema.load_summary(this), schema.load_manifest(this), "mrr")
     assert [t.candidate for t in trends] == ["alpha", "beta"]
     assert [p.value for p in trends[0].points] == [0.1, 0.4]  # other corpus, other k and later runs left out
     assert [p.value for p in trends[1].points] == [0.9, 0.8]

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from bench.errors import BenchError
+from bench.retrieval.exact_search import exact_top, recall_against_exact
 from bench.retrieval.faiss_index import (
     INDEXES,
     IndexSpec,
@@ -13,10 +14,8 @@ from bench.retrieval.faiss_index import (
     auto_pq_m,
     auto_pq_nbits,
     compression_ratio,
-    exact_top,
     index_bytes,
     index_spec_from_table,
-    recall_against_exact,
 )
 
 N, DIMS, N_QUERIES, K = 2000, 64, 200, 10

@@ -22,7 +22,8 @@ from bench.embedders import MODELS, load_embedder
 from bench.embedders.cache import EmbeddingCache
 from bench.inputs.corpus import load_corpus
 from bench.retrieval.bm25 import BM25Index, Tokenizer
-from bench.retrieval.faiss_index import INDEXES, exact_top
+from bench.retrieval.exact_search import exact_top
+from bench.retrieval.faiss_index import INDEXES
 from bench.retrieval.retrievers import DenseRetriever
 from tests.helpers import WORDS, random_text
 

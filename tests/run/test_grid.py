@@ -252,7 +252,7 @@ def test_one_index_build_serves_every_query_setting(tmp_path: Path, monkeypatch)
     assert [(params, ef) for _, _, params, ef in hnsw] == [({"efSearch": 16}, 16), ({"efSearch": 64}, 64)] * 2
     hnsw_builds = [index_id for name, index_id in builds if name == "hnsw"]
     assert [index_id for _, index_id, _, _ in hnsw] == [hnsw_builds[0]] * 2 + [hnsw_builds[1]] * 2
-    assert len(outcome.summary["candidates"]) == 10
+    assert len(outcome.summary.candidates) == 10
 
 
 # --- 4. the embedding cache -------------------------------------------------------------------------------

@@ -1,0 +1,159 @@
+"""`bench goldset validate | lock | stats | import`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from bench.cli.app import EXIT_BAD_INPUT, main, out_console
+
+
+@main.group()
+def goldset() -> None:
+    """Validate, lock, describe and import goldsets."""
+
+
+_corpus_option = click.option(
+    "--corpus",
+    type=click.Path(path_type=Path),
+    help="The goldset's corpus (default: from its lock, else corpora/<name>).",
+)
+
+
+def _load_pair(file: Path, corpus_path: Path | None):
+    from bench.inputs.corpus import load_corpus
+    from bench.inputs.lock import corpus_for
+
+    return load_corpus(corpus_path or corpus_for(file))
+
+
+@goldset.command()
+@click.argument("file", type=click.Path(path_type=Path))
+@_corpus_option
+def validate(file: Path, corpus: Path | None) -> None:
+    """Check every question: quotes found exactly once, ids unique, grades positive integers."""
+    from bench.inputs.goldset import validate_goldset
+
+    errors = validate_goldset(file, _load_pair(file, corpus))
+    for line in errors:
+        click.echo(line, err=True)
+    if errors:
+        click.echo(f"bench: {len(errors)} problem(s) in {file}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    click.echo(f"{file}: ok")
+
+
+@goldset.command()
+@click.argument("file", type=click.Path(path_type=Path))
+@_corpus_option
+def lock(file: Path, corpus: Path | None) -> None:
+    """Record the sha256 of the goldset and its corpus in <name>.lock.json."""
+    from bench.inputs.goldset import load_goldset
+    from bench.inputs.lock import write_lock
+
+    docs = _load_pair(file, corpus)
+    path = write_lock(load_goldset(file, docs), docs)
+    click.echo(f"locked: {path}")
+
+
+@goldset.command()
+@click.argument("file", type=click.Path(path_type=Path))
+@_corpus_option
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+def stats(file: Path, corpus: Path | None, as_json: bool) -> None:
+    """Questions, evidence per question, grades, tags, and how much of the corpus the evidence covers."""
+    import json
+
+    from bench.inputs.goldset import load_goldset
+    from bench.inputs.goldset_stats import goldset_stats
+    from bench.report.terminal import stats_tables
+
+    docs = _load_pair(file, corpus)
+    figures = goldset_stats(load_goldset(file, docs), docs)
+    if as_json:
+        click.echo(json.dumps(figures, indent=2))
+        return
+    out = out_console()
+    for table in stats_tables(figures, title=str(file)):
+        out.print(table)
+
+
+@goldset.group(name="import")
+def import_() -> None:
+    """Turn another tool's benchmark data into a corpus and goldset bench runs."""
+
+
+_import_options = [
+    click.option("--name", help="Name of the corpus and goldset written (default: the source folder's name)."),
+    click.option(
+        "--out",
+        type=click.Path(path_type=Path),
+        default=Path("."),
+        show_default=True,
+        help="Folder that receives corpora/, goldsets/ and <name>.toml.",
+    ),
+    click.option("--force", is_flag=True, help="Replace an existing corpus and goldset of that name."),
+]
+
+
+def _with_import_options(f):
+    for option in reversed(_import_options):
+        f = option(f)
+    return f
+
+
+def _report_import(result) -> None:
+    click.echo(f"corpus:  {result.corpus} ({result.documents} documents)")
+    click.echo(f"goldset: {result.goldset} ({result.questions} questions)")
+    for what, n in result.dropped.items():
+        click.echo(f"  {what.replace('_', ' ')}: {n}")
+    if result.config:
+        click.echo(f"config:  {result.config}   next: bench goldset lock {result.goldset} && bench run {result.config}")
+
+
+@import_.command()
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("--split", default="test", show_default=True, help="Which qrels/<split>.tsv to import.")
+@_with_import_options
+def beir(source: Path, split: str, name: str | None, out: Path, force: bool) -> None:
+    """A BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv): documents are the unit."""
+    from bench.inputs.importers import import_beir
+    from bench.inputs.importers.base import Destination
+
+    _report_import(import_beir(source, Destination(out, name or Path(source).resolve().name, force), split))
+
+
+@import_.command()
+@click.option("--qrels", required=True, type=click.Path(path_type=Path), help="TREC qrels: qid iter docid rel.")
+@click.option("--topics", required=True, type=click.Path(path_type=Path), help="TREC <top> topics or qid<TAB>text.")
+@click.option(
+    "--corpus",
+    "corpus_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Documents: a bench corpus (folder, JSONL, BEIR) or a TREC <DOC> file.",
+)
+@click.option("--topic-field", default="title", show_default=True, help="title, desc or title+desc.")
+@_with_import_options
+def trec(
+    qrels: Path, topics: Path, corpus_path: Path, topic_field: str, name: str | None, out: Path, force: bool
+) -> None:
+    """TREC qrels and topics: documents are the unit."""
+    from bench.inputs.importers import import_trec
+    from bench.inputs.importers.base import Destination
+
+    dest = Destination(out, name or Path(qrels).stem, force)
+    _report_import(import_trec(qrels, topics, corpus_path, dest, topic_field))
+
+
+@import_.command()
+@click.argument("source", type=click.Path(path_type=Path))
+@_with_import_options
+def chroma(source: Path, name: str | None, out: Path, force: bool) -> None:
+    """Chroma's chunking evaluation (questions_df.csv + corpora/<id>.md): spans, chunks are the unit."""
+    from bench.inputs.importers import import_chroma
+    from bench.inputs.importers.base import Destination
+
+    _report_import(import_chroma(source, Destination(out, name or Path(source).resolve().name, force)))

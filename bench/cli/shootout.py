@@ -1,0 +1,178 @@
+"""`bench run`, `bench chunk` and `bench report`: a shootout and what it shows."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from bench.cli.app import err_console, main, out_console, results_option
+from bench.engines import ENGINES
+from bench.errors import BenchError
+
+if TYPE_CHECKING:
+    from bench.config import Config
+    from bench.results.schema import QuestionRecord, RunSummary
+
+
+@main.command()
+@click.argument("config", default="bench.toml", type=click.Path(path_type=Path))
+@click.option("--k", "k", type=int, help="Cutoff for every metric (1..50); overrides the config.")
+@click.option("--results", type=click.Path(path_type=Path), help="Where runs are written; overrides the config.")
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path),
+    help="Embedding cache folder; overrides the config and $BENCH_CACHE_DIR.",
+)
+@click.option("--no-cache", is_flag=True, help="Embed everything again instead of reusing cached vectors.")
+@click.option(
+    "--no-report",
+    is_flag=True,
+    help="Skip plots, report.pdf and inspector.html (`bench report RUN` writes them later).",
+)
+@click.option(
+    "--remeasure", is_flag=True, help="Time query encoding again instead of reusing this machine's earlier timings."
+)
+@click.option("--only", multiple=True, metavar="PATTERN", help="Run only candidates whose id matches (glob).")
+@click.option("--skip", multiple=True, metavar="PATTERN", help="Leave out candidates whose id matches (glob).")
+@click.option("--dry-run", is_flag=True, help="Show the grid, token counts and estimated cost; embed nothing.")
+@click.option("--allow-unlocked", is_flag=True, help="Run even if the goldset or corpus changed since its lock.")
+@click.option(
+    "--engine",
+    type=click.Choice(list(ENGINES)),
+    default="local",
+    show_default=True,
+    help="Where corpus embedding runs: this process, or Ray (local, or the cluster in $RAY_ADDRESS).",
+)
+def run(
+    config: Path,
+    k: int | None,
+    results: Path | None,
+    cache_dir: Path | None,
+    no_cache: bool,
+    no_report: bool,
+    remeasure: bool,
+    only: tuple[str, ...],
+    skip: tuple[str, ...],
+    dry_run: bool,
+    allow_unlocked: bool,
+    engine: str,
+) -> None:
+    """Run the shootout described by CONFIG (default bench.toml)."""
+    from bench.config import load_config
+    from bench.report.terminal import diagnostics_table, shootout_table
+
+    cfg = load_config(config).with_overrides(k=k, results=results, cache_override=cache_dir)
+    _refuse_before_running(cfg, only, skip, writes=not dry_run)
+    if dry_run:
+        from bench.report.terminal import plan_table
+        from bench.run.dry_run import dry_run as plan_run
+
+        out_console().print(plan_table(plan_run(cfg, only, skip)))
+        return
+    from bench.run.shootout import run_shootout
+
+    outcome = run_shootout(
+        cfg,
+        err_console(),
+        use_cache=not no_cache,
+        allow_unlocked=allow_unlocked,
+        only=only,
+        skip=skip,
+        remeasure=remeasure,
+        reports=not no_report,
+        engine=engine,
+    )
+    out = out_console()
+    out.print(shootout_table(outcome.summary))
+    out.print(diagnostics_table(outcome.summary))
+    _print_diagnosis(out, outcome.summary, outcome.records)
+    if outcome.summary.recommendation:
+        out.print(outcome.summary.recommendation["line"], markup=False)
+    out.print(f"results: {outcome.path}")
+    if not no_report:
+        out.print(f"report: {outcome.path / 'report.pdf'}   inspector: {outcome.path / 'inspector.html'}")
+
+
+def _refuse_before_running(cfg: Config, only: tuple[str, ...], skip: tuple[str, ...], writes: bool) -> None:
+    """Refuse what the run would reject only after printing its header (an empty grid, a results
+    folder that cannot be made), so that the error is the only line."""
+    cfg.candidates(only, skip)
+    if writes:
+        _check_results_folder(cfg.results)
+
+
+def _check_results_folder(results: Path) -> None:
+    """The nearest existing folder on the way to ``results`` must be a writable folder; nothing is created."""
+    existing = results
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    problem = (
+        "is not a folder"
+        if not existing.is_dir()
+        else "is not writable"
+        if not os.access(existing, os.W_OK | os.X_OK)
+        else None
+    )
+    if problem:
+        raise BenchError(f"{results}: cannot write results there ({existing} {problem}); pass --results DIR")
+
+
+def _print_diagnosis(out, summary: RunSummary, records: list[QuestionRecord]) -> None:
+    """What the numbers suggest, in plain words (bench.evaluation.findings), under the tables."""
+    from rich.markup import escape
+
+    from bench.evaluation.findings import diagnose, findings_lines
+
+    lines = findings_lines(diagnose(summary, records))
+    if lines:
+        out.print("[bold]Diagnosis[/]")
+        for line in lines:
+            out.print(f"- {escape(line)}")
+
+
+@main.command()
+@click.argument("config", default="bench.toml", type=click.Path(path_type=Path))
+def chunk(config: Path) -> None:
+    """Chunk the corpus with every chunker of CONFIG and show counts and sizes; embeds nothing."""
+    from bench.chunking.sizes import chunk_stats
+    from bench.config import load_config
+    from bench.inputs.corpus import load_corpus
+    from bench.report.terminal import chunk_table
+    from bench.run.dry_run import tables_without_models
+
+    cfg = load_config(config)
+    tables, skipped = tables_without_models(cfg, load_corpus(cfg.corpus))
+    kinds = {c.name: c.kind for c in cfg.chunkers}
+    out_console().print(chunk_table([chunk_stats(name, kinds[name], t) for name, t in tables.items()], skipped))
+
+
+@main.command()
+@click.argument("run_ref", metavar="RUN")
+@results_option()
+def report(run_ref: str, results: Path) -> None:
+    """Recompute a stored run's metrics from its rankings (no model is loaded), show them, and
+    write rank_matrix.csv, plots/, report.pdf and inspector.html again."""
+    from bench.report.terminal import diagnostics_table, shootout_table
+    from bench.results.recompute import recompute
+
+    _, run, differences = recompute(run_ref, results)
+    # the plotting libraries load only once the run is found, so a wrong RUN fails at once
+    from bench.report.writer import write_reports
+
+    path = run.path
+    out = out_console()
+    out.print(shootout_table(run.summary, title=f"{path.name}: recomputed from stored rankings"))
+    out.print(diagnostics_table(run.summary))
+    _print_diagnosis(out, run.summary, run.records)
+    with err_console().status("writing rank_matrix.csv, plots, report.pdf and inspector.html"):
+        written = write_reports(path, run)
+    out.print(f"wrote {len(written.files)} files under {path} (report.pdf: {written.pdf_pages} pages)")
+    if differences:
+        click.echo(
+            f"bench: warning: {len(differences)} figures differ from summary.json, e.g. {differences[0]}", err=True
+        )
+        sys.exit(1)

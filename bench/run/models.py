@@ -1,0 +1,118 @@
+"""The models of a run: each loaded once, the retrievers over the shared cache, and query latency."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from bench import measure
+from bench.config import Candidate, Config
+from bench.embedders import PASSAGE, Embedder, load_embedder, preparation_note
+from bench.embedders.cache import EmbeddingCache
+from bench.embedders.engine import Engine, LocalEngine
+from bench.retrieval.retrievers import BM25Retriever, DenseRetriever, Retriever
+
+
+class ModelPool:
+    """Loads each model's weights once per run and hands out retrievers over the shared cache."""
+
+    def __init__(
+        self,
+        config: Config,
+        cache: EmbeddingCache,
+        models_dir: Path,
+        console: Console,
+        remeasure: bool = False,
+        measured_at: str = "",
+        engine: Engine | None = None,
+    ) -> None:
+        self.config, self.cache, self.models_dir, self.console = config, cache, models_dir, console
+        self.remeasure, self.measured_at = remeasure, measured_at
+        self.engine = engine or LocalEngine()
+        self._embedders: dict[str, Embedder] = {}
+        self._latency: dict[str, dict] = {}
+
+    def embedder(self, name: str) -> Embedder:
+        if name not in self._embedders:
+            spec = self.config.model(name)
+            note = preparation_note(spec, self.models_dir)
+            if note:
+                self.console.print(note)
+            self._embedders[name] = load_embedder(
+                self.config.model(name), batch_size=self.config.batch_size, models_dir=self.models_dir
+            )
+        return self._embedders[name]
+
+    def query_latency(self, name: str, retriever: Retriever, questions: list[str]) -> dict:
+        """Query-encoding latency depends on the model and the machine, not on chunks or index.
+
+        Measured once per model and run; a model running in this process keeps its timings in
+        the cache under this machine, the library versions and the questions, so a rerun need
+        not load the model. An API's latency is always measured again: the service may have
+        changed. ``remeasure`` measures everything again.
+        """
+        if name in self._latency:
+            return self._latency[name]
+        spec = self.config.model(name)
+        keep = not spec.lexical and not spec.remote
+        key = _latency_key(spec, questions)
+        stored = self.cache.latency(spec.cache_key, key) if keep and not self.remeasure else None
+        if stored is not None:
+            seconds, measured = stored
+        else:
+            seconds, measured = _query_embed_seconds(retriever, questions), self.measured_at
+            if keep and seconds:
+                self.cache.store_latency(spec.cache_key, key, seconds, measured)
+        self._latency[name] = {
+            **measure.latency_summary("query_embed", seconds),
+            "query_embed_measured": measured,
+            "query_embed_from_cache": stored is not None,
+        }
+        return self._latency[name]
+
+    def passage_embedding(self, name: str):
+        """``texts -> vectors`` through the cache, for chunkers that split by meaning."""
+        embedder = self.embedder(name)
+        return lambda texts: self.cache.embed(embedder, list(texts), PASSAGE, self.config.batch_size)[0]
+
+    def retriever(self, cand: Candidate) -> Retriever:
+        spec = self.config.model(cand.model)
+        if spec.lexical:
+            return BM25Retriever(spec)
+        return DenseRetriever(
+            spec,
+            self.config.index(cand.index),
+            self.cache,
+            self.config.batch_size,
+            embedder=self.embedder(cand.model),
+            engine=self.engine,
+        )
+
+
+def _query_embed_seconds(retriever: Retriever, questions: list[str]) -> list[float]:
+    """Each question encoded alone, live (never from the vector cache), after a warm-up call."""
+    if not questions:
+        return []
+    retriever.encode_live(questions[:1])
+    seconds = []
+    for text in questions:
+        t0 = time.perf_counter()
+        retriever.encode_live([text])
+        seconds.append(time.perf_counter() - t0)
+    return seconds
+
+
+def _latency_key(spec, questions: list[str]) -> bytes:
+    """What a latency measurement depends on: the model as configured, this machine, the
+    libraries that run it and the questions timed."""
+    identity = {
+        "spec": repr(spec),
+        "machine": measure.machine(),
+        "versions": measure.versions(),
+        "questions": questions,
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).digest()
