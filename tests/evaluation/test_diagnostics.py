@@ -1,4 +1,4 @@
-"""Diagnostics (bench.evaluation.diagnostics) and evaluate.score_candidate on hand-made stored records.
+"""Diagnostics (bench.evaluation.diagnostics) and scoring.score_candidate on hand-made stored records.
 
 Scores are dyadic fractions (0.75, 0.625, ...) so every mean, difference and median is exact.
 """
@@ -6,6 +6,7 @@ Scores are dyadic fractions (0.75, 0.625, ...) so every mean, difference and med
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 
 import numpy as np
@@ -15,6 +16,7 @@ from bench.evaluation.diagnostics import question_diagnostics, rank_distribution
 from bench.evaluation.metrics import QUALITY_METRICS, metric_key
 from bench.evaluation.scoring import score_candidate
 from bench.evaluation.spans import span_keys
+from bench.results.schema import QuestionRecord
 
 CHUNK_SIZE = 20
 
@@ -26,17 +28,26 @@ def chunk(uid: str, score, grade: int) -> dict:
     return {"id": uid, "doc_id": doc, "start": start, "end": start + CHUNK_SIZE, "score": score, "grade": grade}
 
 
-def record(ranking, expected, evidence=(), qid="q") -> dict:
-    return {
-        "candidate": "c",
-        "question_id": qid,
-        "ranking": [chunk(*r) for r in ranking],
-        "expected": [chunk(*e) for e in expected],
-        "evidence": [{"doc": d, "start": s, "end": e, "grade": g} for d, s, e, g in evidence],
-        "first_relevant_rank": None,
-        "metrics": {},
-        "diagnostics": {},
-    }
+def record(ranking, expected, evidence=(), qid="q") -> QuestionRecord:
+    return stored(
+        {
+            "question_id": qid,
+            "ranking": [chunk(*r) for r in ranking],
+            "expected": [chunk(*e) for e in expected],
+            "evidence": [{"doc": d, "start": s, "end": e, "grade": g} for d, s, e, g in evidence],
+        }
+    )
+
+
+def stored(row: dict) -> QuestionRecord:
+    """A per_question.jsonl row as the run reads it; what these tests leave out gets empty values."""
+    return QuestionRecord.from_dict({"candidate": "c", "question": "?", "tags": [], **row})
+
+
+def scored(records, **kwargs) -> tuple[list[dict], dict]:
+    """score_candidate's records and candidate figures, as the files hold them."""
+    out, scores = score_candidate(records, **kwargs)
+    return [r.to_dict() for r in out], dataclasses.asdict(scores)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,7 +211,7 @@ def test_summarise_from_question_diagnostics_with_missing_relevant_unit():
 # score_candidate end to end (chunk unit: chunks of 20 characters, k = 2, depth = 3)
 
 
-def chunk_records() -> list[dict]:
+def chunk_records() -> list[QuestionRecord]:
     return [
         # q1: evidence a[5,15) in chunk a#0. R@2 = [a#0, b#1] (b#1 is text too, never evidence)
         #     I = 10, |H| = 10, Σ = 40 -> span recall 1, precision 0.25, iou 10/(40+10-10) = 0.25, ev 1
@@ -239,7 +250,7 @@ def chunk_records() -> list[dict]:
 def run_chunk(records=None, **overrides):
     records = chunk_records() if records is None else records
     kwargs = {"k": 2, "depth": 3, "gain": "exponential", "unit": "chunk", "min_overlap": 0.5} | overrides
-    return records, score_candidate(records, **kwargs)
+    return scored(records, **kwargs)
 
 
 def test_score_candidate_chunk_unit_by_hand():
@@ -306,20 +317,24 @@ def test_score_candidate_document_unit_has_no_span_metrics():
         return {"id": d, "doc_id": d, "start": 0, "end": 100, "score": score, "grade": grade}
 
     records = [
-        {
-            "question_id": "q1",
-            "ranking": [doc("a", 0.75, 2), doc("b", 0.5, 0)],
-            "expected": [doc("a", 0.75, 2)],
-            "evidence": [{"doc": "a", "start": 5, "end": 15, "grade": 2}],
-        },
-        {
-            "question_id": "q2",
-            "ranking": [doc("a", 0.75, 0), doc("b", 0.25, 1)],
-            "expected": [doc("b", 0.25, 1)],
-            "evidence": [{"doc": "b", "start": 0, "end": 10, "grade": 1}],
-        },
+        stored(
+            {
+                "question_id": "q1",
+                "ranking": [doc("a", 0.75, 2), doc("b", 0.5, 0)],
+                "expected": [doc("a", 0.75, 2)],
+                "evidence": [{"doc": "a", "start": 5, "end": 15, "grade": 2}],
+            }
+        ),
+        stored(
+            {
+                "question_id": "q2",
+                "ranking": [doc("a", 0.75, 0), doc("b", 0.25, 1)],
+                "expected": [doc("b", 0.25, 1)],
+                "evidence": [{"doc": "b", "start": 0, "end": 10, "grade": 1}],
+            }
+        ),
     ]
-    out = score_candidate(records, k=1, depth=2, gain="linear", unit="document", min_overlap=0.5)
+    records, out = scored(records, k=1, depth=2, gain="linear", unit="document", min_overlap=0.5)
     assert set(out["quality"]) == {metric_key(m, 1) for m in QUALITY_METRICS}
     assert not any(key.startswith(("span_", "evidence_recall")) for r in records for key in r["metrics"])
     assert out["quality"]["hit_rate@1"] == 0.5
@@ -327,13 +342,16 @@ def test_score_candidate_document_unit_has_no_span_metrics():
     assert out["diagnostics"]["first_relevant_rank"] == {"1": 1, "2": 1, "miss": 0}
 
 
-def test_score_candidate_is_deterministic():
+def test_score_candidate_is_deterministic_and_leaves_its_input_alone():
     base = chunk_records()
-    first_records, second_records = copy.deepcopy(base), copy.deepcopy(base)
-    first = score_candidate(first_records, k=2, depth=3, gain="linear", unit="chunk", min_overlap=0.5)
-    second = score_candidate(second_records, k=2, depth=3, gain="linear", unit="chunk", min_overlap=0.5)
+    kept = copy.deepcopy(base)
+    options = {"k": 2, "depth": 3, "gain": "linear", "unit": "chunk", "min_overlap": 0.5}
+    first_records, first = scored(base, **options)
+    second_records, second = scored(copy.deepcopy(base), **options)
     assert json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True)
     assert json.dumps(first_records, sort_keys=True) == json.dumps(second_records, sort_keys=True)
-    # and scoring records a second time (as ``bench report`` does from disk) changes nothing
-    again = score_candidate(first_records, k=2, depth=3, gain="linear", unit="chunk", min_overlap=0.5)
+    assert base == kept and all(r.metrics == {} and r.first_relevant_rank is None for r in base)
+    # and scoring the scored records again (as ``bench report`` does from disk) changes nothing
+    again_records, again = scored([QuestionRecord.from_dict(r) for r in first_records], **options)
     assert json.dumps(again, sort_keys=True) == json.dumps(first, sort_keys=True)
+    assert json.dumps(again_records, sort_keys=True) == json.dumps(first_records, sort_keys=True)
