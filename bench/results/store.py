@@ -135,11 +135,10 @@ def find_run(ref: str | Path, results: Path = Path("results")) -> Path:
     ref = str(ref)
     candidates = [Path(ref), results / ref]
     if ref == "latest":
-        runs = (
-            sorted(p for p in results.glob("*") if not p.name.startswith(".") and (p / SUMMARY).is_file())
-            if results.is_dir()
-            else []
-        )
+        finished = [p for p in results.glob("*") if not p.name.startswith(".") and (p / SUMMARY).is_file()]
+        # Ids start with the second a run started; two runs of that second (other configs, so other
+        # hashes) are told apart by when their results were written, not by their hashes.
+        runs = sorted(finished, key=lambda p: (p.name[:16], (p / SUMMARY).stat().st_mtime_ns, p.name))
         if not runs:
             raise BenchError(f"{results}: no finished runs yet; run `bench run` first")
         candidates = [runs[-1]]
