@@ -1,0 +1,83 @@
+"""Do two runs hold the same results? For checking that a change to the code changed no figure.
+
+    .venv/bin/python benchmarks/same_results.py OLD_RUN NEW_RUN
+
+Compares summary.json and per_question.jsonl value by value and rank_matrix.csv byte for byte,
+leaving out what is measured rather than computed (durations, latencies, memory, cache state of
+the latency timings) and what differs by nature (run id, timestamps). Keys only the new run has
+are listed apart: adding keys is allowed, renaming or dropping one is a difference. Exit 0 when
+the results are the same, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+MEASURED = {
+    "embed_seconds",
+    "chunks_per_second",
+    "index_build_seconds",
+    "index_memory_mb",
+    "peak_rss_mb",
+    "tokens_per_second",
+    "query_embed_measured",
+    "query_embed_from_cache",
+}
+MEASURED_PREFIXES = ("query_embed_ms_", "search_ms_")
+
+
+def _without_measurements(summary: dict) -> dict:
+    for candidate in summary["candidates"]:
+        for key in candidate["ops"]:
+            if key in MEASURED or key.startswith(MEASURED_PREFIXES):
+                candidate["ops"][key] = "<measured>"
+    return summary
+
+
+def differences(old, new, where: str, out: list[str], added: set[str]) -> None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new)):
+            if key not in old:
+                added.add(key)
+            elif key not in new:
+                out.append(f"{where}.{key}: dropped")
+            else:
+                differences(old[key], new[key], f"{where}.{key}", out, added)
+    elif isinstance(old, list) and isinstance(new, list):
+        if len(old) != len(new):
+            out.append(f"{where}: {len(old)} items, now {len(new)}")
+        for i, (a, b) in enumerate(zip(old, new)):
+            differences(a, b, f"{where}[{i}]", out, added)
+    elif old != new:
+        out.append(f"{where}: {old!r} -> {new!r}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("old", type=Path)
+    parser.add_argument("new", type=Path)
+    args = parser.parse_args()
+    out: list[str] = []
+    added: set[str] = set()
+    summaries = [_without_measurements(json.loads((run / "summary.json").read_text())) for run in (args.old, args.new)]
+    differences(*summaries, "summary", out, added)
+    records = [
+        [json.loads(line) for line in (run / "per_question.jsonl").read_text().splitlines()]
+        for run in (args.old, args.new)
+    ]
+    differences(*records, "per_question", out, added)
+    matrices = [run / "rank_matrix.csv" for run in (args.old, args.new)]
+    same_matrix = all(m.is_file() for m in matrices) and matrices[0].read_bytes() == matrices[1].read_bytes()
+    print(f"summary.json and per_question.jsonl ({len(records[1])} records): {len(out)} differences")
+    for line in out[:20]:
+        print(f"  {line}")
+    print(f"keys only the new run has: {', '.join(sorted(added)) or 'none'}")
+    print(f"rank_matrix.csv byte for byte the same: {same_matrix}")
+    sys.exit(1 if out or not same_matrix else 0)
+
+
+if __name__ == "__main__":
+    main()
