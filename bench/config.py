@@ -20,7 +20,8 @@ from bench.errors import BenchError
 from bench.evaluation.metrics import GAINS
 from bench.files import read_text
 from bench.registry import suggest
-from bench.retrieval.faiss_index import INDEXES, LEXICAL_INDEX, IndexSpec, index_spec_from_table
+from bench.results.schema import LEXICAL_INDEX
+from bench.retrieval.faiss_index import INDEXES, IndexSpec, index_spec_from_table
 
 MAX_K = 50
 

@@ -21,7 +21,7 @@ ALLOWED = {
     "evaluation": {"inputs", "chunking", "embedders", "results.schema", "results.store"},
     "results": {"inputs", "evaluation"},
     "report": {"inputs", "chunking", "embedders", "evaluation", "results"},
-    "config": {"inputs", "chunking", "embedders", "retrieval", "evaluation"},
+    "config": {"inputs", "chunking", "embedders", "retrieval", "evaluation", "results.schema"},
     "run": {"inputs", "chunking", "embedders", "engines", "retrieval", "evaluation", "results", "report", "config"},
 }
 TOP = {"api", "cli", "__main__"}  # the entry points may import anything; so may `bench` itself, lazily

@@ -19,7 +19,9 @@ from bench import files
 from bench.errors import BenchError
 from bench.results.store import MANIFEST, PER_QUESTION, SUMMARY, TEXTS, load_json, load_jsonl
 
-LEXICAL_INDEX = "inverted"  # the index of lexical (BM25) candidates: runs before `lexical` was stored say so
+# The index name of lexical (BM25) candidates, which rank with their own inverted index; runs
+# written before `lexical` was stored are told by it.
+LEXICAL_INDEX = "inverted"
 
 # Operating figures every candidate carries, null where one does not apply (BM25 has no vectors,
 # a local model no price). ``recall_vs_exact@<depth>`` joins them, named for the run's depth.

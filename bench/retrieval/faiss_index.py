@@ -24,8 +24,6 @@ import numpy as np
 from bench.errors import BenchError
 from bench.registry import Registry, suggest
 
-LEXICAL_INDEX = "inverted"  # what lexical retrievers use instead of a FAISS index
-
 PLACEHOLDERS = ("nlist", "m", "nbits")  # template numbers resolved from the corpus size and dims
 HNSW_BUILD = ("efConstruction",)
 # Query parameters faiss.ParameterSpace knows; which apply depends on the index type.
