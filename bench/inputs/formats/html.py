@@ -1,0 +1,3 @@
+"""html documents (being written)."""
+
+EXTRACTORS: tuple = ()

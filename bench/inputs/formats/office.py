@@ -1,0 +1,3 @@
+"""office documents (being written)."""
+
+EXTRACTORS: tuple = ()

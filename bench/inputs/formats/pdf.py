@@ -1,0 +1,3 @@
+"""pdf documents (being written)."""
+
+EXTRACTORS: tuple = ()
