@@ -41,6 +41,7 @@ def run_shootout(
     use_cache: bool = True,
     reports: bool = True,
     allow_unlocked: bool = False,
+    strict: bool = False,
     engine: str = "local",
     console: Console | None = None,
 ) -> StoredRun:
@@ -62,6 +63,7 @@ def run_shootout(
         console,
         use_cache=use_cache,
         allow_unlocked=allow_unlocked,
+        strict=strict,
         only=tuple(only),
         skip=tuple(skip),
         reports=reports,

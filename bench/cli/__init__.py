@@ -1,10 +1,10 @@
 """Command line: parses arguments and calls one library function per command.
 
 Commands live beside the stage they drive: ``shootout`` (run, chunk, report), ``runs`` (compare,
-history, check, export), ``goldset`` (validate, lock, stats, import) and ``models``.
+history, check, export), ``goldset`` (validate, lock, stats, import), ``corpus`` (stats, text) and ``models``.
 """
 
-from bench.cli import goldset, models, runs, shootout  # noqa: F401  (each registers its commands)
+from bench.cli import corpus, goldset, models, runs, shootout  # noqa: F401  (each registers its commands)
 from bench.cli.app import EXIT_BAD_INPUT, main
 
 __all__ = ["EXIT_BAD_INPUT", "main"]

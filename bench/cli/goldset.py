@@ -22,21 +22,28 @@ _corpus_option = click.option(
 )
 
 
-def _load_pair(file: Path, corpus_path: Path | None):
-    from bench.inputs.corpus import load_corpus
+_strict_option = click.option(
+    "--strict", is_flag=True, help="Treat every file of the corpus that is left out as an error (exit code 2)."
+)
+
+
+def _load_pair(file: Path, corpus_path: Path | None, strict: bool = False):
+    from bench.cli.corpus import open_corpus
     from bench.inputs.lock import corpus_for
 
-    return load_corpus(corpus_path or corpus_for(file))
+    return open_corpus(corpus_path or corpus_for(file), strict=strict)
 
 
 @goldset.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @_corpus_option
-def validate(file: Path, corpus: Path | None) -> None:
-    """Check every question: quotes found exactly once, ids unique, grades positive integers."""
+@_strict_option
+def validate(file: Path, corpus: Path | None, strict: bool) -> None:
+    """Check every question: quotes found exactly once (as a reader copies them: line breaks, curly
+    quotes and hyphenation forgiven), ids unique, grades positive integers."""
     from bench.inputs.goldset import validate_goldset
 
-    errors = validate_goldset(file, _load_pair(file, corpus))
+    errors = validate_goldset(file, _load_pair(file, corpus, strict))
     for line in errors:
         click.echo(line, err=True)
     if errors:
@@ -48,12 +55,13 @@ def validate(file: Path, corpus: Path | None) -> None:
 @goldset.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @_corpus_option
-def lock(file: Path, corpus: Path | None) -> None:
+@_strict_option
+def lock(file: Path, corpus: Path | None, strict: bool) -> None:
     """Record the sha256 of the goldset and its corpus in <name>.lock.json."""
     from bench.inputs.goldset import load_goldset
     from bench.inputs.lock import write_lock
 
-    docs = _load_pair(file, corpus)
+    docs = _load_pair(file, corpus, strict)
     path = write_lock(load_goldset(file, docs), docs)
     click.echo(f"locked: {path}")
 

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 @click.option("--skip", multiple=True, metavar="PATTERN", help="Leave out candidates whose id matches (glob).")
 @click.option("--dry-run", is_flag=True, help="Show the grid, token counts and estimated cost; embed nothing.")
 @click.option("--allow-unlocked", is_flag=True, help="Run even if the goldset or corpus changed since its lock.")
+@click.option("--strict", is_flag=True, help="Treat every file of the corpus that is left out as an error.")
 @click.option(
     "--engine",
     type=click.Choice(list(ENGINES)),
@@ -59,6 +60,7 @@ def run(
     skip: tuple[str, ...],
     dry_run: bool,
     allow_unlocked: bool,
+    strict: bool,
     engine: str,
 ) -> None:
     """Run the shootout described by CONFIG (default bench.toml)."""
@@ -71,7 +73,7 @@ def run(
         from bench.report.terminal import plan_table
         from bench.run.dry_run import dry_run as plan_run
 
-        out_console().print(plan_table(plan_run(cfg, only, skip)))
+        out_console().print(plan_table(plan_run(cfg, only, skip, err_console(), strict)))
         return
     from bench.run.shootout import run_shootout
 
@@ -80,6 +82,7 @@ def run(
         err_console(),
         use_cache=not no_cache,
         allow_unlocked=allow_unlocked,
+        strict=strict,
         only=only,
         skip=skip,
         remeasure=remeasure,
@@ -136,16 +139,18 @@ def _print_diagnosis(out, summary: RunSummary, records: list[QuestionRecord]) ->
 
 @main.command()
 @click.argument("config", default="bench.toml", type=click.Path(path_type=Path))
-def chunk(config: Path) -> None:
+@click.option("--strict", is_flag=True, help="Treat every file of the corpus that is left out as an error.")
+def chunk(config: Path, strict: bool) -> None:
     """Chunk the corpus with every chunker of CONFIG and show counts and sizes; embeds nothing."""
     from bench.chunking.sizes import chunk_stats
+    from bench.cli.corpus import open_corpus
     from bench.config import load_config
-    from bench.inputs.corpus import load_corpus
     from bench.report.terminal import chunk_table
     from bench.run.dry_run import tables_without_models
 
     cfg = load_config(config)
-    tables, skipped = tables_without_models(cfg, load_corpus(cfg.corpus))
+    docs = open_corpus(cfg.corpus, configured=cfg.cache_dir, strict=strict)
+    tables, skipped = tables_without_models(cfg, docs)
     kinds = {c.name: c.kind for c in cfg.chunkers}
     out_console().print(chunk_table([chunk_stats(name, kinds[name], t) for name, t in tables.items()], skipped))
 

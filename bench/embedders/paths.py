@@ -1,4 +1,4 @@
-"""Where bench keeps what it can reuse between runs: embeddings and prepared models."""
+"""Where bench keeps what it can reuse between runs: embeddings, prepared models, extracted text."""
 
 from __future__ import annotations
 
@@ -26,3 +26,8 @@ def embeddings_dir(root: Path) -> Path:
 
 def models_dir(root: Path) -> Path:
     return root / "models"
+
+
+def extracted_dir(root: Path) -> Path:
+    """Text extracted from PDFs, Word files, slides and web pages, by source bytes and extractor."""
+    return root / "extracted"

@@ -1,8 +1,9 @@
-"""Loading a corpus: a folder of .md/.txt files, a JSONL file, or a BEIR folder.
+"""Loading a corpus: a folder of documents (markdown, text, PDF, Word, HTML, slides …), a JSONL
+file, or a BEIR folder.
 
 Loading reads every document once, to check it and to learn its id, but keeps only where each
-one is (a file, or a byte range of the JSONL file): texts are read again when they are needed,
-so a corpus of millions of chunks never sits in memory as Python strings.
+one is (a file, an extracted text in the cache, or a byte range of the JSONL file): texts are read
+again when they are needed, so a corpus of millions of chunks never sits in memory as Python strings.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from __future__ import annotations
 import codecs
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -18,18 +21,50 @@ from pathlib import Path
 import numpy as np
 
 from bench.errors import BenchError
-from bench.files import json_object, read_text
+from bench.files import json_object
+from bench.inputs.formats import for_suffix
 from bench.inputs.lazy import Lazy
 
 TEXT_SUFFIXES = (".md", ".txt")
 _RECENT = 8  # documents kept after reading: chunk texts are sliced from the same few in turn
+_NAMED = 5  # files named in a warning before "and N more"
+# Kinds of LeftOut: the first three are files of a folder, which --strict refuses; the last is a
+# JSONL record with no text (BEIR sets carry some on purpose).
+UNSUPPORTED, UNREADABLE, NO_TEXT, EMPTY_RECORD = "unsupported", "unreadable", "no text", "empty record"
 
 
 @dataclass(frozen=True, slots=True)
 class Document:
+    """A document's id and text; ``pages`` holds the offset where each page (or slide) starts."""
+
     id: str
     text: str
     title: str = ""
+    pages: tuple[int, ...] = ()
+    page_label: str = ""  # how its pages read: "p.", "slide", "sheet"; "" when it has none
+
+    def page_range(self, start: int, end: int) -> tuple[int, int] | None:
+        """The first and last page (1-based) the span ``start..end`` lies on; None without pages."""
+        if not self.pages:
+            return None
+        return bisect_right(self.pages, start), bisect_right(self.pages, max(start, end - 1))
+
+
+@dataclass(frozen=True, slots=True)
+class LeftOut:
+    """A file (or JSONL record) that is not a document of the corpus, and why, in words a user can act on."""
+
+    path: str  # the id it would have had: the path relative to the corpus folder
+    reason: str
+    kind: str  # UNSUPPORTED, UNREADABLE, NO_TEXT or EMPTY_RECORD
+
+
+def pages_label(label: str, pages: tuple[int, int] | None) -> str:
+    """``"p. 4–5"``, ``"slide 2"``; ``""`` without pages."""
+    if pages is None or not label:
+        return ""
+    first, last = pages
+    return f"{label} {first}" if first == last else f"{label} {first}–{last}"
 
 
 class Corpus:
@@ -40,12 +75,21 @@ class Corpus:
         path: Path,
         ids: Sequence[str],
         read: Callable[[int], Document],
-        empty: frozenset[str] = frozenset(),
+        left_out: Sequence[LeftOut] = (),
         fingerprint: str | None = None,
+        notes: Mapping[str, tuple[str, ...]] | None = None,
+        formats: Mapping[str, str] | None = None,
+        provenance: Mapping[str, str] | None = None,
     ) -> None:
         self.path = Path(path)
         self.ids = tuple(ids)
-        self.empty = empty  # ids left out for having no text, so evidence naming one can say so
+        # files and records that are not documents, so evidence naming one can say why
+        self.left_out = tuple(left_out)
+        self.notes = dict(notes or {})  # what a user should know of a document ("read as Windows-1252")
+        self.formats = dict(formats or {})  # document id -> the format that read it (folders only)
+        # document id -> extractor, version and sha256 of the source bytes, for extracted documents:
+        # the fingerprint covers them, so a new extractor version or new bytes change it
+        self.provenance = dict(provenance or {})
         self._read = read
         self._ordinal = {d: i for i, d in enumerate(self.ids)}
         self._recent: dict[int, Document] = {}
@@ -53,10 +97,65 @@ class Corpus:
             self.__dict__["fingerprint"] = fingerprint
 
     @classmethod
-    def from_documents(cls, path: Path, documents: Sequence[Document], empty: frozenset[str] = frozenset()) -> Corpus:
+    def from_documents(cls, path: Path, documents: Sequence[Document], left_out: Sequence[LeftOut] = ()) -> Corpus:
         """A corpus held in memory (documents in id order)."""
         documents = tuple(documents)
-        return cls(path, [d.id for d in documents], documents.__getitem__, empty)
+        return cls(path, [d.id for d in documents], documents.__getitem__, left_out)
+
+    @cached_property
+    def _left_out_by_path(self) -> dict[str, LeftOut]:
+        return {x.path: x for x in self.left_out}
+
+    def why_left_out(self, doc_id: str) -> LeftOut | None:
+        """Why ``doc_id`` is not a document of the corpus, when it was a file or record left out."""
+        return self._left_out_by_path.get(doc_id)
+
+    @property
+    def empty(self) -> frozenset[str]:
+        """Ids left out for having no text."""
+        return frozenset(x.path for x in self.left_out if x.kind in (NO_TEXT, EMPTY_RECORD))
+
+    def warnings(self) -> list[str]:
+        """One line per kind of file left out (naming the first few) and per note, for every command
+        that reads the corpus: nothing is skipped in silence. JSONL records with no text are not
+        files and are not warned about."""
+        lines = []
+        unsupported = [x for x in self.left_out if x.kind == UNSUPPORTED]
+        if unsupported:
+            by_suffix = Counter(Path(x.path).suffix.lower() or "(no suffix)" for x in unsupported)
+            kinds = ", ".join(f"{n} {s}" for s, n in by_suffix.most_common())
+            lines.append(
+                f"{self.path}: left out {_files(len(unsupported))} no format reads ({kinds}): "
+                f"{_named(x.path for x in unsupported)}; convert them (`bench corpus stats` lists the formats read) "
+                "or move them out of the folder"
+            )
+        for kind, what in ((UNREADABLE, "that cannot be read"), (NO_TEXT, "with no text")):
+            files = [x for x in self.left_out if x.kind == kind]
+            if files:
+                named = "; ".join(f"{x.path}: {x.reason}" for x in files[:_NAMED])
+                more = f"; and {len(files) - _NAMED} more" if len(files) > _NAMED else ""
+                lines.append(f"{self.path}: left out {_files(len(files))} {what}: {named}{more}")
+        for doc_id, notes in sorted(self.notes.items())[:_NAMED]:
+            lines.extend(f"{self.path}/{doc_id}: {note}" for note in notes if doc_id in self)
+        return lines
+
+    def check_strict(self) -> None:
+        """``--strict``: any file of the folder left out is an error, not a warning."""
+        files = [x for x in self.left_out if x.kind != EMPTY_RECORD]
+        if files:
+            named = "; ".join(f"{x.path} ({x.reason})" for x in files[:_NAMED])
+            more = f"; and {len(files) - _NAMED} more" if len(files) > _NAMED else ""
+            raise BenchError(
+                f"{self.path}: {_files(len(files))} left out of the corpus (--strict): {named}{more}; "
+                "fix or remove them, or run without --strict"
+            )
+
+    def left_out_manifest(self) -> dict:
+        """What the manifest records of the files left out (kinds counted, every file listed)."""
+        return {
+            "left_out": [{"path": x.path, "kind": x.kind, "reason": x.reason} for x in self.left_out],
+            "formats": dict(Counter(self.formats.values())),
+        }
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -84,65 +183,71 @@ class Corpus:
 
     @cached_property
     def fingerprint(self) -> str:
-        """sha256 over (id, text) pairs: independent of file layout, changes when any text changes."""
+        """sha256 over (id, text) pairs, and for extracted documents their source bytes and extractor
+        version: independent of file layout, changes when any text, source or extractor changes."""
         h = _Fingerprint()
         for d in self.documents:
-            h.add(d)
+            h.add(d, self.provenance.get(d.id, ""))
         return h.hexdigest()
+
+
+def _files(n: int) -> str:
+    return f"{n} file" if n == 1 else f"{n} files"
+
+
+def _named(paths: Iterable[str]) -> str:
+    paths = list(paths)
+    more = f" and {len(paths) - _NAMED} more" if len(paths) > _NAMED else ""
+    return ", ".join(paths[:_NAMED]) + more
 
 
 class _Fingerprint:
     def __init__(self) -> None:
         self.h = hashlib.sha256()
 
-    def add(self, d: Document) -> None:
+    def add(self, d: Document, provenance: str = "") -> None:
         self.h.update(d.id.encode())
         self.h.update(b"\0")
         self.h.update(d.text.encode())
         self.h.update(b"\0")
+        if provenance:  # text files keep the fingerprint they always had
+            self.h.update(provenance.encode())
+            self.h.update(b"\0")
 
     def hexdigest(self) -> str:
         return self.h.hexdigest()
 
 
-def load_corpus(path: str | Path) -> Corpus:
-    """Load documents from a folder of .md/.txt files, a JSONL file, or a BEIR folder (corpus.jsonl)."""
+def load_corpus(
+    path: str | Path, cache: Path | None = None, progress: Callable[[int, int], None] | None = None
+) -> Corpus:
+    """Load documents from a folder of documents, a JSONL file, or a BEIR folder (corpus.jsonl).
+
+    ``cache`` is the folder where text extracted from PDFs, Word files and the like is kept between
+    runs (in memory only when None); ``progress(done, total)`` follows a folder's files.
+    """
+    from bench.inputs.extraction_cache import ExtractionCache
+    from bench.inputs.folder import load_folder
+
     path = Path(path)
     if not path.exists():
-        raise BenchError(f"{path}: corpus not found; give a folder of .md/.txt files or a .jsonl file")
+        raise BenchError(f"{path}: corpus not found; give a folder of documents or a .jsonl file")
     if path.is_dir() and (path / "corpus.jsonl").is_file():
         return _load_jsonl(path, path / "corpus.jsonl", beir=True)
     if path.is_dir():
-        return _load_folder(path)
-    if path.suffix.lower() in TEXT_SUFFIXES:  # read as JSONL it would only say "invalid JSON"
+        return load_folder(path, ExtractionCache(cache), progress)
+    if path.suffix.lower() != ".jsonl" and for_suffix(path.suffix) is not None:
+        # read as JSONL it would only say "invalid JSON"
         raise BenchError(f"{path}: one document is not a corpus; give the folder that holds it, or a .jsonl file")
     return _load_jsonl(path, path, beir=False)
 
 
-def _no_documents(path: Path) -> BenchError:
-    return BenchError(f"{path}: the corpus has no documents; add .md/.txt files or JSONL lines")
-
-
-def _load_folder(root: Path) -> Corpus:
-    root_resolved = root.resolve()
-    files: dict[str, Path] = {}
-    empty = set()
-    for file in sorted(root.rglob("*")):
-        if file.suffix.lower() not in TEXT_SUFFIXES or not file.is_file():
-            continue
-        rel = file.relative_to(root).as_posix()
-        if not file.resolve().is_relative_to(root_resolved):
-            raise BenchError(f"{file}: links outside the corpus folder {root}; copy the file in instead")
-        # Whitespace-only documents are left out: they have nothing to retrieve.
-        if read_text(file).strip():
-            files[rel] = file
-        else:
-            empty.add(rel)
-    if not files:
-        raise _no_documents(root)
-    ids = sorted(files)
-    paths = [files[i] for i in ids]
-    return Corpus(root, ids, lambda i: Document(ids[i], read_text(paths[i])), frozenset(empty))
+def no_documents(path: Path, left_out: Sequence[LeftOut] = ()) -> BenchError:
+    """The error for a corpus with no document, saying what was left out and why."""
+    if left_out:
+        named = "; ".join(f"{x.path}: {x.reason}" for x in left_out[:_NAMED])
+        return BenchError(f"{path}: the corpus has no documents; every file was left out ({named})")
+    return BenchError(f"{path}: the corpus has no documents; add documents (markdown, PDF, Word …) or JSONL lines")
 
 
 class _JsonlFile:
@@ -162,7 +267,7 @@ class _JsonlFile:
 
 def _load_jsonl(corpus_path: Path, file: Path, beir: bool) -> Corpus:
     located: dict[str, tuple[int, int]] = {}
-    empty = set()
+    empty: set[str] = set()
     fingerprint: _Fingerprint | None = _Fingerprint()  # computed on the way when ids come sorted
     last_id: str | None = None
     for lineno, offset, line in _lines(file):
@@ -181,7 +286,7 @@ def _load_jsonl(corpus_path: Path, file: Path, beir: bool) -> Corpus:
         else:
             fingerprint = None
     if not located:
-        raise _no_documents(corpus_path)
+        raise no_documents(corpus_path)
     ids = sorted(located)
     reader = _JsonlFile(file, beir)
     reader.offsets = np.fromiter((located[i][0] for i in ids), dtype=np.int64, count=len(ids))
@@ -190,7 +295,7 @@ def _load_jsonl(corpus_path: Path, file: Path, beir: bool) -> Corpus:
         corpus_path,
         ids,
         reader.read,
-        frozenset(empty),
+        [LeftOut(d, "no text in it", EMPTY_RECORD) for d in sorted(empty)],
         fingerprint=fingerprint.hexdigest() if fingerprint is not None else None,
     )
 

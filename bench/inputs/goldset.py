@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bench.errors import BenchError
 from bench.files import json_object, numbered_lines, read_text
-from bench.inputs.corpus import Corpus
+from bench.inputs.corpus import EMPTY_RECORD, NO_TEXT, Corpus
 from bench.registry import suggest
 
 CHUNK, DOCUMENT = "chunk", "document"
@@ -180,8 +180,11 @@ def _parse_evidence(item: object, where: str, corpus: Corpus) -> Evidence:
 
 def _not_in_corpus(doc_id: object, corpus: Corpus) -> str:
     """Why evidence names no document of the corpus, and what to write instead."""
-    if isinstance(doc_id, str) and doc_id in corpus.empty:
+    left_out = corpus.why_left_out(doc_id) if isinstance(doc_id, str) else None
+    if left_out is not None and left_out.kind in (NO_TEXT, EMPTY_RECORD) and left_out.reason == "no text in it":
         return f"document {doc_id!r} is empty, so it is not in the corpus; add its text or drop this evidence"
+    if left_out is not None:
+        return f"document {doc_id!r} was left out of the corpus ({left_out.reason}); fix the file or drop this evidence"
     hint = ""
     if isinstance(doc_id, str) and len(corpus) <= _SUGGEST_MAX_DOCS:
         hint = suggest(doc_id, (d.id for d in corpus.documents))

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.console import Console
+
 from bench.chunking.table import ChunkTable
 from bench.chunking.tokens import count_tokens, count_tokens_each
 from bench.config import Candidate, Config
+from bench.embedders import paths
 from bench.evaluation import costs
-from bench.inputs.corpus import Corpus, load_corpus
+from bench.inputs.corpus import Corpus
 from bench.inputs.goldset import Goldset, load_goldset
+from bench.report.corpus_view import read_corpus
 
 
 def tables_without_models(config: Config, corpus: Corpus) -> tuple[dict[str, ChunkTable], list[str]]:
@@ -68,9 +72,17 @@ def plan(
     return planned
 
 
-def dry_run(config: Config, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> list:
-    """The grid with chunk and token counts and estimated cost, before anything is embedded."""
-    corpus = load_corpus(config.corpus)
+def dry_run(
+    config: Config,
+    only: tuple[str, ...] = (),
+    skip: tuple[str, ...] = (),
+    console: Console | None = None,
+    strict: bool = False,
+) -> list:
+    """The grid with chunk and token counts and estimated cost, before anything is embedded.
+    Files of the corpus left out are warned about on ``console`` (standard error when None)."""
+    root = paths.cache_root(config.cache_dir, config.cache_override)
+    corpus = read_corpus(config.corpus, paths.extracted_dir(root), console or Console(stderr=True), strict)
     goldset = load_goldset(config.goldset, corpus)
     candidates = config.candidates(only, skip)
     tables, _ = tables_without_models(config, corpus)

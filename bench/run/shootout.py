@@ -31,9 +31,10 @@ from bench.engines import make_engine
 from bench.errors import BenchError
 from bench.evaluation.relevance import judge
 from bench.evaluation.scoring import rank_candidates, recommendation, score_candidate
-from bench.inputs.corpus import Corpus, load_corpus
+from bench.inputs.corpus import Corpus
 from bench.inputs.goldset import load_goldset
 from bench.inputs.lock import check_lock
+from bench.report.corpus_view import read_corpus
 from bench.results import schema, store
 from bench.results.schema import CandidateResult, Manifest, QuestionRecord, RunSummary, StoredRun, UnitText
 from bench.retrieval.retrievers import BuildStats, Retriever
@@ -69,6 +70,7 @@ def run_shootout(
     console: Console | None = None,
     use_cache: bool = True,
     allow_unlocked: bool = False,
+    strict: bool = False,
     only: tuple[str, ...] = (),
     skip: tuple[str, ...] = (),
     remeasure: bool = False,
@@ -79,6 +81,8 @@ def run_shootout(
 
     A goldset whose lock no longer matches (goldset or corpus changed) is refused unless
     ``allow_unlocked``; a goldset with no lock runs with a warning. The manifest says which.
+    Files of the corpus left out (unknown formats, unreadable, no text) are warned about and listed in
+    the manifest; ``strict`` makes any of them an error.
     ``remeasure`` times query encoding again even where this machine's timings are cached.
     ``reports`` writes plots, report.pdf and inspector.html once the results are safely in place.
     ``engine`` says where corpus embedding runs (see ``bench.engines``). Progress and warnings go
@@ -87,8 +91,9 @@ def run_shootout(
     console = console or Console(stderr=True)
     started = datetime.now(UTC)
     phases = measure.Phases()
+    root = paths.cache_root(config.cache_dir, config.cache_override)
     with phases("load corpus"):
-        corpus = load_corpus(config.corpus)
+        corpus = read_corpus(config.corpus, paths.extracted_dir(root), console, strict)
     with phases("load goldset"):
         goldset = load_goldset(config.goldset, corpus)
     with phases("check lock"):
@@ -105,7 +110,6 @@ def run_shootout(
     candidates = config.candidates(only, skip)
     run_id = store.new_run_id(config.results, config.hash, started)
     depth = config.retrieval_depth
-    root = paths.cache_root(config.cache_dir, config.cache_override)
     cache = EmbeddingCache(paths.embeddings_dir(root)) if use_cache else NoCache()
     models = ModelPool(
         config,
@@ -202,7 +206,12 @@ def run_shootout(
             config=config.resolved(),
             config_hash=config.hash,
             config_path=str(config.path),
-            corpus={"path": str(config.corpus), "sha256": corpus.fingerprint, "documents": len(corpus)},
+            corpus={
+                "path": str(config.corpus),
+                "sha256": corpus.fingerprint,
+                "documents": len(corpus),
+                **corpus.left_out_manifest(),
+            },
             goldset={
                 "path": str(config.goldset),
                 "sha256": goldset.fingerprint,
@@ -259,10 +268,13 @@ def _with_phases(manifest: Manifest, phases: measure.Phases) -> Manifest:
 def _unit_texts(records: list[QuestionRecord], corpus: Corpus) -> list[UnitText]:
     """The text of every distinct unit the records name, so reports show it without the corpus."""
     spans = {(e.doc_id, e.start, e.end) for r in records for e in (*r.ranking, *r.expected)}
-    return [
-        UnitText(doc_id=doc_id, start=start, end=end, text=corpus.get(doc_id).text[start:end])
-        for doc_id, start, end in sorted(spans)
-    ]
+    texts = []
+    for doc_id, start, end in sorted(spans):
+        doc = corpus.get(doc_id)
+        pages = doc.page_range(start, end)
+        where = {"pages": list(pages), "page_label": doc.page_label} if pages else {}
+        texts.append(UnitText(doc_id=doc_id, start=start, end=end, text=doc.text[start:end], extra=where))
+    return texts
 
 
 def _progress(console: Console) -> Progress:

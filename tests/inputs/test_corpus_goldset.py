@@ -37,7 +37,7 @@ def ids(corpus: Corpus) -> list[str]:
 # --- corpus: folders -----------------------------------------------------------------------
 
 
-def test_folder_nested_ids_sorted_and_only_md_txt(tmp_path: Path) -> None:
+def test_folder_nested_ids_sorted_and_unread_files_said(tmp_path: Path) -> None:
     root = tmp_path / "c"
     write(root / "zeta.md", "Zeta text.")
     write(root / "alpha.txt", "Alpha text.")
@@ -46,11 +46,20 @@ def test_folder_nested_ids_sorted_and_only_md_txt(tmp_path: Path) -> None:
     write(root / "b" / "x.md", "B x text.")
     write(root / "notes.json", '{"not": "a document"}')
     write(root / "image.png", b"\x89PNG\r\n\x1a\n")
-    write(root / "readme.rst", "ignored")
-    write(root / "sub" / "script.py", "print('ignored')")
+    write(root / "readme.rst", "Read as text.")
+    write(root / "sub" / "script.py", "print('left out')")
+    write(root / ".git" / "HEAD", "ref: refs/heads/main")  # hidden: not a document, not a warning
+    write(root / ".DS_Store", b"\0\0\0\1Bud1")
     corpus = load_corpus(root)
-    assert ids(corpus) == ["alpha.txt", "b/x.md", "sub/deeper/leaf.TXT", "sub/inner.md", "zeta.md"]
-    assert len(corpus) == 5
+    assert ids(corpus) == ["alpha.txt", "b/x.md", "readme.rst", "sub/deeper/leaf.TXT", "sub/inner.md", "zeta.md"]
+    assert len(corpus) == 6
+    assert [(x.path, x.kind) for x in corpus.left_out] == [
+        ("image.png", "unsupported"),
+        ("notes.json", "unsupported"),
+        ("sub/script.py", "unsupported"),
+    ]
+    (warning,) = corpus.warnings()
+    assert "left out 3 files no format reads (1 .png, 1 .json, 1 .py): image.png, notes.json, sub/script.py" in warning
     assert "sub/inner.md" in corpus
     assert "sub\\inner.md" not in corpus
     assert "notes.json" not in corpus
@@ -67,15 +76,29 @@ def test_folder_crlf_normalised_and_bom_accepted(tmp_path: Path) -> None:
     assert corpus.get("bom.md").text == "Hello BOM"  # no \ufeff left at offset 0
 
 
-def test_folder_non_utf8_names_the_file(tmp_path: Path) -> None:
+def test_folder_latin1_read_and_said(tmp_path: Path) -> None:
     root = tmp_path / "c"
     write(root / "good.md", "fine")
-    write(root / "sub" / "latin1.txt", "caf\xe9 cr\xe8me".encode("latin-1"))
-    with pytest.raises(BenchError) as err:
-        load_corpus(root)
-    msg = str(err.value)
-    assert "latin1.txt" in msg
-    assert "UTF-8" in msg
+    write(root / "sub" / "latin1.txt", "café crème “quoted”".encode("cp1252"))
+    corpus = load_corpus(root)
+    assert corpus.get("sub/latin1.txt").text == "café crème “quoted”"
+    assert any("sub/latin1.txt: not UTF-8: read as Windows-1252" in line for line in corpus.warnings())
+
+
+def test_folder_undecodable_and_binary_text_left_out_with_the_reason(tmp_path: Path) -> None:
+    root = tmp_path / "c"
+    write(root / "good.md", "fine")
+    write(root / "garbage.txt", bytes(range(128, 256)) * 4)  # no Western text looks like this
+    write(root / "binary.md", b"text\0with a NUL")
+    corpus = load_corpus(root)
+    assert ids(corpus) == ["good.md"]
+    reasons = {x.path: x.reason for x in corpus.left_out}
+    assert "encoding cannot be told; convert it to UTF-8" in reasons["garbage.txt"]
+    assert "NUL byte" in reasons["binary.md"]
+    (warning,) = corpus.warnings()
+    assert warning.startswith(f"{root}: left out 2 files that cannot be read: binary.md: a NUL byte")
+    with pytest.raises(BenchError, match=r"2 files left out of the corpus \(--strict\): binary.md"):
+        corpus.check_strict()
 
 
 def test_empty_corpus_folder_is_an_error(tmp_path: Path) -> None:
@@ -96,10 +119,12 @@ def test_symlink_escaping_the_corpus_folder(tmp_path: Path) -> None:
     root = tmp_path / "c"
     write(root / "ok.md", "ok")
     os.symlink(outside, root / "link.md")
-    with pytest.raises(BenchError) as err:
-        load_corpus(root)
-    assert "link.md" in str(err.value)
-    assert "outside the corpus" in str(err.value)
+    corpus = load_corpus(root)  # a real knowledge base has the odd bad file: left out, and said
+    assert ids(corpus) == ["ok.md"]
+    (left_out,) = corpus.left_out
+    assert left_out.path == "link.md"
+    assert "outside the corpus folder; copy the file in instead" in left_out.reason
+    assert "link.md" in corpus.warnings()[0]
 
 
 def test_symlink_inside_the_corpus_folder_is_fine(tmp_path: Path) -> None:

@@ -1,0 +1,132 @@
+"""A corpus folder: every file of a known format becomes a document whose id is its path.
+
+Files are read in path order. A file no format claims, one that cannot be read (corrupt, encrypted,
+a link leaving the folder) and one with no text (a scan, an empty file) are left out with the
+reason, so the run can say what it did not see; hidden files and folders (``.git``, ``.DS_Store``)
+are not documents and are passed over. Extracted text comes from the extraction cache when the
+file's bytes and the extractor's version are those it was cached under.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.errors import BenchError
+from bench.inputs.corpus import Corpus, Document, LeftOut, no_documents
+from bench.inputs.extraction_cache import ExtractionCache
+from bench.inputs.formats import Extracted, Extractor, Unreadable, for_suffix
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    file: Path
+    extractor: Extractor
+    sha256: str
+
+
+def load_folder(root: Path, cache: ExtractionCache, progress: Callable[[int, int], None] | None = None) -> Corpus:
+    """Every document of ``root``; ``progress(done, total)`` is called after each file."""
+    root_resolved = root.resolve()
+    files = sorted(f for f in _walk(root))
+    sources: dict[str, _Source] = {}
+    left_out: list[LeftOut] = []
+    notes: dict[str, tuple[str, ...]] = {}
+    for done, file in enumerate(files, start=1):
+        rel = file.relative_to(root).as_posix()
+        try:
+            found = _read(file, root_resolved, cache)
+        except _LeftOut as e:
+            left_out.append(LeftOut(rel, str(e), e.kind))
+        else:
+            source, extracted = found
+            if extracted.notes:
+                notes[rel] = extracted.notes
+            if extracted.text.strip():
+                sources[rel] = source
+            else:  # whitespace-only documents have nothing to retrieve
+                reason = extracted.notes[0] if extracted.notes else "no text in it"
+                left_out.append(LeftOut(rel, reason, "no text"))
+        if progress:
+            progress(done, len(files))
+    if not sources:
+        raise no_documents(root, left_out)
+    ids = sorted(sources)
+
+    def read(i: int) -> Document:
+        source = sources[ids[i]]
+        extracted = _reread(source, cache)
+        return Document(ids[i], extracted.text, pages=extracted.pages, page_label=source.extractor.page_label)
+
+    return Corpus(
+        root,
+        ids,
+        read,
+        left_out=tuple(left_out),
+        notes=notes,
+        formats={i: sources[i].extractor.name for i in ids},
+        provenance={
+            i: f"{sources[i].extractor.name}-{sources[i].extractor.version}:{sources[i].sha256}"
+            for i in ids
+            if sources[i].extractor.cached
+        },
+    )
+
+
+def _walk(root: Path):
+    """Every non-hidden path under ``root`` that is not a folder (links included, followed or not)."""
+    for folder, subfolders, names in os.walk(root, followlinks=False):
+        subfolders[:] = [s for s in subfolders if not s.startswith(".")]
+        for name in names:
+            if not name.startswith("."):
+                yield Path(folder) / name
+        for s in subfolders:  # a link to a folder is not walked into: say it was left out
+            if (Path(folder) / s).is_symlink():
+                yield Path(folder) / s
+
+
+class _LeftOut(Exception):
+    def __init__(self, reason: str, kind: str) -> None:
+        super().__init__(reason)
+        self.kind = kind
+
+
+def _read(file: Path, root: Path, cache: ExtractionCache) -> tuple[_Source, Extracted]:
+    extractor = for_suffix(file.suffix)
+    if extractor is None:
+        raise _LeftOut(f"no format reads {file.suffix or 'files without a suffix'}", "unsupported")
+    if file.is_symlink() and not file.resolve().is_relative_to(root):
+        raise _LeftOut(f"a link to {file.resolve()}, outside the corpus folder; copy the file in instead", "unreadable")
+    if not file.is_file():
+        raise _LeftOut("not a regular file (a folder link, a broken link or a device); remove it", "unreadable")
+    try:
+        data = file.read_bytes()
+    except OSError as e:
+        raise _LeftOut(f"cannot read it ({e.strerror}); check its permissions", "unreadable") from None
+    if not data.strip():
+        raise _LeftOut("an empty file; add its text or remove it", "no text")
+    source = _Source(file, extractor, hashlib.sha256(data).hexdigest())
+    try:
+        return source, cache.extract(extractor, data, source.sha256)
+    except Unreadable as e:
+        raise _LeftOut(str(e), "unreadable") from None
+
+
+def _reread(source: _Source, cache: ExtractionCache) -> Extracted:
+    """A document's text after loading: plain text from its file, extracted text from the cache (or
+    extracted again, when the cache entry went away)."""
+    if source.extractor.cached:
+        found = cache.get(cache.key(source.extractor, source.sha256))
+        if found is not None:
+            return found
+    changed = BenchError(f"{source.file}: changed or went away while bench was reading the corpus; run again")
+    try:
+        data = source.file.read_bytes()
+        if source.extractor.cached and hashlib.sha256(data).hexdigest() != source.sha256:
+            raise changed
+        return cache.extract(source.extractor, data, source.sha256)
+    except (OSError, Unreadable):
+        raise changed from None

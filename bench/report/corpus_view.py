@@ -1,0 +1,57 @@
+"""What the terminal shows of a corpus: a spinner while its files are read, a warning for every
+kind of file left out, and the tables of ``bench corpus stats``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from bench.inputs.corpus import Corpus, load_corpus
+
+
+@contextmanager
+def _reading(console: Console) -> Iterator:
+    with console.status("reading documents") as status:
+        yield lambda done, total: status.update(f"reading documents: {done:,} of {total:,} files")
+
+
+def read_corpus(path: Path, cache: Path | None, console: Console, strict: bool = False) -> Corpus:
+    """The corpus at ``path``, its warnings printed; with ``strict``, a file left out is an error."""
+    with _reading(console) as progress:
+        corpus = load_corpus(path, cache, progress)
+    if strict:
+        corpus.check_strict()
+    for line in corpus.warnings():
+        console.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True)
+    return corpus
+
+
+def corpus_stats_tables(stats: dict) -> list[Table]:
+    """Documents, pages and characters per format, then every file left out and why."""
+    formats = Table(title=f"{stats['corpus']}: {stats['documents']:,} documents", title_justify="left")
+    for col in ("format", "documents", "pages", "characters"):
+        formats.add_column(col, justify="left" if col == "format" else "right")
+    for name, row in stats["formats"].items():
+        pages = f"{row['pages']:,}" if row["pages"] else "–"
+        formats.add_row(name, f"{row['documents']:,}", pages, f"{row['characters']:,}")
+    tables = [formats]
+    if stats["left_out"]:
+        left = Table(title=f"{len(stats['left_out']):,} files left out", title_justify="left")
+        for col in ("file", "kind", "why"):
+            left.add_column(col, overflow="fold")
+        for x in stats["left_out"]:
+            left.add_row(x["path"], x["kind"], x["reason"])
+        tables.append(left)
+    if stats["notes"]:
+        notes = Table(title="read, with a note", title_justify="left")
+        notes.add_column("file", overflow="fold")
+        notes.add_column("note", overflow="fold")
+        for doc, lines in stats["notes"].items():
+            notes.add_row(doc, "; ".join(lines))
+        tables.append(notes)
+    return tables
