@@ -95,9 +95,9 @@ def mislabelled(data: bytes, expected: str, suffix: str) -> Unreadable:
 
 
 # Each format's module builds its Extractor; the libraries it needs load on first extraction.
-from bench.inputs.formats import html, office, pdf, text  # noqa: E402
+from bench.inputs.formats import epub, html, office, pdf, text  # noqa: E402
 
-for _module in (text, pdf, html, office):
+for _module in (text, pdf, html, office, epub):
     for _extractor in _module.EXTRACTORS:
         EXTRACTORS.register(_extractor.name, _extractor)
 _BY_SUFFIX = {s: EXTRACTORS[name] for name in EXTRACTORS for s in EXTRACTORS[name].suffixes}

@@ -1,3 +1,255 @@
-"""html documents (being written)."""
+"""Web pages: the page's content as markdown, without the site's navigation, banners and footers.
 
-EXTRACTORS: tuple = ()
+The text is what a reader sees and quotes: link text without its URL, bold and italic text without
+``**`` or ``_``, no images. Structure stays as markdown (``#`` headings, ``-`` items, ``|`` tables)
+for the chunkers. ``to_markdown`` is the one HTML-to-markdown step; DOCX (through mammoth's HTML)
+and EPUB chapters go through it too.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from functools import cache
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+from bench.inputs.formats import Extracted, Extractor
+
+if TYPE_CHECKING:
+    from bs4 import BeautifulSoup, Tag
+
+OUTPUT_VERSION = "1"  # bump when the text this module gives changes for the same bytes
+
+# Never text a reader sees.
+_INVISIBLE = ("script", "style", "noscript", "template", "svg", "math", "iframe", "object", "canvas", "head")
+# Site furniture wherever it sits: a search box or a menu is never the page's content.
+_FURNITURE = frozenset({"nav", "form"})
+_FURNITURE_ROLES = frozenset({"navigation", "search"})
+# A page's banner and footer; inside a section of the page they are its own title or byline.
+_PAGE_FRAME = frozenset({"header", "footer"})
+_SECTIONS = ("article", "aside", "main", "nav", "section")
+_ELEMENT = dict.fromkeys(("nav", "form", "header", "footer", "aside"), True)  # furniture by element, not by name
+_ROLES = frozenset({"navigation", "search", "banner", "contentinfo", "complementary"})
+_DIALOG = re.compile(r"(^|[\s_-])(cookies?|consent|gdpr|cookiebanner)([\s_-]|$)", re.IGNORECASE)
+_DIALOG_MAX_CHARS = 1500  # a consent banner is short; a longer match is more likely an article about cookies
+# Pages without semantic elements name their furniture in ids and classes; whole names only, so a
+# "content-header" or a "menu-card" recipe stays.
+_FURNITURE_NAMES = frozenset({
+    "header", "footer", "menu", "sidebar", "navbar", "nav", "navigation", "breadcrumb", "breadcrumbs",
+    "masthead", "topbar", "top-bar", "site-header", "site-footer", "site-nav", "skip-link",
+})  # fmt: skip
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_FORM_SHARE = 0.5  # an element holding most of the page's text wraps the page (an ASP.NET form), it is no menu
+
+
+def versions(*dists: str) -> str:
+    """``+name-version`` for each library, read from the installed metadata ("missing" if absent)."""
+    return "".join(f"+{dist}-{_version(dist)}" for dist in dists)
+
+
+@cache
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "missing"
+
+
+def decode(data: bytes) -> tuple[str, tuple[str, ...]]:
+    """The page's text, by byte-order mark, then ``<meta charset>``, then UTF-8, then Windows-1252
+    (what browsers assume for an undeclared legacy page); with a note when the reading is a guess."""
+    from bs4.dammit import EncodingDetector
+
+    for bom, name in ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
+        if data.startswith(bom):
+            return data.decode(name, errors="replace").lstrip("\ufeff"), ()
+    declared = EncodingDetector.find_declared_encoding(data[:4096], is_html=True, search_entire_document=False)
+    if declared:
+        try:
+            codec = codecs.lookup(declared).name
+        except LookupError:
+            codec = ""
+        if codec.startswith(("utf-16", "utf-32")):  # browsers read such a declaration in ASCII bytes as UTF-8
+            codec = "utf-8"
+        if codec == "latin-1":  # the HTML standard reads ISO-8859-1 as its superset, Windows-1252
+            codec = "cp1252"
+        if codec:
+            text = data.decode(codec, errors="replace")
+            if "\ufffd" in text and b"\xef\xbf\xbd" not in data and codec != "utf-8":
+                return text, (f"some bytes are not {declared} as its meta charset says; they read as \ufffd",)
+            return text, ()
+    try:
+        return data.decode("utf-8"), ()
+    except UnicodeDecodeError:
+        note = "no charset declared and not UTF-8: read as Windows-1252; declare <meta charset> to be sure"
+        return data.decode("cp1252", errors="replace"), (note,)
+
+
+def parse(html: str) -> BeautifulSoup:
+    """The document tree (lxml's HTML parser: fast, and forgiving like a browser)."""
+    from bs4 import BeautifulSoup
+
+    return BeautifulSoup(html, "lxml")
+
+
+def content(soup: BeautifulSoup) -> Tag:
+    """The page's content: its ``<main>`` (or single ``<article>``) with furniture and hidden parts taken out.
+
+    Removal stops short of whatever holds the content, so a page wrapped whole in a ``<form>`` keeps
+    its text: losing a quoted sentence is worse than keeping a menu.
+    """
+    from bs4 import Tag
+
+    for tag in [t for t in soup.descendants if isinstance(t, Tag) and (t.name in _INVISIBLE or _hidden(t))]:
+        if not tag.decomposed:  # not inside one already taken out
+            tag.decompose()
+    root = _root(soup)
+    whole = len(root.get_text())
+    for tag in [t for t in root.descendants if isinstance(t, Tag) and _furniture(t)]:
+        if tag.decomposed:
+            continue
+        size = len(tag.get_text())
+        if size > _FORM_SHARE * whole:  # it holds most of the page: the page's wrapper, not a menu
+            if tag.name == "form":
+                tag.unwrap()  # an ASP.NET page's form: keep what it holds, lose its search box below
+            continue
+        # A consent banner or a box named furniture is short; a long one may be the article after all.
+        if _ELEMENT.get(tag.name) or tag.get("role") in _ROLES or size < _DIALOG_MAX_CHARS:
+            tag.decompose()
+    return root
+
+
+def _furniture(tag: Tag) -> bool:
+    """Whether an element is the site's rather than the page's: menus, search, banners, sidebars, consent."""
+    name, role = tag.name, tag.get("role")
+    if name in _FURNITURE or role in _FURNITURE_ROLES:
+        return True
+    if name in _PAGE_FRAME or role in ("banner", "contentinfo"):
+        return _page_level(tag)
+    if name == "aside" or role == "complementary":
+        return tag.find_parent("article") is None  # inside an article an aside is its note or glossary box
+    return _consent(tag) or _named_furniture(tag)
+
+
+def _page_level(tag: Tag) -> bool:
+    """Whether a header or footer frames the page (ARIA's rule: inside no section) rather than an article.
+
+    A header holding an ``<h1>`` but no menu is the article's title in a page that does not mark the
+    article up, so it stays.
+    """
+    if tag.get("role") in ("banner", "contentinfo"):
+        return True
+    if tag.find_parent(_SECTIONS) is not None:
+        return False
+    return not (tag.name == "header" and tag.find("h1") is not None and tag.find("nav") is None)
+
+
+def _hidden(tag: Tag) -> bool:
+    """Whether the page never shows the element: ``hidden``, an inline ``display: none``, a shut dialog."""
+    if tag.has_attr("hidden") or (tag.name == "dialog" and not tag.has_attr("open")):
+        return True
+    style = tag.get("style")
+    return isinstance(style, str) and _HIDDEN_STYLE.search(style) is not None
+
+
+def _consent(tag: Tag) -> bool:
+    """A cookie or consent banner, by its id or class (no element for it exists)."""
+    names = [tag.get("id") or "", *(tag.get("class") or ())]
+    return any(isinstance(n, str) and _DIALOG.search(n) for n in names) and tag.name not in ("html", "body", "main")
+
+
+def _named_furniture(tag: Tag) -> bool:
+    """A ``<div id="header">``, ``<div class="menu">``: furniture by name, unless it holds the page's title."""
+    names = [tag.get("id") or "", *(tag.get("class") or ())]
+    named = any(isinstance(n, str) and n.lower() in _FURNITURE_NAMES for n in names)
+    return named and tag.name not in ("html", "body", "main", "article") and tag.find("h1") is None
+
+
+def _root(soup: BeautifulSoup) -> Tag:
+    """``<main>`` or ``[role=main]``, else the one ``<article>``, else the body."""
+    main = soup.find("main") or soup.find(lambda t: t.get("role") == "main")
+    if main is not None and main.get_text(strip=True):
+        return main
+    articles = soup.find_all("article")
+    outer = [a for a in articles if a.find_parent("article") is None]
+    if len(outer) == 1 and outer[0].get_text(strip=True):
+        return outer[0]
+    return soup.body or soup
+
+
+@cache
+def _converter() -> Any:
+    """A markdownify converter that writes what a reader sees: no emphasis, links, images or escapes."""
+    from markdownify import MarkdownConverter
+
+    def plain(self: Any, el: Any, text: str, parent_tags: Any) -> str:
+        return text
+
+    def nothing(self: Any, el: Any, text: str, parent_tags: Any) -> str:
+        return ""
+
+    def br(self: Any, el: Any, text: str, parent_tags: Any) -> str:
+        return " " if "_inline" in parent_tags else "\n"
+
+    def cell(name: str) -> Any:
+        inherited = getattr(MarkdownConverter, name)
+
+        def convert(self: Any, el: Any, text: str, parent_tags: Any) -> str:
+            return str(inherited(self, el, text.replace("|", "\\|"), parent_tags))  # a "|" would split the cell
+
+        return convert
+
+    inline = ("a", "b", "strong", "em", "i", "u", "s", "del", "strike", "code", "kbd", "samp", "sub", "sup", "mark")
+    methods: dict[str, Any] = {f"convert_{name}": plain for name in inline}
+    methods.update(convert_img=nothing, convert_video=nothing, convert_br=br)
+    blocks = ("header", "footer", "aside", "main", "nav", "figure", "details", "summary", "address", "hgroup")
+    methods.update({f"convert_{name}": vars(MarkdownConverter)["convert_div"] for name in blocks})  # not run together
+    methods.update(convert_td=cell("convert_td"), convert_th=cell("convert_th"))
+    Reader = type("Reader", (MarkdownConverter,), methods)
+    return Reader(
+        heading_style="atx",
+        bullets="-",
+        escape_asterisks=False,
+        escape_underscores=False,
+        escape_misc=False,
+        table_infer_header=True,  # every table gets its |---| row, so it reads as a table
+    )
+
+
+_TIDY = str.maketrans({"\xa0": " ", "\xad": None, "\u200b": None, "\r": None})
+
+
+def markdown(node: Tag) -> str:
+    """The element as tidy markdown: no trailing spaces, at most one blank line in a row."""
+    text = str(_converter().convert_soup(node)).translate(_TIDY)
+    lines = [line.rstrip() for line in text.split("\n")]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")
+
+
+def to_markdown(html: str) -> str:
+    """An HTML document's content as markdown (see ``content``); empty when it shows no text."""
+    soup = parse(html)
+    text = markdown(content(soup))
+    if not text and soup.get_text(strip=True):  # everything was furniture: keep it rather than lose the text
+        soup = parse(html)
+        for tag in soup.find_all(_INVISIBLE):
+            tag.decompose()
+        text = markdown(soup.body or soup)
+    return text
+
+
+def extract(data: bytes) -> Extracted:
+    """A web page's content as markdown, and a note when its encoding had to be guessed."""
+    html, notes = decode(data)
+    return Extracted(to_markdown(html), notes=notes)
+
+
+EXTRACTORS = (
+    Extractor(
+        name="html",
+        suffixes=(".html", ".htm", ".xhtml"),
+        extract=extract,
+        version=OUTPUT_VERSION + versions("beautifulsoup4", "lxml", "markdownify"),
+    ),
+)
