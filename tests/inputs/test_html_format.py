@@ -139,6 +139,12 @@ def test_nested_lists_code_and_pipes() -> None:
     _tidy(text)
 
 
+def test_a_page_nested_too_deep_for_markdown_keeps_its_text() -> None:
+    depth = 3000
+    page = "<div>" * depth + "<p>Deep text.</p><p>More deep text.</p>" + "</div>" * depth
+    assert html.extract(page.encode()).text == "Deep text.\n\nMore deep text."
+
+
 def test_registered_for_its_suffixes_with_library_versions() -> None:
     for suffix in (".html", ".HTM", ".xhtml"):
         extractor = formats.for_suffix(suffix)

@@ -222,7 +222,12 @@ _TIDY = str.maketrans({"\xa0": " ", "\xad": None, "\u200b": None, "\r": None})
 
 def markdown(node: Tag) -> str:
     """The element as tidy markdown: no trailing spaces, at most one blank line in a row."""
-    text = str(_converter().convert_soup(node)).translate(_TIDY)
+    try:
+        text = str(_converter().convert_soup(node)).translate(_TIDY)
+    except (
+        RecursionError
+    ):  # markdownify recurses per element: a page nested hundreds deep keeps its text, not its shape
+        text = "\n\n".join(" ".join(s.split()) for s in node.stripped_strings).translate(_TIDY)
     lines = [line.rstrip() for line in text.split("\n")]
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")
 
