@@ -12,50 +12,18 @@ note saying why, so the corpus can leave it out with that reason.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
+from bench.inputs.formats import epub, html, office, pdf, text
+from bench.inputs.formats.base import Extracted, Extractor, Unreadable, looks_like, mislabelled
 from bench.registry import Registry
 
+__all__ = ["EXTRACTORS", "Extracted", "Extractor", "Unreadable", "for_suffix", "looks_like", "mislabelled", "suffixes"]
 
-class Unreadable(Exception):
-    """The file cannot be turned into text; ``str(e)`` says why and what to do, in one line."""
-
-
-@dataclass(frozen=True, slots=True)
-class Extracted:
-    """A document's text and where its pages start.
-
-    ``pages[i]`` is the character offset in ``text`` where page ``i + 1`` starts (``pages[0] == 0``);
-    empty for formats without pages. ``notes`` are things the user should be told about this file
-    ("read as Windows-1252", "no text layer: OCR it first").
-    """
-
-    text: str
-    pages: tuple[int, ...] = ()
-    notes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Extractor:
-    """One document format.
-
-    ``version`` names the extractor's own output version and the library versions it depends on:
-    extracted text is cached under it and the corpus fingerprint covers it, so an upgrade that
-    changes the text re-extracts and makes the goldset's lock say the corpus changed.
-    ``page_label`` is how a unit's pages read ("p." for PDF pages, "slide" for slides); empty when the
-    format has no pages. ``cached``: whether extraction is worth caching (not for plain text).
-    """
-
-    name: str
-    suffixes: tuple[str, ...]
-    extract: Callable[[bytes], Extracted]
-    version: str
-    page_label: str = ""
-    cached: bool = True
-
-
+# Each format's module builds its Extractor; the libraries it needs load on first extraction.
 EXTRACTORS: Registry[Extractor] = Registry("document format")
+for _module in (text, pdf, html, office, epub):
+    for _extractor in _module.EXTRACTORS:
+        EXTRACTORS.register(_extractor.name, _extractor)
+_BY_SUFFIX = {s: EXTRACTORS[name] for name in EXTRACTORS for s in EXTRACTORS[name].suffixes}
 
 
 def for_suffix(suffix: str) -> Extractor | None:
@@ -66,38 +34,3 @@ def for_suffix(suffix: str) -> Extractor | None:
 def suffixes() -> tuple[str, ...]:
     """Every suffix a corpus folder reads, sorted."""
     return tuple(sorted(_BY_SUFFIX))
-
-
-def looks_like(data: bytes) -> str:
-    """What a file's first bytes say it is ("a PDF", "a zip archive (DOCX, PPTX, XLSX, EPUB)", "HTML",
-    "text", "empty", "binary data"), for telling a user that a file is not what its name says."""
-    head = data[:2048].lstrip()
-    if not data:
-        return "empty"
-    if head.startswith(b"%PDF-"):
-        return "a PDF"
-    if data.startswith(b"PK\x03\x04"):
-        return "a zip archive (DOCX, PPTX, XLSX, EPUB)"
-    lowered = head[:512].lower()
-    if lowered.startswith((b"<!doctype html", b"<html")) or b"<body" in lowered or b"<head" in lowered:
-        return "HTML"
-    if b"\0" in head:
-        return "binary data"
-    return "text"
-
-
-def mislabelled(data: bytes, expected: str, suffix: str) -> Unreadable:
-    """The error for a file whose bytes are not the format its suffix names."""
-    found = looks_like(data)
-    rename = {"a PDF": ".pdf", "HTML": ".html", "text": ".txt"}.get(found)
-    fix = f"rename it to {rename}" if rename else "replace it with a real one or remove it"
-    return Unreadable(f"not {expected} though named {suffix}: its bytes are {found}; {fix}")
-
-
-# Each format's module builds its Extractor; the libraries it needs load on first extraction.
-from bench.inputs.formats import epub, html, office, pdf, text  # noqa: E402
-
-for _module in (text, pdf, html, office, epub):
-    for _extractor in _module.EXTRACTORS:
-        EXTRACTORS.register(_extractor.name, _extractor)
-_BY_SUFFIX = {s: EXTRACTORS[name] for name in EXTRACTORS for s in EXTRACTORS[name].suffixes}

@@ -11,7 +11,7 @@ import zipfile
 from typing import Any
 from urllib.parse import unquote
 
-from bench.inputs.formats import Extracted, Extractor, Unreadable
+from bench.inputs.formats.base import Extracted, Extractor, Unreadable
 from bench.inputs.formats.html import OUTPUT_VERSION as HTML_VERSION
 from bench.inputs.formats.html import decode, to_markdown, versions
 from bench.inputs.formats.office import failed, one_line, open_zip

@@ -14,7 +14,7 @@ from functools import cache
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from bench.inputs.formats import Extracted, Extractor
+from bench.inputs.formats.base import Extracted, Extractor
 
 if TYPE_CHECKING:
     from bs4 import BeautifulSoup, Tag

@@ -13,7 +13,7 @@ import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from bench.inputs.formats import Extracted, Extractor, Unreadable, mislabelled
+from bench.inputs.formats.base import Extracted, Extractor, Unreadable, mislabelled
 from bench.inputs.formats.html import OUTPUT_VERSION as HTML_VERSION
 from bench.inputs.formats.html import to_markdown, versions
 

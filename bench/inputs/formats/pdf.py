@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import version as _dist_version
 from typing import Any
 
-from bench.inputs.formats import Extracted, Extractor, Unreadable, mislabelled
+from bench.inputs.formats.base import Extracted, Extractor, Unreadable, mislabelled
 
 _OUTPUT_VERSION = "1"  # bump when the text this module makes from the same library output changes
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import codecs
 import unicodedata
 
-from bench.inputs.formats import Extracted, Extractor, Unreadable
+from bench.inputs.formats.base import Extracted, Extractor, Unreadable
 
 # Characters Windows-1252 text holds beyond letters: typographic quotes, dashes, symbols.
 _TYPOGRAPHY = set("‘’‚“”„–—…•€£¥§©®°±×÷¶·«»¿¡™¢")
