@@ -18,7 +18,8 @@ DOM contract (tests and other tools rely on it):
 - each ``section.candidate-column[data-candidate][data-side=A|B]`` has ``.verdict`` (``.hit`` or ``.miss``),
   ``ol.ranking`` of ``li.entry[data-rank][data-span]`` (``.relevant`` or ``.distractor``, ``.first-relevant``,
   ``.beyond-k`` for ranks past k, shown only while ``#questions`` has ``.show-depth``) with ``.rank``,
-  ``.score``, ``.label`` ("ground truth (grade N)" / "distractor"), ``.where`` and ``.unit-text``; then
+  ``.score``, ``.label`` ("ground truth (grade N)" / "distractor"), ``.where`` (the document, its pages
+  such as "p. 4–5" where it has pages, and the characters) and ``.unit-text``; then
   ``div.missed`` listing ``li.missed-unit[data-span]`` with ``.position`` ("rank N" or "not retrieved").
 - ``data-span`` is ``doc_id:start-end``, the same for a unit wherever it appears.
 """
@@ -57,6 +58,7 @@ class _Tables:
     def __init__(self, texts: list[UnitText], document_unit: bool):
         self.document_unit = document_unit
         self.source = {(t.doc_id, t.start, t.end): t.text for t in texts}
+        self.pages = {(t.doc_id, t.start, t.end): t.pages_label for t in texts if t.pages_label}
         self.by_doc: dict[str, list[tuple[int, int, str]]] = {}
         for (doc_id, start, end), text in sorted(self.source.items()):
             self.by_doc.setdefault(doc_id, []).append((start, end, text))
@@ -80,7 +82,8 @@ class _Tables:
         return self._text_index[text]
 
     def unit(self, entry: RankedUnit) -> int:
-        """``[doc, start, end, text index or None, 1 if the text is only its beginning]``."""
+        """``[doc, start, end, text index or None, 1 if the text is only its beginning, pages or None]``;
+        pages read like "p. 4–5" for units of paged documents (PDFs, slides)."""
         key = _span(entry)
         if key not in self._unit_index:
             text = self.source.get(key)
@@ -88,7 +91,8 @@ class _Tables:
             if cut and text is not None:
                 text = text[:DOCUMENT_PREVIEW]
             self._unit_index[key] = len(self.units)
-            self.units.append([self.doc(key[0]), key[1], key[2], None if text is None else self.text(text), cut])
+            text_index = None if text is None else self.text(text)
+            self.units.append([self.doc(key[0]), key[1], key[2], text_index, cut, self.pages.get(key)])
         return self._unit_index[key]
 
     def quote(self, doc_id: str, start: int | None, end: int | None) -> int | None:

@@ -256,16 +256,18 @@ def _head_to_head_pages(h2h: dict) -> list[Figure]:
         widths=[0.1, 0.12, 0.15, 0.15, 0.08, 0.08, 0.1, 0.08, 0.08],
     )
     if h2h.get("disagreements"):
+        paged = any("evidence_pages" in d for d in h2h["disagreements"])
         rows = [
-            [d["question_id"], rank(d["rank_a"]), rank(d["rank_b"]), _clip(d["question"], 90)]
+            [d["question_id"], rank(d["rank_a"]), rank(d["rank_b"]), _clip(d["question"], 60 if paged else 90)]
+            + ([_clip(d.get("evidence_pages", ""), 40)] if paged else [])
             for d in h2h["disagreements"]
         ]
         pages += _table_pages(
             "Head to head: where they disagree most",
             f"First relevant rank of A = {h2h['a']} and B = {h2h['b']} (miss = none in depth).",
-            ["question", "rank A", "rank B", "text"],
+            ["question", "rank A", "rank B", "text"] + (["evidence in"] if paged else []),
             rows,
-            widths=[0.08, 0.07, 0.07, 0.78],
+            widths=[0.08, 0.07, 0.07, 0.5, 0.28] if paged else [0.08, 0.07, 0.07, 0.78],
         )
     return pages
 
@@ -295,6 +297,7 @@ def _provenance_pages(manifest: Manifest) -> list[Figure]:
         ["started / finished (UTC)", f"{_text(manifest.started)} / {_text(manifest.finished)}"],
         ["config", f"{_text(manifest.config_path)} (hash {_text(manifest.config_hash)})"],
         ["corpus", f"{corpus.get('path', '')}: {corpus.get('documents', '?')} documents"],
+        *_corpus_rows(corpus),
         ["corpus sha256", str(corpus.get("sha256", ""))],
         ["goldset", f"{goldset.get('path', '')}: {goldset.get('questions', '?')} questions, {goldset.get('unit', '')}"],
         ["goldset sha256", str(goldset.get("sha256", ""))],
@@ -313,6 +316,19 @@ def _provenance_pages(manifest: Manifest) -> list[Figure]:
         [[k, _clip(v, 110)] for k, v in rows],
         widths=[0.22, 0.78],
     )
+
+
+def _corpus_rows(corpus: dict) -> list[list[str]]:
+    """The formats read and the files left out, for runs whose manifest records them."""
+    rows = []
+    if corpus.get("formats"):
+        rows.append(["corpus formats", ", ".join(f"{n} {name}" for name, n in sorted(corpus["formats"].items()))])
+    left_out = [x for x in corpus.get("left_out") or [] if x.get("kind") != "empty record"]
+    if left_out:
+        named = "; ".join(f"{x['path']} ({x['reason']})" for x in left_out[:3])
+        more = f"; and {len(left_out) - 3} more" if len(left_out) > 3 else ""
+        rows.append([f"files left out ({len(left_out)})", named + more])
+    return rows
 
 
 def _text_pages(title: str, lines: list[str], per_page: int = 30) -> list[Figure]:

@@ -55,7 +55,7 @@ def write_reports(folder: Path, run: StoredRun | None = None) -> Written:
     written.append(folder / RANK_MATRIX)
     stats: dict[str, Any] = {
         "cis": significance.confidence_intervals(summary, records),
-        "head_to_head": _best_two(summary, records),
+        "head_to_head": _with_pages(_best_two(summary, records), run),
         "per_tag": significance.per_tag(summary, records),
     }
     diagnosis = findings_lines(diagnose(summary, records))
@@ -84,6 +84,24 @@ def _headline(summary: RunSummary) -> list[str]:
     """The headline metrics at the run's k that its candidates carry, in the one headline order."""
     present = summary.candidates[0].quality if summary.candidates else {}
     return [m for m in map(str, headline(summary.k)) if m in present]
+
+
+def _with_pages(h2h: dict | None, run: StoredRun) -> dict | None:
+    """The head-to-head with, for each disagreement, the pages its evidence lies on ("travel.pdf p. 4–5")
+    where the corpus has paged documents (PDFs, slides)."""
+    pages = {(t.doc_id, t.start, t.end): t.pages_label for t in run.texts if t.pages_label}
+    if h2h is None or not pages:
+        return h2h
+    expected = {r.question_id: r.expected for r in run.records_of(h2h["a"])}
+    for d in h2h.get("disagreements", []):
+        places = dict.fromkeys(
+            f"{u.doc_id} {pages[key]}"
+            for u in expected.get(d["question_id"], [])
+            if (key := (u.doc_id, u.start, u.end)) in pages
+        )
+        if places:
+            d["evidence_pages"] = "; ".join(places)
+    return h2h
 
 
 def _best_two(summary: RunSummary, records: list[QuestionRecord]) -> dict | None:

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, cast
 
 from bench import files
 from bench.errors import BenchError
+from bench.inputs.corpus import pages_label
 from bench.results.store import MANIFEST, PER_QUESTION, SUMMARY, TEXTS, load_json, load_jsonl
 
 # The index name of lexical (BM25) candidates, which rank with their own inverted index; runs
@@ -199,13 +200,22 @@ class Manifest(_Record):
 
 @dataclass(frozen=True, kw_only=True)
 class UnitText(_Record):
-    """A line of texts.jsonl: the text of one unit, so reports need no corpus."""
+    """A line of texts.jsonl: the text of one unit, so reports need no corpus. Units of documents with
+    pages (PDFs, slides) also carry ``pages`` ([first, last], 1-based) and ``page_label`` in ``extra``."""
 
     doc_id: str
     start: int
     end: int
     text: str
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pages_label(self) -> str:
+        """"p. 4–5", "slide 2"; "" for units of documents without pages."""
+        pages, label = self.extra.get("pages"), self.extra.get("page_label")
+        if not (isinstance(pages, list) and len(pages) == 2 and isinstance(label, str)):
+            return ""
+        return pages_label(label, (int(pages[0]), int(pages[1])))
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,9 @@
   const fmt = (score) => (score === null ? "no score" : score.toFixed(3));
   const spanKey = (u) => { const [d, s, e] = data.units[u]; return `${data.docs[d]}:${s}-${e}`; };
   function where(u) {
-    const [d, s, e] = data.units[u];
-    return DOCUMENT_UNIT ? data.docs[d] : `${data.docs[d]} · chars ${s}–${e}`;
+    const [d, s, e, , , pages] = data.units[u];
+    const doc = pages ? `${data.docs[d]} ${pages}` : data.docs[d];
+    return DOCUMENT_UNIT ? doc : `${doc} · chars ${s}–${e}`;
   }
 
   // Evidence spans are in characters (code points); JavaScript strings count UTF-16 units.
