@@ -23,13 +23,15 @@ _cache_option = click.option(
 )
 
 
-def open_corpus(path: Path, cache_dir: Path | None = None, configured: Path | None = None, strict: bool = False):
+def open_corpus(
+    path: Path, cache_dir: Path | None = None, configured: Path | None = None, strict: bool = False, warn: bool = True
+):
     """The corpus at ``path`` for a command: extracted text cached, warnings on standard error."""
     from bench.embedders import paths
     from bench.report.corpus_view import read_corpus
 
     root = paths.cache_root(configured, cache_dir)
-    return read_corpus(path, paths.extracted_dir(root), err_console(), strict)
+    return read_corpus(path, paths.extracted_dir(root), err_console(), strict, warn)
 
 
 @corpus.command()
@@ -43,7 +45,7 @@ def stats(source: Path, cache_dir: Path | None, as_json: bool) -> None:
     from bench.report.corpus_view import corpus_stats_tables
 
     path, configured = _corpus_of(source)
-    figures = corpus_stats(open_corpus(path, cache_dir, configured))
+    figures = corpus_stats(open_corpus(path, cache_dir, configured, warn=False))  # its tables say it all
     if as_json:
         click.echo(json.dumps(figures, indent=2, ensure_ascii=False))
         return

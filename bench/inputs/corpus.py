@@ -22,7 +22,7 @@ import numpy as np
 
 from bench.errors import BenchError
 from bench.files import json_object
-from bench.inputs.formats import for_suffix
+from bench.inputs.formats import for_suffix, suffixes
 from bench.inputs.lazy import Lazy
 
 TEXT_SUFFIXES = (".md", ".txt")
@@ -125,9 +125,9 @@ class Corpus:
             by_suffix = Counter(Path(x.path).suffix.lower() or "(no suffix)" for x in unsupported)
             kinds = ", ".join(f"{n} {s}" for s, n in by_suffix.most_common())
             lines.append(
-                f"{self.path}: left out {_files(len(unsupported))} no format reads ({kinds}): "
-                f"{_named(x.path for x in unsupported)}; convert them (`bench corpus stats` lists the formats read) "
-                "or move them out of the folder"
+                f"{self.path}: left out {_files(len(unsupported))} of a format bench does not read ({kinds}): "
+                f"{_named(x.path for x in unsupported)}; convert them to one it reads "
+                f"({', '.join(suffixes())}) or move them out of the folder"
             )
         for kind, what in ((UNREADABLE, "that cannot be read"), (NO_TEXT, "with no text")):
             files = [x for x in self.left_out if x.kind == kind]

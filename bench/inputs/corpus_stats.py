@@ -21,5 +21,5 @@ def corpus_stats(corpus: Corpus) -> dict:
         "formats": dict(sorted(per_format.items())),
         "left_out": [{"path": x.path, "kind": x.kind, "reason": x.reason} for x in corpus.left_out],
         "no_text": sorted(x.path for x in corpus.left_out if x.kind == NO_TEXT),
-        "notes": {doc: list(notes) for doc, notes in sorted(corpus.notes.items())},
+        "notes": {doc: list(notes) for doc, notes in sorted(corpus.notes.items()) if doc in corpus},
     }

@@ -20,13 +20,14 @@ def _reading(console: Console) -> Iterator:
         yield lambda done, total: status.update(f"reading documents: {done:,} of {total:,} files")
 
 
-def read_corpus(path: Path, cache: Path | None, console: Console, strict: bool = False) -> Corpus:
-    """The corpus at ``path``, its warnings printed; with ``strict``, a file left out is an error."""
+def read_corpus(path: Path, cache: Path | None, console: Console, strict: bool = False, warn: bool = True) -> Corpus:
+    """The corpus at ``path``, its warnings printed (unless not ``warn``); with ``strict``, a file
+    left out is an error."""
     with _reading(console) as progress:
         corpus = load_corpus(path, cache, progress)
     if strict:
         corpus.check_strict()
-    for line in corpus.warnings():
+    for line in corpus.warnings() if warn else ():
         console.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True)
     return corpus
 

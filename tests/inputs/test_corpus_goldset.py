@@ -59,7 +59,10 @@ def test_folder_nested_ids_sorted_and_unread_files_said(tmp_path: Path) -> None:
         ("sub/script.py", "unsupported"),
     ]
     (warning,) = corpus.warnings()
-    assert "left out 3 files no format reads (1 .png, 1 .json, 1 .py): image.png, notes.json, sub/script.py" in warning
+    assert (
+        "left out 3 files of a format bench does not read (1 .png, 1 .json, 1 .py): image.png, notes.json, "
+        "sub/script.py; convert them to one it reads (.docx, .epub, " in warning
+    )
     assert "sub/inner.md" in corpus
     assert "sub\\inner.md" not in corpus
     assert "notes.json" not in corpus
