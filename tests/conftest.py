@@ -33,6 +33,7 @@ WORKER_GROUPS = {
     "plots": ["tests/report/test_plots.py"],
     "index": ["tests/retrieval/test_index.py"],
     "python-api": ["tests/test_python_api.py"],
+    "documents": ["tests/cli/test_documents_end_to_end.py"],
 }
 _GROUP_OF = {module: group for group, modules in WORKER_GROUPS.items() for module in modules}
 _GROUP_RANK = {group: rank for rank, group in enumerate(WORKER_GROUPS)}
