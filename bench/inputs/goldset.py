@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench.errors import BenchError
 from bench.files import json_object, numbered_lines, read_text
 from bench.inputs.corpus import EMPTY_RECORD, NO_TEXT, Corpus
+from bench.inputs.quotes import QuoteError, find_quote
 from bench.registry import suggest
 
 CHUNK, DOCUMENT = "chunk", "document"
@@ -191,20 +193,15 @@ def _not_in_corpus(doc_id: object, corpus: Corpus) -> str:
     return f"unknown document {doc_id!r}; {hint}use a document id of the corpus {corpus.path}"
 
 
-def resolve_quote(text: str, quote: object, where: str) -> tuple[int, int]:
-    """The span of the only occurrence of ``quote`` in ``text``; absent or repeated quotes are errors."""
+def resolve_quote(
+    text: str, quote: object, where: str, *, locate: Callable[[int], str] | None = None
+) -> tuple[int, int]:
+    """The span of the one passage of ``text`` that ``quote`` names, verbatim or as a reader sees it
+    (bench.inputs.quotes); absent or repeated quotes are errors. ``locate`` describes an offset
+    (e.g. "p. 4") in those errors."""
     if not isinstance(quote, str) or not quote.strip():
         raise BenchError(f'{where}: "quote" must be non-empty text copied exactly from the document')
-    quote = quote.replace("\r\n", "\n")
-    first = text.find(quote)
-    if first < 0:
-        raise BenchError(f"{where}: quote {_short(quote)} not found in the document; copy it exactly")
-    if text.find(quote, first + 1) >= 0:
-        raise BenchError(
-            f"{where}: quote {_short(quote)} occurs more than once; quote a longer passage or give start/end"
-        )
-    return first, first + len(quote)
-
-
-def _short(s: str, n: int = 60) -> str:
-    return repr(s if len(s) <= n else s[: n - 1] + "…")
+    try:
+        return find_quote(text, quote, locate=locate)
+    except QuoteError as e:
+        raise BenchError(f"{where}: {e}") from None
