@@ -1,0 +1,184 @@
+"""How fast bench turns documents into text, per format, and what the extraction cache saves.
+
+    .venv/bin/python benchmarks/extraction_speed.py [--pages 200] [--html 200] [--office 30] [--repeats 1]
+
+In one process, on files generated into a temporary folder (tests/inputs' fixture builders):
+
+- PDF: ``write_long``'s text-only PDF of --pages pages, in pages per second;
+- HTML: --html article pages (the test fixture's page, boilerplate and all, each with a paragraph
+  of its own), in documents per second;
+- DOCX and PPTX: --office files of each (the fixtures, each with a paragraph or slide of its own),
+  in documents per second (and slides per second);
+- a corpus folder holding all of them, loaded as ``load_corpus`` loads a folder (``load_folder``
+  with an ``ExtractionCache`` on a fresh cache folder), then loaded again on that cache: the warm
+  load must extract nothing. Both are also timed with every text read back once (what the corpus
+  fingerprint of a run does).
+
+Each extractor runs once on a small file before it is timed, so the libraries' import time is not
+counted; throughput is the best of --repeats passes, each calling the extractor on the bytes
+(no cache). Prints a table per part and the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.inputs.extraction_cache import ExtractionCache
+from bench.inputs.folder import load_folder
+from bench.inputs.formats import Extracted, for_suffix
+from tests.inputs import make_office, make_pdf
+
+
+def _html_pages(n: int, folder: Path) -> list[bytes]:
+    """The fixture article ``n`` times, each with a paragraph of its own, so no two pages share bytes
+    (the cache keys on them)."""
+    page = make_office.write_html_article(folder / "article.html").read_bytes()
+    own = "<p>Article {i} measures chunk size number {i} against recall on corpus {c}.</p></article>"
+    return [page.replace(b"</article>", own.format(i=i, c=i % 7).encode(), 1) for i in range(n)]
+
+
+def _docx(i: int, folder: Path) -> bytes:
+    import docx
+
+    path = make_office.write_docx(folder / f"review-{i}.docx")
+    document = docx.Document(str(path))
+    document.add_paragraph(f"Review {i} adds a paragraph of its own about corpus {i}.")
+    document.save(str(path))
+    return path.read_bytes()
+
+
+def _pptx(i: int, folder: Path) -> bytes:
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    path = make_office.write_pptx(folder / f"deck-{i}.pptx")
+    deck = Presentation(str(path))
+    slide = deck.slides.add_slide(deck.slide_layouts[6])  # Blank
+    slide.shapes.add_textbox(Inches(1), Inches(1), Inches(6), Inches(1)).text_frame.text = f"Deck {i}: its own slide."
+    deck.save(str(path))
+    return path.read_bytes()
+
+
+def _best(repeats: int, run: Callable[[], list[Extracted]]) -> tuple[float, list[Extracted]]:
+    """The best time of ``repeats`` calls, and what the last one returned."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = run()
+        times.append(time.perf_counter() - t0)
+    return min(times), result
+
+
+def _extract_all(suffix: str, files: list[bytes]) -> list[Extracted]:
+    extractor = for_suffix(suffix)
+    assert extractor is not None
+    return [extractor.extract(data) for data in files]
+
+
+def _warm_up(folder: Path) -> None:
+    """One small file per format, so that first-call imports are not timed."""
+    small = {
+        ".pdf": make_pdf.report_bytes(),
+        ".html": make_office.write_html_article(folder / "warm.html").read_bytes(),
+        ".docx": make_office.write_docx(folder / "warm.docx").read_bytes(),
+        ".pptx": make_office.write_pptx(folder / "warm.pptx").read_bytes(),
+    }
+    for suffix, data in small.items():
+        _extract_all(suffix, [data])
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
+
+    def line(row: tuple[str, ...]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True)))
+
+    return "\n".join([line(header), "  ".join("-" * w for w in widths), *map(line, rows)])
+
+
+def _load(root: Path, cache_dir: Path) -> tuple[float, float, int, int]:
+    """Seconds to load the folder, seconds to read every text back, files extracted, cache entries."""
+    cache = ExtractionCache(cache_dir)
+    t0 = time.perf_counter()
+    corpus = load_folder(root, cache)
+    loaded = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    _ = corpus.fingerprint
+    read = time.perf_counter() - t0
+    return loaded, read, cache.extracted, len(list(cache_dir.glob("*.json")))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pages", type=int, default=make_pdf.LONG_PAGES, help="pages of the long PDF")
+    parser.add_argument("--html", type=int, default=200, help="HTML pages")
+    parser.add_argument("--office", type=int, default=30, help="DOCX files, and as many PPTX files")
+    parser.add_argument("--repeats", type=int, default=1, help="passes of each throughput timing (best is kept)")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="bench-extraction-speed-") as tmp:
+        work, corpus = Path(tmp) / "work", Path(tmp) / "corpus"
+        work.mkdir()
+        corpus.mkdir()
+        t0 = time.perf_counter()
+        pdf = make_pdf.write_long(corpus / "long.pdf", pages=args.pages).read_bytes()
+        html = _html_pages(args.html, work)
+        docx = [_docx(i, work) for i in range(args.office)]
+        pptx = [_pptx(i, work) for i in range(args.office)]
+        for suffix, files in ((".html", html), (".docx", docx), (".pptx", pptx)):
+            for i, data in enumerate(files):
+                (corpus / f"{suffix[1:]}-{i:04d}{suffix}").write_bytes(data)
+        print(f"generated {1 + len(html) + len(docx) + len(pptx)} files in {time.perf_counter() - t0:.1f} s")
+        _warm_up(work)
+
+        # throughput: the extractor on the bytes, no cache
+        sets = {"pdf": [pdf], "html": html, "docx": docx, "pptx": pptx}
+        seconds, rows = {}, []
+        for name, files in sets.items():
+            seconds[name], extracted = _best(args.repeats, lambda n=name, f=files: _extract_all(f".{n}", f))
+            if name == "pdf":
+                assert len(extracted[0].pages) == args.pages
+                assert make_pdf.long_sentence(args.pages, 39) in extracted[0].text
+            pages = sum(len(x.pages) for x in extracted)
+            per_page = f"{pages / seconds[name]:.1f}" if pages else "–"
+            rate = len(files) / seconds[name]
+            rows.append((name, f"{len(files)}", f"{pages or '–'}", f"{seconds[name]:.2f}", f"{rate:.2f}", per_page))
+        print()
+        print(_table(("format", "files", "pages", "seconds", "files/s", "pages/s"), rows))
+        ms = {name: 1000 * seconds[name] / len(files) for name, files in sets.items()}
+        pdf_page = 1000 * seconds["pdf"] / args.pages
+        print(
+            f"\nper PDF page {pdf_page:.1f} ms, per HTML page {ms['html']:.1f} ms, per DOCX {ms['docx']:.1f} ms, "
+            f"per PPTX {ms['pptx']:.1f} ms: an HTML page extracts {pdf_page / ms['html']:.1f}× as fast as a PDF "
+            f"page, a PPTX {ms['docx'] / ms['pptx']:.1f}× as fast as a DOCX"
+        )
+
+        # the folder, cold then warm on the same cache
+        cache_dir = Path(tmp) / "cache" / "extracted"
+        cold, warm = _load(corpus, cache_dir), _load(corpus, cache_dir)
+        print()
+        header = ("corpus load", "load s", "read-back s", "extracted", "cache entries")
+        loads = [(w, f"{x[0]:.2f}", f"{x[1]:.2f}", f"{x[2]}", f"{x[3]}") for w, x in (("cold", cold), ("warm", warm))]
+        print(_table(header, loads))
+        extraction = sum(seconds.values())
+        print(
+            f"\ncold: {extraction:.2f} s of it extraction (the table above), {cold[0] - extraction:.2f} s reading, "
+            f"hashing and writing the cache; warm load {cold[0] / warm[0]:.0f}× faster than cold "
+            f"({(cold[0] + cold[1]) / (warm[0] + warm[1]):.0f}× with every text read back)"
+        )
+        files = sum(len(f) for f in sets.values())
+        ok = cold[2] == files and warm[2] == 0 and warm[3] == cold[3]
+        print(f"cold extracted {cold[2]} of {files} files, warm {warm[2]}: {'PASS' if ok else 'FAIL'}")
+        if not ok:
+            sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
