@@ -27,11 +27,19 @@ _strict_option = click.option(
 )
 
 
-def _load_pair(file: Path, corpus_path: Path | None, strict: bool = False):
+def _load_pair(file: Path, corpus_path: Path | None, strict: bool = False, warn: bool = True):
     from bench.cli.corpus import open_corpus
     from bench.inputs.lock import corpus_for
 
-    return open_corpus(corpus_path or corpus_for(file), strict=strict)
+    return open_corpus(corpus_path or corpus_for(file), strict=strict, warn=warn)
+
+
+def _warn(docs) -> None:
+    """The corpus warnings, once the goldset read without error (so an error stays the only line)."""
+    from bench.cli.app import err_console
+    from bench.report.corpus_view import print_warnings
+
+    print_warnings(err_console(), docs)
 
 
 @goldset.command()
@@ -61,8 +69,10 @@ def lock(file: Path, corpus: Path | None, strict: bool) -> None:
     from bench.inputs.goldset import load_goldset
     from bench.inputs.lock import write_lock
 
-    docs = _load_pair(file, corpus, strict)
-    path = write_lock(load_goldset(file, docs), docs)
+    docs = _load_pair(file, corpus, strict, warn=False)
+    gold = load_goldset(file, docs)
+    _warn(docs)
+    path = write_lock(gold, docs)
     click.echo(f"locked: {path}")
 
 
@@ -78,8 +88,9 @@ def stats(file: Path, corpus: Path | None, as_json: bool) -> None:
     from bench.inputs.goldset_stats import goldset_stats
     from bench.report.terminal import stats_tables
 
-    docs = _load_pair(file, corpus)
+    docs = _load_pair(file, corpus, warn=False)
     figures = goldset_stats(load_goldset(file, docs), docs)
+    _warn(docs)
     if as_json:
         click.echo(json.dumps(figures, indent=2))
         return

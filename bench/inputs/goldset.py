@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bench.errors import BenchError
 from bench.files import json_object, numbered_lines, read_text
-from bench.inputs.corpus import EMPTY_RECORD, NO_TEXT, Corpus
+from bench.inputs.corpus import EMPTY_RECORD, NO_TEXT, Corpus, pages_label
 from bench.inputs.quotes import QuoteError, find_quote
 from bench.registry import suggest
 
@@ -163,12 +163,14 @@ def _parse_evidence(item: object, where: str, corpus: Corpus) -> Evidence:
     grade = item.get("grade", 1)
     if isinstance(grade, bool) or not isinstance(grade, int) or grade < 1:
         raise BenchError(f"{where}: grade {grade!r} must be a positive integer (2 answers, 1 supports)")
-    text = corpus.get(doc_id).text
+    doc = corpus.get(doc_id)
+    text = doc.text
     quote, start, end = item.get("quote"), item.get("start"), item.get("end")
     if quote is not None:
         if start is not None or end is not None:
             raise BenchError(f'{where}: give either "quote" or "start"/"end", not both')
-        return Evidence(doc_id, grade, *resolve_quote(text, quote, where))
+        locate = (lambda at: pages_label(doc.page_label, doc.page_range(at, at + 1))) if doc.pages else None
+        return Evidence(doc_id, grade, *resolve_quote(text, quote, where, locate=locate))
     if start is None and end is None:
         return Evidence(doc_id, grade)
     if not (isinstance(start, int) and isinstance(end, int)) or isinstance(start, bool) or isinstance(end, bool):

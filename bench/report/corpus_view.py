@@ -27,9 +27,16 @@ def read_corpus(path: Path, cache: Path | None, console: Console, strict: bool =
         corpus = load_corpus(path, cache, progress)
     if strict:
         corpus.check_strict()
-    for line in corpus.warnings() if warn else ():
-        console.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True)
+    if warn:
+        print_warnings(console, corpus)
     return corpus
+
+
+def print_warnings(console: Console, corpus: Corpus) -> None:
+    """One line per kind of file left out, and per note. Commands that read a goldset print them once
+    it is read, so that an error in it stays the only line."""
+    for line in corpus.warnings():
+        console.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True)
 
 
 def corpus_stats_tables(stats: dict) -> list[Table]:

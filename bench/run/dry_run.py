@@ -17,7 +17,7 @@ from bench.embedders import paths
 from bench.evaluation import costs
 from bench.inputs.corpus import Corpus
 from bench.inputs.goldset import Goldset, load_goldset
-from bench.report.corpus_view import read_corpus
+from bench.report.corpus_view import print_warnings, read_corpus
 
 
 def tables_without_models(config: Config, corpus: Corpus) -> tuple[dict[str, ChunkTable], list[str]]:
@@ -82,8 +82,10 @@ def dry_run(
     """The grid with chunk and token counts and estimated cost, before anything is embedded.
     Files of the corpus left out are warned about on ``console`` (standard error when None)."""
     root = paths.cache_root(config.cache_dir, config.cache_override)
-    corpus = read_corpus(config.corpus, paths.extracted_dir(root), console or Console(stderr=True), strict)
+    console = console or Console(stderr=True)
+    corpus = read_corpus(config.corpus, paths.extracted_dir(root), console, strict, warn=False)
     goldset = load_goldset(config.goldset, corpus)
+    print_warnings(console, corpus)
     candidates = config.candidates(only, skip)
     tables, _ = tables_without_models(config, corpus)
     return plan(config, candidates, tables, goldset)

@@ -34,7 +34,7 @@ from bench.evaluation.scoring import rank_candidates, recommendation, score_cand
 from bench.inputs.corpus import Corpus
 from bench.inputs.goldset import load_goldset
 from bench.inputs.lock import check_lock
-from bench.report.corpus_view import read_corpus
+from bench.report.corpus_view import print_warnings, read_corpus
 from bench.results import schema, store
 from bench.results.schema import CandidateResult, Manifest, QuestionRecord, RunSummary, StoredRun, UnitText
 from bench.retrieval.retrievers import BuildStats, Retriever
@@ -93,9 +93,10 @@ def run_shootout(
     phases = measure.Phases()
     root = paths.cache_root(config.cache_dir, config.cache_override)
     with phases("load corpus"):
-        corpus = read_corpus(config.corpus, paths.extracted_dir(root), console, strict)
+        corpus = read_corpus(config.corpus, paths.extracted_dir(root), console, strict, warn=False)
     with phases("load goldset"):
         goldset = load_goldset(config.goldset, corpus)
+    print_warnings(console, corpus)
     with phases("check lock"):
         lock = check_lock(goldset, corpus)
     if lock.problem and not allow_unlocked:

@@ -171,11 +171,33 @@ def empty_corpus_folder(*files: str) -> Setup:
     return setup
 
 
+def cited(rel: str, data: bytes) -> Setup:
+    """A corpus file that bench leaves out, cited by the first question: the run cannot go without it."""
+
+    def setup(root: Path) -> None:
+        corpus_file(rel, data)(root)
+        evidence(1, doc=rel, quote=DROP)(root)
+        _whole_documents(root)
+
+    return setup
+
+
+def _whole_documents(root: Path) -> None:
+    """Every question's evidence as whole documents, so citing a document needs no quote."""
+    lines = [json.loads(line) for line in _gold_lines(root)]
+    for row in lines:
+        for item in row["evidence"]:
+            item.pop("quote", None)
+    _write_gold(root, [json.dumps(row) for row in lines])
+
+
 def link_outside(root: Path) -> None:
     secret = root / "outside" / "secret.md"
     secret.parent.mkdir()
     secret.write_text("TOP SECRET text outside the corpus", encoding="utf-8")
     os.symlink(secret, root / "corpus" / "kb" / "secret.md")
+    evidence(1, doc="kb/secret.md", quote=DROP)(root)
+    _whole_documents(root)
 
 
 def results_under_a_file(root: Path) -> None:
@@ -259,25 +281,33 @@ CASES = [
     Case("gold-missing", config_edit('goldset = "gold.jsonl"', 'goldset = "nope.jsonl"'), "nope.jsonl", "JSONL file"),
     Case("gold-is-a-folder", goldset_folder, "gold.jsonl", "folder"),
     # corpus
-    Case("corpus-empty-folder", empty_corpus_folder(), "corpus", "add .md/.txt"),
-    Case("corpus-only-unsupported", empty_corpus_folder("a.pdf", "b.docx", "c.html"), "corpus", "add .md/.txt"),
+    Case("corpus-empty-folder", empty_corpus_folder(), "corpus", "add documents"),
     Case(
-        "corpus-binary-md",
-        corpus_file("kb/image.md", b"\x89PNG\r\n\x1a\n" + _random_bytes(512)),
-        "corpus/kb/image.md:1",
-        "UTF-8",
+        "corpus-only-unsupported", empty_corpus_folder("a.xyz", "b.json", "c.png"), "corpus", "every file was left out"
     ),
     Case(
-        "corpus-nul-bytes-md",
-        corpus_file("kb/blob.md", b"plain start\nthen\x00\x00\x01 binary"),
-        "corpus/kb/blob.md:2",
-        "binary",
+        "corpus-binary-md-cited",
+        cited("kb/image.md", b"\x89PNG\r\n\x1a\n" + _random_bytes(512)),
+        "gold.jsonl:1",
+        "was left out of the corpus (not UTF-8",
     ),
     Case(
-        "corpus-latin1-txt",
-        corpus_file("ops/menu.txt", "Lunch menu\n\ncaf\xe9 au lait\n".encode("latin-1")),
-        "corpus/ops/menu.txt:3",
-        "UTF-8",
+        "corpus-nul-bytes-md-cited",
+        cited("kb/blob.md", b"plain start\nthen\x00\x00\x01 binary"),
+        "gold.jsonl:1",
+        "NUL byte",
+    ),
+    Case(
+        "corpus-undecodable-txt-cited",
+        cited("ops/menu.txt", bytes(range(128, 256)) * 2),
+        "gold.jsonl:1",
+        "encoding cannot be told",
+    ),
+    Case(
+        "corpus-html-saved-as-pdf-cited",
+        cited("kb/page.pdf", b"<!doctype html><html>404</html>"),
+        "gold.jsonl:1",
+        "HTML",
     ),
     Case("corpus-jsonl-broken-line", corpus_jsonl('{"id": "x", "text": '), "corpus.jsonl:5", "one JSON object"),
     Case("corpus-jsonl-missing-text", corpus_jsonl('{"id": "x"}'), "corpus.jsonl:5", "its text"),
@@ -293,9 +323,9 @@ CASES = [
         "corpus-missing",
         config_edit('corpus = "corpus"', 'corpus = "no-such-corpus"'),
         "no-such-corpus",
-        "folder of .md/.txt",
+        "folder of documents",
     ),
-    Case("corpus-symlink-outside", link_outside, "corpus/kb/secret.md", "copy the file in"),
+    Case("corpus-symlink-outside", link_outside, "gold.jsonl:1", "copy the file in"),
     Case(
         "corpus-is-one-markdown-file",
         config_edit('corpus = "corpus"', f'corpus = "corpus/{KB}"'),
@@ -380,7 +410,7 @@ CASES = [
         "goldset-lock-missing-corpus",
         command(lambda root: ["goldset", "lock", str(root / "gold.jsonl"), "--corpus", str(root / "gone")]),
         "gone",
-        "folder of .md/.txt",
+        "folder of documents",
     ),
 ]
 
@@ -545,6 +575,11 @@ def _empty_and_linked(root: Path) -> None:
     os.symlink(outside, root / "corpus" / "linked")
 
 
+def _latin1_document(root: Path) -> None:
+    """A document saved in Latin-1 with an accented line after its text: read, with a note."""
+    corpus_file("ops/backups.txt", (DOCS["ops/backups.txt"] + "\nCafé au lait.\n").encode("latin-1"))(root)
+
+
 ODDITIES = {
     "goldset-crlf-bom-blank-lines": [_odd_goldset],
     "markdown-crlf-bom": [_odd_markdown],
@@ -557,6 +592,7 @@ ODDITIES = {
         lambda root: _crlf_bom(root / "bench.toml"),
     ],
     "empty-document-and-outside-folder-link": [_empty_and_linked],
+    "latin1-text-file": [_latin1_document],
 }
 
 
