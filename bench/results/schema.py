@@ -211,7 +211,7 @@ class UnitText(_Record):
 
     @property
     def pages_label(self) -> str:
-        """"p. 4–5", "slide 2"; "" for units of documents without pages."""
+        """The pages a unit lies on ("p. 4–5", "slide 2"); empty for documents without pages."""
         pages, label = self.extra.get("pages"), self.extra.get("page_label")
         if not (isinstance(pages, list) and len(pages) == 2 and isinstance(label, str)):
             return ""
