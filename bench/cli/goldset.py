@@ -22,16 +22,21 @@ _corpus_option = click.option(
 )
 
 
+_cache_option = click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path),
+    help="Cache folder (text extracted from PDFs, Word files … is kept there); overrides $BENCH_CACHE_DIR.",
+)
 _strict_option = click.option(
     "--strict", is_flag=True, help="Treat every file of the corpus that is left out as an error (exit code 2)."
 )
 
 
-def _load_pair(file: Path, corpus_path: Path | None, strict: bool = False, warn: bool = True):
+def _load_pair(file: Path, corpus_path: Path | None, cache_dir: Path | None, strict: bool = False, warn: bool = True):
     from bench.cli.corpus import open_corpus
     from bench.inputs.lock import corpus_for
 
-    return open_corpus(corpus_path or corpus_for(file), strict=strict, warn=warn)
+    return open_corpus(corpus_path or corpus_for(file), cache_dir, strict=strict, warn=warn)
 
 
 def _warn(docs) -> None:
@@ -45,13 +50,14 @@ def _warn(docs) -> None:
 @goldset.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @_corpus_option
+@_cache_option
 @_strict_option
-def validate(file: Path, corpus: Path | None, strict: bool) -> None:
+def validate(file: Path, corpus: Path | None, cache_dir: Path | None, strict: bool) -> None:
     """Check every question: quotes found exactly once (as a reader copies them: line breaks, curly
     quotes and hyphenation forgiven), ids unique, grades positive integers."""
     from bench.inputs.goldset import validate_goldset
 
-    errors = validate_goldset(file, _load_pair(file, corpus, strict))
+    errors = validate_goldset(file, _load_pair(file, corpus, cache_dir, strict))
     for line in errors:
         click.echo(line, err=True)
     if errors:
@@ -63,13 +69,14 @@ def validate(file: Path, corpus: Path | None, strict: bool) -> None:
 @goldset.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @_corpus_option
+@_cache_option
 @_strict_option
-def lock(file: Path, corpus: Path | None, strict: bool) -> None:
+def lock(file: Path, corpus: Path | None, cache_dir: Path | None, strict: bool) -> None:
     """Record the sha256 of the goldset and its corpus in <name>.lock.json."""
     from bench.inputs.goldset import load_goldset
     from bench.inputs.lock import write_lock
 
-    docs = _load_pair(file, corpus, strict, warn=False)
+    docs = _load_pair(file, corpus, cache_dir, strict, warn=False)
     gold = load_goldset(file, docs)
     _warn(docs)
     path = write_lock(gold, docs)
@@ -79,8 +86,9 @@ def lock(file: Path, corpus: Path | None, strict: bool) -> None:
 @goldset.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @_corpus_option
+@_cache_option
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
-def stats(file: Path, corpus: Path | None, as_json: bool) -> None:
+def stats(file: Path, corpus: Path | None, cache_dir: Path | None, as_json: bool) -> None:
     """Questions, evidence per question, grades, tags, and how much of the corpus the evidence covers."""
     import json
 
@@ -88,7 +96,7 @@ def stats(file: Path, corpus: Path | None, as_json: bool) -> None:
     from bench.inputs.goldset_stats import goldset_stats
     from bench.report.terminal import stats_tables
 
-    docs = _load_pair(file, corpus, warn=False)
+    docs = _load_pair(file, corpus, cache_dir, warn=False)
     figures = goldset_stats(load_goldset(file, docs), docs)
     _warn(docs)
     if as_json:
