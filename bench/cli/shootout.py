@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from bench.cli.app import err_console, main, out_console, results_option
+from bench.cli.corpus import strict_option
 from bench.engines import ENGINES
 from bench.errors import BenchError
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 @click.option("--skip", multiple=True, metavar="PATTERN", help="Leave out candidates whose id matches (glob).")
 @click.option("--dry-run", is_flag=True, help="Show the grid, token counts and estimated cost; embed nothing.")
 @click.option("--allow-unlocked", is_flag=True, help="Run even if the goldset or corpus changed since its lock.")
-@click.option("--strict", is_flag=True, help="Treat every file of the corpus that is left out as an error.")
+@strict_option
 @click.option(
     "--engine",
     type=click.Choice(list(ENGINES)),
@@ -139,7 +140,7 @@ def _print_diagnosis(out, summary: RunSummary, records: list[QuestionRecord]) ->
 
 @main.command()
 @click.argument("config", default="bench.toml", type=click.Path(path_type=Path))
-@click.option("--strict", is_flag=True, help="Treat every file of the corpus that is left out as an error.")
+@strict_option
 def chunk(config: Path, strict: bool) -> None:
     """Chunk the corpus with every chunker of CONFIG and show counts and sizes; embeds nothing."""
     from bench.chunking.sizes import chunk_stats

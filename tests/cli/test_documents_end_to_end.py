@@ -11,13 +11,12 @@ import json
 import os
 import re
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import finished_runs, next_second, run_cli
+from tests.helpers import finished_runs, headless_chromium, next_second, run_cli
 from tests.inputs import make_office, make_pdf
 
 # the real model, and what the fixture builders write with
@@ -26,7 +25,6 @@ pytest.importorskip("reportlab")
 pytest.importorskip("docx")
 pytest.importorskip("pptx")
 
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 
 MARKDOWN = "# Notes\n\nThe markdown notes say that the cache keeps extracted text between runs.\n"
 DOCUMENTS = ("deck.pptx", "guide.html", "notes.md", "report.pdf", "review.docx")
@@ -376,32 +374,5 @@ def test_corpus_text_of_a_truncated_pdf_is_one_line_and_exit_2(docs_project):
 
 @pytest.fixture(scope="module")
 def driver():
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
-    if missing:
-        pytest.skip(f"headless browser tests need {' and '.join(missing)}")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    with tempfile.TemporaryDirectory(prefix="bench-chromium-") as profile:
-        for arg in (
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={profile}",
-            "--window-size=1280,1000",
-        ):
-            options.add_argument(arg)
-        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        browser = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-        try:
-            yield browser
-        finally:
-            browser.quit()
+    with headless_chromium() as browser:
+        yield browser

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,9 +12,8 @@ import pytest
 from bench.report.inspector import inspector_data, write_inspector
 from bench.results import schema
 from bench.results.schema import QuestionRecord, RankedUnit
-from tests.helpers import DOCS, QUESTIONS, finished_runs, run_cli, write_project
+from tests.helpers import DOCS, QUESTIONS, finished_runs, headless_chromium, run_cli, write_project
 
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 SCRIPT_PART = "<script>window.__pwned = 1</script>"
 HOSTILE = SCRIPT_PART + '<img src=x onerror="window.__pwned=2"> </script> & "quotes"'
 HOSTILE_QUESTION = "Are stickers <b>allowed</b> on laptops?\u2028Really & truly?"
@@ -80,35 +78,8 @@ def chunk_run(tmp_path_factory) -> Run:
 
 @pytest.fixture(scope="module")
 def driver():
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
-    if missing:
-        pytest.skip(f"headless browser tests need {' and '.join(missing)}")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    with tempfile.TemporaryDirectory(prefix="bench-chromium-") as profile:
-        for arg in (
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={profile}",
-            "--window-size=1280,1000",
-        ):
-            options.add_argument(arg)
-        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        browser = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-        try:
-            yield browser
-        finally:
-            browser.quit()
+    with headless_chromium() as browser:
+        yield browser
 
 
 def _open(driver, page: Path):
