@@ -30,6 +30,7 @@ class Evidence:
     grade: int
     start: int | None = None
     end: int | None = None
+    pages: str = ""  # the pages the span lies on, "p. 4–5", for documents with pages
 
     @property
     def whole_document(self) -> bool:
@@ -170,7 +171,8 @@ def _parse_evidence(item: object, where: str, corpus: Corpus) -> Evidence:
         if start is not None or end is not None:
             raise BenchError(f'{where}: give either "quote" or "start"/"end", not both')
         locate = (lambda at: pages_label(doc.page_label, doc.page_range(at, at + 1))) if doc.pages else None
-        return Evidence(doc_id, grade, *resolve_quote(text, quote, where, locate=locate))
+        start, end = resolve_quote(text, quote, where, locate=locate)
+        return Evidence(doc_id, grade, start, end, pages_label(doc.page_label, doc.page_range(start, end)))
     if start is None and end is None:
         return Evidence(doc_id, grade)
     if not (isinstance(start, int) and isinstance(end, int)) or isinstance(start, bool) or isinstance(end, bool):
@@ -179,7 +181,7 @@ def _parse_evidence(item: object, where: str, corpus: Corpus) -> Evidence:
         raise BenchError(
             f"{where}: span {start}..{end} is not inside {doc_id!r} (0..{len(text)}); need 0 <= start < end <= length"
         )
-    return Evidence(doc_id, grade, start, end)
+    return Evidence(doc_id, grade, start, end, pages_label(doc.page_label, doc.page_range(start, end)))
 
 
 def _not_in_corpus(doc_id: object, corpus: Corpus) -> str:

@@ -133,7 +133,7 @@ def _result(record: QuestionRecord, k: int, tables: _Tables) -> dict:
 
 def _question(record: QuestionRecord, tables: _Tables) -> dict:
     evidence = [
-        [tables.doc(ev.doc), ev.start, ev.end, ev.grade, tables.quote(ev.doc, ev.start, ev.end)]
+        [tables.doc(ev.doc), ev.start, ev.end, ev.grade, tables.quote(ev.doc, ev.start, ev.end), ev.extra.get("pages")]
         for ev in record.evidence
     ]
     return {"id": record.question_id, "text": record.question, "tags": list(record.tags), "evidence": evidence}

@@ -53,7 +53,14 @@ def run_candidate(
                     ranking=_entries(units, scores, judgment.grade_of(units), table, doc_unit),
                     expected=_entries(judgment.units, expected_scores, judgment.grades, table, doc_unit),
                     evidence=[
-                        EvidenceSpan(doc=e.doc, start=e.start, end=e.end, grade=e.grade) for e in question.evidence
+                        EvidenceSpan(
+                            doc=e.doc,
+                            start=e.start,
+                            end=e.end,
+                            grade=e.grade,
+                            extra={"pages": e.pages} if e.pages else {},
+                        )
+                        for e in question.evidence
                     ],
                 )
             )

@@ -266,8 +266,24 @@ def test_the_inspector_shows_the_page_of_each_entry(docs_project, driver):
     others = driver.execute_script("return [...document.querySelectorAll('li.entry .where')].map(e => e.textContent)")
     assert f"review.docx · chars {bold['start']}–{bold['end']}" in others  # no pages: no page label
     assert f"deck.pptx slide 2 · chars {slide['start']}–{slide['end']}" in others
+    evidence = driver.execute_script(
+        """
+        return [...document.querySelectorAll('article.question[data-qid="page3"] .evidence-item')]
+          .map(e => e.firstChild.textContent);
+        """
+    )
+    assert len(evidence) == 1 and evidence[0].startswith("report.pdf p. 3 · chars "), evidence
     severe = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
     assert severe == []
+
+
+def test_evidence_of_paged_documents_records_its_pages(docs_project):
+    records = _jsonl(docs_project.cold_run / "per_question.jsonl")
+    pages = {r["question_id"]: [e.get("pages") for e in r["evidence"]] for r in records}
+    assert {q: pages[q] for q, _, doc, _, page in QUESTIONS if doc == "report.pdf"} == {
+        q: [f"p. {page}"] for q, _, doc, _, page in QUESTIONS if doc == "report.pdf"
+    }
+    assert all(p == [None] for q, p in pages.items() if q in {"bold", "md", "curly"})
 
 
 # --- the warm run --------------------------------------------------------------------------------------

@@ -158,9 +158,10 @@
     const evidence = el("div", "evidence");
     evidence.append(el("span", null, q.evidence.length === 1 ? "evidence" : `evidence (${q.evidence.length})`));
     const items = el("ul");
-    for (const [d, s, e, grade, quote] of q.evidence) {
+    for (const [d, s, e, grade, quote, pages] of q.evidence) {
       const span = s === null || e === null ? "whole document" : `chars ${s}–${e}`;
-      const item = el("li", "evidence-item", `${data.docs[d]} · ${span} · grade ${grade}`);
+      const doc = pages ? `${data.docs[d]} ${pages}` : data.docs[d];
+      const item = el("li", "evidence-item", `${doc} · ${span} · grade ${grade}`);
       if (quote !== null) item.append(el("span", "quote", data.texts[quote]));
       items.append(item);
     }
