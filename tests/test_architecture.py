@@ -23,6 +23,19 @@ ALLOWED = {
     "report": {"inputs", "chunking", "embedders", "evaluation", "results"},
     "config": {"inputs", "chunking", "embedders", "retrieval", "evaluation", "results.schema"},
     "run": {"inputs", "chunking", "embedders", "engines", "retrieval", "evaluation", "results", "report", "config"},
+    # building a goldset pools passages the way a run retrieves them, and reads runs for distractors
+    "drafting": {
+        "inputs",
+        "chunking",
+        "embedders",
+        "engines",
+        "retrieval",
+        "evaluation",
+        "results",
+        "report",
+        "config",
+        "run",
+    },
 }
 TOP = {"api", "cli", "__main__"}  # the entry points may import anything; so may `bench` itself, lazily
 

@@ -1,0 +1,191 @@
+"""A draft goldset: questions waiting for review, each with the passages that might answer it.
+
+The draft is a JSONL file (``goldsets/<name>.draft.jsonl``), one question a line::
+
+    {"id": "q001", "question": "…", "tags": [], "origin": "questions" | "llm",
+     "status": "pending" | "accepted" | "rejected",
+     "evidence": [{"doc", "start", "end", "grade"}],          chosen spans (the LLM's verified quotes,
+                                                               or what the reviewer selected)
+     "passages": [{"doc", "start", "end", "found_by": [{"retriever", "rank", "score"}]}],
+     "note": ""}
+
+Beside it, ``<draft>.meta.json`` says how it was made (the corpus and its fingerprint, the pool's
+retrievers and depth, or the chat model and prompt). Accepted questions become a goldset that
+``bench goldset validate`` passes: each evidence span is written as its quote where that quote
+occurs once in the document, else as ``start``/``end``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.errors import BenchError
+from bench.files import json_object, numbered_lines, read_text, write_json, write_jsonl
+from bench.inputs.corpus import Corpus
+
+PENDING, ACCEPTED, REJECTED = "pending", "accepted", "rejected"
+STATUSES = (PENDING, ACCEPTED, REJECTED)
+META_SUFFIX = ".meta.json"
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One retriever's view of a pooled passage."""
+
+    retriever: str
+    rank: int  # 1-based
+    score: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A span of a document put before the reviewer, with who found it."""
+
+    doc: str
+    start: int
+    end: int
+    found_by: tuple[Found, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Evidence chosen for a question: a character span of a document and its grade."""
+
+    doc: str
+    start: int
+    end: int
+    grade: int = 1
+
+
+@dataclass(frozen=True)
+class DraftQuestion:
+    id: str
+    question: str
+    tags: tuple[str, ...] = ()
+    origin: str = "questions"
+    status: str = PENDING
+    evidence: tuple[Span, ...] = ()
+    passages: tuple[Passage, ...] = ()
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["tags"] = list(self.tags)
+        return d
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any], where: str) -> DraftQuestion:
+        try:
+            status = row.get("status", PENDING)
+            if status not in STATUSES:
+                raise ValueError(f"status {status!r} is not one of {', '.join(STATUSES)}")
+            return cls(
+                id=str(row["id"]),
+                question=str(row["question"]),
+                tags=tuple(str(t) for t in row.get("tags", ())),
+                origin=str(row.get("origin", "questions")),
+                status=status,
+                evidence=tuple(
+                    Span(str(e["doc"]), int(e["start"]), int(e["end"]), int(e.get("grade", 1)))
+                    for e in row.get("evidence", ())
+                ),
+                passages=tuple(
+                    Passage(
+                        str(p["doc"]),
+                        int(p["start"]),
+                        int(p["end"]),
+                        tuple(
+                            Found(str(f["retriever"]), int(f["rank"]), f.get("score")) for f in p.get("found_by", ())
+                        ),
+                    )
+                    for p in row.get("passages", ())
+                ),
+                note=str(row.get("note", "")),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise BenchError(f"{where}: not a draft question ({e}); write drafts with `bench goldset draft`") from None
+
+
+@dataclass
+class Draft:
+    path: Path
+    questions: list[DraftQuestion]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def meta_path(self) -> Path:
+        return meta_path(self.path)
+
+    def question(self, qid: str) -> DraftQuestion:
+        for q in self.questions:
+            if q.id == qid:
+                return q
+        raise KeyError(qid)
+
+
+def meta_path(draft: Path) -> Path:
+    return draft.with_name(draft.name.removesuffix(".jsonl") + META_SUFFIX)
+
+
+def load_draft(path: Path) -> Draft:
+    """The draft at ``path`` and its meta file (empty when absent)."""
+    path = Path(path)
+    if not path.is_file():
+        raise BenchError(f"{path}: draft not found; make one with `bench goldset draft`")
+    questions, seen = [], set()
+    for lineno, line in numbered_lines(read_text(path)):
+        q = DraftQuestion.from_dict(json_object(line, f"{path}:{lineno}", '"id" and "question"'), f"{path}:{lineno}")
+        if q.id in seen:
+            raise BenchError(f"{path}:{lineno}: duplicate question id {q.id!r}; ids must be unique")
+        seen.add(q.id)
+        questions.append(q)
+    meta: dict[str, Any] = {}
+    if meta_path(path).is_file():
+        meta = json.loads(read_text(meta_path(path)))
+    return Draft(path, questions, meta)
+
+
+def save_draft(draft: Draft) -> None:
+    """Write the draft and its meta file, each atomically."""
+    write_jsonl(draft.path, (q.to_dict() for q in draft.questions))
+    write_json(draft.meta_path, draft.meta)
+
+
+def goldset_rows(draft: Draft, corpus: Corpus) -> list[dict[str, Any]]:
+    """The accepted questions with evidence, as goldset lines (quote where it is unique, else start/end)."""
+    rows = []
+    for q in draft.questions:
+        if q.status != ACCEPTED or not q.evidence:
+            continue
+        evidence = []
+        for e in q.evidence:
+            text = corpus.get(e.doc).text
+            quote = text[e.start : e.end]
+            first = text.find(quote)
+            unique = quote.strip() == quote and first == e.start and text.find(quote, first + 1) < 0
+            item: dict[str, Any] = (
+                {"doc": e.doc, "quote": quote} if unique else {"doc": e.doc, "start": e.start, "end": e.end}
+            )
+            item["grade"] = e.grade
+            evidence.append(item)
+        row: dict[str, Any] = {"id": q.id, "question": q.question, "evidence": evidence}
+        if q.tags:
+            row["tags"] = list(q.tags)
+        rows.append(row)
+    return rows
+
+
+def write_goldset(draft: Draft, corpus: Corpus, out: Path) -> int:
+    """Write the accepted questions to ``out`` atomically; the number written."""
+    rows = goldset_rows(draft, corpus)
+    write_jsonl(out, rows)
+    return len(rows)
+
+
+def goldset_path(draft: Path) -> Path:
+    """Where a draft's goldset goes by default: ``<name>.draft.jsonl`` → ``<name>.jsonl``."""
+    name = draft.name.removesuffix(".jsonl").removesuffix(".draft")
+    return draft.with_name(f"{name}.jsonl")
