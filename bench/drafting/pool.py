@@ -1,0 +1,295 @@
+"""Pooling (as TREC builds its judgment pools): every retriever answers each real question, and the
+union of their top passages is what a reviewer judges. A passage no retriever ranks high is never
+shown, so ``pool_recall`` measures how much known evidence a pool of a given depth misses."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.markup import escape
+
+from bench import __version__, measure
+from bench.chunking import CHUNKER_KINDS
+from bench.chunking.table import ChunkTable
+from bench.config import Candidate, ChunkerSpec, Config, load_config
+from bench.drafting.draft import Draft, DraftQuestion, Found, Passage, save_draft
+from bench.embedders import MODELS, paths
+from bench.embedders.cache import EmbeddingCache
+from bench.errors import BenchError
+from bench.evaluation.relevance import overlap_relevant
+from bench.files import json_object, numbered_lines, read_text
+from bench.inputs.goldset import MAX_QUESTION_CHARS, Goldset
+from bench.registry import suggest
+from bench.report.corpus_view import read_corpus
+from bench.retrieval.faiss_index import INDEXES
+from bench.run.models import ModelPool
+from bench.run.shootout import _chunk_all, _progress
+
+# Without a config: the lexical baseline and the bundled transformer, over paragraph-sized chunks.
+DEFAULT_MODELS = ("bm25", "minilm")
+DEFAULT_CHUNKER = ChunkerSpec("rec256", "recursive", (("size", 256),))
+# Pools search exhaustively whatever indexes the config compares: a pool judges the corpus, not an index.
+_POOL_INDEX = "flat"
+
+Question = tuple[str, str, tuple[str, ...]]  # (id, question, tags)
+
+
+def read_questions(path: Path) -> list[Question]:
+    """Questions as (id, question, tags): one per non-blank line of plain text, or JSONL objects with
+    ``question`` and optional ``id`` and ``tags``. Missing ids are ``q001``, ``q002``… by position."""
+    path = Path(path)
+    if not path.is_file():
+        raise BenchError(f"{path}: questions file not found; give a text file with one question per line")
+    lines = numbered_lines(read_text(path))
+    if not lines:
+        raise BenchError(f'{path}: no questions; write one question per line (or JSONL with a "question" field)')
+    width = max(3, len(str(len(lines))))
+    jsonl = path.suffix.lower() == ".jsonl" or lines[0][1].lstrip().startswith("{")
+    questions: list[Question] = []
+    first_line: dict[str, int] = {}
+    for position, (lineno, line) in enumerate(lines, start=1):
+        where = f"{path}:{lineno}"
+        default_id = f"q{position:0{width}d}"
+        qid, text, tags = _json_question(line, where, default_id) if jsonl else (default_id, line.strip(), ())
+        if len(text) > MAX_QUESTION_CHARS:
+            raise BenchError(
+                f"{where}: the question is {len(text):,} characters long; shorten it to at most "
+                f"{MAX_QUESTION_CHARS:,} (no embedding model reads more)"
+            )
+        if qid in first_line:
+            raise BenchError(
+                f"{where}: duplicate question id {qid!r} (first on line {first_line[qid]}); "
+                "give each question its own id"
+            )
+        first_line[qid] = lineno
+        questions.append((qid, text, tags))
+    return questions
+
+
+def _json_question(line: str, where: str, default_id: str) -> Question:
+    row = json_object(line, where, '"question" (and optionally "id" and "tags")')
+    text = row.get("question")
+    if not isinstance(text, str) or not text.strip():
+        raise BenchError(f'{where}: no "question" text; give the question as a non-empty string')
+    qid = row.get("id", default_id)
+    if not isinstance(qid, str) or not qid.strip():
+        raise BenchError(f'{where}: "id" must be a non-empty string; give a unique id or leave it out')
+    tags = row.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise BenchError(f'{where}: "tags" must be a list of strings, e.g. ["hr", "hard"]')
+    return qid, text.strip(), tuple(tags)
+
+
+def pool_draft(
+    corpus_path: Path,
+    questions_file: Path,
+    out: Path,
+    config: Config | Path | None,
+    depth: int = 10,
+    chunker: str | None = None,
+    console: Console | None = None,
+    force: bool = False,
+    cache_dir: Path | None = None,
+) -> Draft:
+    """Pool the top ``depth`` passages of every retriever for each question into a draft at ``out``.
+
+    ``config`` (a Config or the path of a bench.toml) names the models and chunkers; without one,
+    BM25 and minilm over 256-token recursive chunks. Models served by an API are left out (each
+    pooling would be billed again). ``cache_dir`` overrides the cache folder, as ``--cache-dir``
+    does. An existing draft is kept unless ``force``: it may hold hours of review.
+    """
+    console = console or Console(stderr=True)
+    out = Path(out)
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise BenchError(f"depth {depth!r}: give a positive number of passages per retriever, e.g. 10")
+    if out.exists() and not force:
+        raise BenchError(
+            f"{out}: a draft is already there (its review would be lost); pass --force or choose another --out"
+        )
+    questions = read_questions(questions_file)
+    if isinstance(config, (str, Path)):
+        config = load_config(config)
+    settings = _settings(config, Path(corpus_path))
+    if cache_dir is not None:
+        settings = dataclasses.replace(settings, cache_override=Path(cache_dir))
+    spec = _chunker(settings, chunker, str(settings.path) if config is not None else "the defaults (no config)")
+    settings = _with_retrievers(settings, console)
+    root = paths.cache_root(settings.cache_dir, settings.cache_override)
+    corpus = read_corpus(Path(corpus_path), paths.extracted_dir(root), console)
+    models = ModelPool(settings, EmbeddingCache(paths.embeddings_dir(root)), paths.models_dir(root), console)
+    console.print(
+        f"[bold]bench goldset draft[/] pooling {len(questions)} questions over {len(corpus)} documents: "
+        f"top {depth} of {', '.join(settings.models)} on {spec.name}"
+    )
+    texts = [text for _, text, _ in questions]
+    rankings: list[list[tuple[np.ndarray, np.ndarray]]] = []
+    with _progress(console) as progress:
+        table = _chunk_all(settings, corpus, progress, models, {spec.name}, measure.Phases())[spec.name]
+        for name in settings.models:
+            retriever = models.retriever(Candidate(name, spec.name, _POOL_INDEX))
+            verb = "indexing" if retriever.lexical else "embedding"
+            task = progress.add_task(f"{verb} {name}/{spec.name}", total=len(table))
+            retriever.build(table, functools.partial(progress.advance, task))
+            rankings.append(retriever.search(retriever.encode(texts), depth))
+    draft = Draft(
+        out,
+        [
+            DraftQuestion(id=qid, question=text, tags=tags, passages=_pool(table, settings.models, rankings, i))
+            for i, (qid, text, tags) in enumerate(questions)
+        ],
+        {
+            "method": "pool",
+            "corpus": {"path": str(corpus_path), "sha256": corpus.fingerprint},
+            "questions_file": str(questions_file),
+            "depth": depth,
+            "chunker": {"name": spec.name, "kind": spec.kind, **dict(spec.params), **_model_of(spec)},
+            "retrievers": list(settings.models),
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "bench_version": __version__,
+        },
+    )
+    save_draft(draft)
+    return draft
+
+
+def _settings(config: Config | None, corpus_path: Path) -> Config:
+    """The config to pool with; without one, the defaults as a config (so the run's model pool serves)."""
+    if config is not None:
+        return config
+    return Config(
+        path=Path("bench.toml"),
+        corpus=corpus_path,
+        goldset=Path(),
+        results=Path(),
+        cache_dir=None,
+        models=DEFAULT_MODELS,
+        chunkers=(DEFAULT_CHUNKER,),
+        model_specs={name: MODELS.get(name) for name in DEFAULT_MODELS},
+    )
+
+
+def _chunker(config: Config, name: str | None, where: str) -> ChunkerSpec:
+    """The chunker named, else the config's first markdown or recursive one (passages a reader can
+    judge), else its first."""
+    if name is not None:
+        names = [c.name for c in config.chunkers]
+        if name not in names:
+            raise BenchError(
+                f"chunker {name!r} is not in {where}; {suggest(name, names)}its chunkers: {', '.join(names)}"
+            )
+        return config.chunker(name)
+    readable = [c for c in config.chunkers if c.kind in CHUNKER_KINDS and CHUNKER_KINDS.canonical(c.kind) in _READABLE]
+    return (readable or list(config.chunkers))[0]
+
+
+_READABLE = ("markdown", "recursive")
+
+
+def _with_retrievers(config: Config, console: Console) -> Config:
+    """BM25 (added first where the config has no lexical model) and each local model of the config,
+    in the config's order, all over an exhaustive index."""
+    specs = dict(config.model_specs)
+    names = []
+    if not any(config.model(m).lexical for m in config.models):
+        names.append("bm25")
+        specs["bm25"] = MODELS.get("bm25")
+    for name in config.models:
+        if config.model(name).remote:
+            console.print(f"note: {escape(name)} is served by an API; pooling leaves it out and uses the local models")
+        else:
+            names.append(name)
+    return dataclasses.replace(
+        config,
+        models=tuple(names),
+        model_specs=specs,
+        index_specs={**config.index_specs, _POOL_INDEX: INDEXES.get("flat")},
+    )
+
+
+def _model_of(spec: ChunkerSpec) -> dict[str, str]:
+    return {"model": spec.model} if spec.model else {}
+
+
+def _pool(
+    table: ChunkTable, names: tuple[str, ...], rankings: list[list[tuple[np.ndarray, np.ndarray]]], q: int
+) -> tuple[Passage, ...]:
+    """Question ``q``'s pool: each unit once with every retriever that found it (in retriever order),
+    best rank first, then found by more, then document id and offsets."""
+    found: dict[int, list[Found]] = {}
+    for name, ranking in zip(names, rankings):
+        units, scores = ranking[q]
+        for rank, (unit, score) in enumerate(zip(units.tolist(), scores.tolist()), start=1):
+            found.setdefault(unit, []).append(Found(name, rank, _score(score)))
+
+    def order(unit: int) -> tuple:
+        by = found[unit]
+        return min(f.rank for f in by), -len(by), _doc(table, unit), int(table.start[unit]), int(table.end[unit])
+
+    pooled = sorted(found, key=order)
+    return tuple(Passage(_doc(table, u), int(table.start[u]), int(table.end[u]), tuple(found[u])) for u in pooled)
+
+
+def _doc(table: ChunkTable, unit: int) -> str:
+    return table.doc_ids[int(table.doc[unit])]
+
+
+def _score(score: float) -> float | None:
+    return round(float(score), 4) if math.isfinite(score) else None
+
+
+def pool_recall(draft: Draft, goldset: Goldset, min_overlap: float = 0.5, depth: int | None = None) -> dict[str, Any]:
+    """How much of a goldset's evidence the draft's pools hold, for the goldset questions the draft
+    has (by id): overall and per retriever, with every span missed.
+
+    A span is held when a pooled passage of its document overlaps it by ``min_overlap`` of the
+    shorter of the two (the rule relevance judges chunks by); whole-document evidence, when any
+    passage of the document is pooled. ``depth`` counts only passages ranked that high (a deeper
+    draft measures every shallower pool).
+    """
+    draft_ids = {q.id for q in draft.questions}
+    seen = (f.retriever for q in draft.questions for p in q.passages for f in p.found_by)
+    names = list(draft.meta.get("retrievers") or dict.fromkeys(seen))
+    total, held = 0, 0
+    by_retriever = dict.fromkeys(names, 0)
+    missed = []
+    for gq in goldset.questions:
+        if gq.id not in draft_ids:
+            continue
+        passages = [p for p in draft.question(gq.id).passages if _within(p, depth)]
+        for e in gq.evidence:
+            total += 1
+            hits = [p for p in passages if p.doc == e.doc and _holds(p, e.start, e.end, min_overlap)]
+            if hits:
+                held += 1
+            else:
+                missed.append({"id": gq.id, "doc": e.doc, "start": e.start, "end": e.end, "grade": e.grade})
+            for name in {f.retriever for p in hits for f in p.found_by if depth is None or f.rank <= depth}:
+                by_retriever[name] = by_retriever.get(name, 0) + 1
+    return {
+        "depth": depth if depth is not None else draft.meta.get("depth"),
+        "min_overlap": min_overlap,
+        "questions": sum(q.id in draft_ids for q in goldset.questions),
+        "not_in_draft": [q.id for q in goldset.questions if q.id not in draft_ids],
+        "evidence": total,
+        "held": held,
+        "recall": held / total if total else None,
+        "retrievers": {name: {"held": n, "recall": n / total if total else None} for name, n in by_retriever.items()},
+        "missed": missed,
+    }
+
+
+def _within(passage: Passage, depth: int | None) -> bool:
+    return depth is None or any(f.rank <= depth for f in passage.found_by)
+
+
+def _holds(passage: Passage, start: int | None, end: int | None, min_overlap: float) -> bool:
+    if start is None or end is None:  # whole-document evidence
+        return True
+    return bool(overlap_relevant(passage.start, passage.end, start, end, min_overlap))
