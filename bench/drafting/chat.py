@@ -1,0 +1,315 @@
+"""A small client for an OpenAI-compatible ``POST {base_url}/chat/completions`` (standard library only).
+
+It asks for a JSON reply (``response_format={"type": "json_object"}``) and, when a server answers
+400 naming ``response_format``, asks once more without it and remembers. A 429, a 5xx, a timeout or
+a connection error is retried with exponential backoff (full jitter) or after the server's
+``Retry-After``. Redirects are refused (urllib would re-send the key). The key is read from the
+environment variable the user names and lives in a ``Secret``: no repr, log or message shows it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import logging
+import os
+import random
+import re
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.embedders.http_api import (
+    LOOPBACK,
+    MAX_ERROR_BODY,
+    Aborted,
+    NoRedirects,
+    Retryable,
+    Secret,
+    redact_url,
+    retry_after_seconds,
+    server_message,
+)
+from bench.errors import BenchError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated: bool = False  # the server sent no usage: counted as characters / 4
+
+    def to_dict(self) -> dict:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "estimated": self.estimated,
+        }
+
+    @classmethod
+    def from_dict(cls, d: object) -> Usage:
+        if not isinstance(d, dict):
+            return cls(estimated=True)
+        return cls(int(d.get("prompt_tokens", 0)), int(d.get("completion_tokens", 0)), bool(d.get("estimated", False)))
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    text: str
+    usage: Usage
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens of a text as an estimate that needs no tokenizer of the model: about four characters each."""
+    return (len(text) + 3) // 4
+
+
+def json_in_reply(text: str) -> object | None:
+    """The JSON a model replied with: the whole reply, a code fence's content, or the outermost
+    ``{...}`` among words around it; None when there is none."""
+    candidates = [text.strip(), *re.findall(r"```(?:json|JSON)?\s*(.*?)```", text, re.S)]
+    first, last = text.find("{"), text.rfind("}")
+    if 0 <= first < last:
+        candidates.append(text[first : last + 1])
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except ValueError:
+            continue
+    return None
+
+
+class ReplyLog:
+    """Replies by request key, in a JSONL file appended (line by line) as each arrives: a rerun finds
+    what was already paid for."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self._lock = Path(path), threading.Lock()
+        self.entries: dict[str, dict] = {}
+        if self.path.is_file():
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                try:
+                    row = json.loads(line)
+                    self.entries[row["key"]] = row
+                except (ValueError, KeyError, TypeError):
+                    continue  # a line cut short by a crash: that request is simply sent again
+
+    def add(self, key: str, reply: Reply, **about: object) -> dict:
+        row = {"key": key, **about, "reply": reply.text, "usage": reply.usage.to_dict()}
+        line = json.dumps(row, ensure_ascii=False) + "\n"
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(line)
+            self.entries[key] = row
+        return row
+
+
+class ChatClient:
+    """Sends chat completions to one model; safe to call from several threads."""
+
+    backoff_base: float = 0.5
+    backoff_cap: float = 16.0
+    retry_after_cap: float = 60.0  # a server's Retry-After is honoured up to this many seconds
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key_env: str = "OPENAI_API_KEY",
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        timeout_s: float = 120.0,
+        max_attempts: int = 6,
+        json_mode: bool = True,
+    ) -> None:
+        base = (base_url or "").strip()
+        parts = urllib.parse.urlsplit(base)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise BenchError(
+                f"chat model base URL {redact_url(base)!r} is not an http(s) URL; "
+                "give one like http://127.0.0.1:8000/v1 (--llm-base-url or $BENCH_LLM_BASE_URL)"
+            )
+        if max_attempts < 1:
+            raise BenchError(f"max_attempts = {max_attempts} must be at least 1")
+        self.base_url = base.rstrip("/")
+        self.url = self.base_url + "/chat/completions"
+        self.shown_url = redact_url(self.url)
+        self.model = model
+        self.api_key_env = api_key_env
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.timeout_s = float(timeout_s)
+        self.max_attempts = max_attempts
+        self.json_mode = json_mode
+        self._key = Secret(os.environ.get(api_key_env, "").strip())
+        loopback = (parts.hostname or "") in LOOPBACK
+        if not self._key and not loopback:
+            raise BenchError(f"${api_key_env} is not set: export the API key for {redact_url(self.base_url)} in it")
+        # A local server is reached directly, whatever proxy the environment names.
+        proxies: dict[str, str] | None = {} if loopback else None
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies), NoRedirects())
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.retries = 0
+
+    def __repr__(self) -> str:
+        key = "set" if self._key else "unset"
+        return f"ChatClient(model={self.model!r}, url={self.shown_url!r}, key=${self.api_key_env} {key})"
+
+    def request_key(self, messages: list[dict[str, str]]) -> str:
+        """A hash of everything that decides the reply (not the URL or key: the same model elsewhere
+        answers the same)."""
+        sent = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
+        return hashlib.sha256(json.dumps(sent, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+    # -- one completion ---------------------------------------------------------------------------
+    def complete(self, messages: list[dict[str, str]], abort: threading.Event | None = None) -> Reply:
+        """The model's reply to ``messages``; BenchError (one line) when it cannot be had. Setting
+        ``abort`` (another call failed, or Ctrl-C) ends the waits between retries."""
+        abort = abort or threading.Event()
+        last = "no attempt made"
+        for attempt in range(self.max_attempts):
+            if abort.is_set():
+                raise Aborted()
+            try:
+                return self._parse(self._send_json(messages), messages)
+            except Retryable as failure:
+                last = failure.what
+                if attempt + 1 >= self.max_attempts:
+                    break
+                if failure.retry_after is not None:
+                    delay = min(self.retry_after_cap, failure.retry_after)
+                else:
+                    delay = random.uniform(0, min(self.backoff_cap, self.backoff_base * 2**attempt))
+                with self._lock:
+                    self.retries += 1
+                log.info("%s: %s; retry %d in %.2fs", self.shown_url, last, attempt + 1, delay)
+                if abort.wait(delay):
+                    raise Aborted() from None
+        hint = (
+            "the server is rate-limiting: lower --concurrency"
+            if last.startswith("HTTP 429")
+            else f"check that the server at {redact_url(self.base_url)} is up and serves model {self.model!r}"
+        )
+        n = self.max_attempts
+        raise BenchError(f"{self.shown_url} failed {n} attempt{'s' if n != 1 else ''} (last: {last}); {hint}")
+
+    def _send_json(self, messages: list[dict[str, str]]) -> bytes:
+        """One attempt; a 400 naming response_format turns JSON mode off for good and asks again at once."""
+        json_mode = self.json_mode
+        try:
+            return self._send(self._payload(messages, json_mode))
+        except _Rejected as rejected:
+            if not (json_mode and "response_format" in rejected.what.lower()):
+                raise BenchError(f"{self.shown_url} answered {rejected.what}; {self._hint(rejected.status)}") from None
+            with self._lock:
+                self.json_mode = False
+            log.info("%s rejects response_format; asking without it", self.shown_url)
+            try:
+                return self._send(self._payload(messages, False))
+            except _Rejected as again:
+                raise BenchError(f"{self.shown_url} answered {again.what}; {self._hint(again.status)}") from None
+
+    def _payload(self, messages: list[dict[str, str]], json_mode: bool) -> bytes:
+        body: dict[str, object] = {"model": self.model, "messages": messages, "temperature": self.temperature}
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
+        if json_mode:
+            body["response_format"] = {"type": "json_object"}
+        return json.dumps(body).encode("utf-8")
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "bench-draft/0.1"}
+        if self._key:
+            headers["Authorization"] = "Bearer " + self._key.reveal()
+        return headers
+
+    def _scrub(self, text: str) -> str:
+        """One line, short, and without the key even if the server echoed it back."""
+        key = self._key.reveal()
+        if key:
+            text = text.replace(key, "***")
+        text = " ".join(text.split())
+        return text if len(text) <= 200 else text[:197] + "..."
+
+    def _send(self, payload: bytes) -> bytes:
+        """POST once: the body of a 2xx, ``Retryable`` when worth another try, ``_Rejected`` otherwise."""
+        request = urllib.request.Request(self.url, data=payload, headers=self._headers(), method="POST")
+        with self._lock:
+            self.requests += 1
+        try:
+            with self._opener.open(request, timeout=self.timeout_s) as response:
+                return response.read()
+        except urllib.error.HTTPError as exc:
+            said = self._scrub(str(exc.reason or ""))
+            try:
+                detail = self._scrub(server_message(exc.read(MAX_ERROR_BODY)))
+            except Exception:  # the body is only a courtesy
+                detail = ""
+            headers = exc.headers
+            exc.close()
+            what = f"HTTP {exc.code} {said}".rstrip() + (f": {detail}" if detail else "")
+            if exc.code == 429 or 500 <= exc.code <= 599:
+                raise Retryable(what, retry_after_seconds(headers.get("Retry-After") if headers else None)) from None
+            raise _Rejected(exc.code, what) from None
+        except (TimeoutError, http.client.HTTPException, OSError) as exc:
+            reason: object = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+            if isinstance(reason, TimeoutError) or "timed out" in str(reason):
+                raise Retryable(f"timed out after {self.timeout_s:g}s") from None
+            if isinstance(reason, ConnectionRefusedError):
+                raise Retryable("connection refused") from None
+            raise Retryable(self._scrub(f"{type(reason).__name__}: {reason}")) from None
+
+    def _hint(self, status: int) -> str:
+        if status in (401, 403):
+            if not self._key:
+                return f"${self.api_key_env} is not set: export the API key in it (--llm-api-key-env names another)"
+            return f"check the key in ${self.api_key_env} (and that it may use model {self.model!r})"
+        if 300 <= status <= 399:
+            return "the server redirects, which is not followed (the key would go along): give the final address"
+        if status == 404:
+            return (
+                f"check the base URL {redact_url(self.base_url)} (it usually ends in /v1) and the model {self.model!r}"
+            )
+        return f"check the model name {self.model!r} and that the server speaks the chat completions API"
+
+    # -- the reply --------------------------------------------------------------------------------
+    def _parse(self, body: bytes, messages: list[dict[str, str]]) -> Reply:
+        try:
+            obj = json.loads(body)
+            content = obj["choices"][0]["message"].get("content") or ""
+        except (ValueError, UnicodeDecodeError, KeyError, IndexError, TypeError, AttributeError):
+            shown = self._scrub(body[:80].decode("utf-8", "replace"))
+            raise BenchError(
+                f"malformed response from {self.shown_url} ({shown!r}); is this an OpenAI-compatible "
+                "/chat/completions endpoint?"
+            ) from None
+        usage = obj.get("usage")
+        try:
+            prompt, completion = int(usage["prompt_tokens"]), int(usage["completion_tokens"])
+            return Reply(str(content), Usage(prompt, completion))
+        except (KeyError, TypeError, ValueError):
+            sent = sum(estimate_tokens(m.get("content", "")) for m in messages)
+            return Reply(str(content), Usage(sent, estimate_tokens(str(content)), estimated=True))
+
+
+class _Rejected(Exception):
+    """A 4xx (or 3xx) that another attempt would not change; ``what`` is free of the key."""
+
+    def __init__(self, status: int, what: str) -> None:
+        super().__init__(what)
+        self.status = status
+        self.what = what
