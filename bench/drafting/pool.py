@@ -5,7 +5,6 @@ shown, so ``pool_recall`` measures how much known evidence a pool of a given dep
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +29,7 @@ from bench.registry import suggest
 from bench.report.corpus_view import read_corpus
 from bench.retrieval.faiss_index import INDEXES
 from bench.run.models import ModelPool
-from bench.run.shootout import _chunk_all, _progress
+from bench.run.shootout import build_with_progress, chunk_all, progress_bar
 
 # Without a config: the lexical baseline and the bundled transformer, over paragraph-sized chunks.
 DEFAULT_MODELS = ("bm25", "minilm")
@@ -130,13 +129,11 @@ def pool_draft(
     )
     texts = [text for _, text, _ in questions]
     rankings: list[list[tuple[np.ndarray, np.ndarray]]] = []
-    with _progress(console) as progress:
-        table = _chunk_all(settings, corpus, progress, models, {spec.name}, measure.Phases())[spec.name]
+    with progress_bar(console) as progress:
+        table = chunk_all(settings, corpus, progress, models, {spec.name}, measure.Phases())[spec.name]
         for name in settings.models:
             retriever = models.retriever(Candidate(name, spec.name, _POOL_INDEX))
-            verb = "indexing" if retriever.lexical else "embedding"
-            task = progress.add_task(f"{verb} {name}/{spec.name}", total=len(table))
-            retriever.build(table, functools.partial(progress.advance, task))
+            build_with_progress(progress, retriever, table, f"{name}/{spec.name}")
             rankings.append(retriever.search(retriever.encode(texts), depth))
     draft = Draft(
         out,

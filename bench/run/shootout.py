@@ -126,9 +126,9 @@ def run_shootout(
         f"({goldset.unit} unit), {len(candidates)} candidates, k={config.k}"
     )
 
-    with store.run_folder(config.results, run_id) as staging, _progress(console) as progress:
+    with store.run_folder(config.results, run_id) as staging, progress_bar(console) as progress:
         needed = {c.chunker for c in candidates}
-        tables = _chunk_all(config, corpus, progress, models, needed, phases)
+        tables = chunk_all(config, corpus, progress, models, needed, phases)
         with phases("judge relevance"):
             judgments = {name: judge(goldset, table, config.min_overlap) for name, table in tables.items()}
         results: list[CandidateResult] = []
@@ -141,10 +141,8 @@ def run_shootout(
             if built is None or built[0] != key:  # one build serves every query setting of an index
                 built = None  # release the previous index before building the next
                 retriever = models.retriever(cand)
-                verb = "indexing" if retriever.lexical else "embedding"
-                task = progress.add_task(f"{verb} {cand.model}/{cand.chunker}/{cand.index}", total=len(table))
                 t0 = time.perf_counter()
-                built = (key, retriever, retriever.build(table, functools.partial(progress.advance, task)))
+                built = (key, retriever, build_with_progress(progress, retriever, table, "/".join(key)))
                 _record_build(phases, "/".join(key), built[2], time.perf_counter() - t0)
                 _warn_truncation(console, cand, config.model(cand.model).max_tokens, built[2])
             _, retriever, build = built
@@ -278,7 +276,8 @@ def _unit_texts(records: list[QuestionRecord], corpus: Corpus) -> list[UnitText]
     return texts
 
 
-def _progress(console: Console) -> Progress:
+def progress_bar(console: Console) -> Progress:
+    """The bars of a run: chunking, then embedding or indexing each table."""
     return Progress(
         TextColumn("{task.description:<34}"),
         BarColumn(),
@@ -289,9 +288,10 @@ def _progress(console: Console) -> Progress:
     )
 
 
-def _chunk_all(
+def chunk_all(
     config: Config, corpus: Corpus, progress: Progress, models: ModelPool, needed: set[str], phases: measure.Phases
 ) -> dict[str, ChunkTable]:
+    """The corpus chunked by each chunker of ``needed``, a bar each."""
     tables = {}
     for spec in config.chunkers:
         if spec.name not in needed:
@@ -301,6 +301,13 @@ def _chunk_all(
         with phases(f"chunk {spec.name}"):
             tables[spec.name] = ChunkTable.chunk_corpus(corpus, chunker, lambda n, t=task: progress.advance(t, n))
     return tables
+
+
+def build_with_progress(progress: Progress, retriever: Retriever, table: ChunkTable, label: str) -> BuildStats:
+    """Embed (or index) ``table`` for ``retriever``, with a bar named ``label``."""
+    verb = "indexing" if retriever.lexical else "embedding"
+    task = progress.add_task(f"{verb} {label}", total=len(table))
+    return retriever.build(table, functools.partial(progress.advance, task))
 
 
 def _record_build(phases: measure.Phases, name: str, build: BuildStats, seconds: float) -> None:
