@@ -32,7 +32,10 @@ from bench.errors import BenchError
     help="Models and chunkers to pool with (default: bench.toml where it exists).",
 )
 @click.option("--depth", type=int, default=10, show_default=True, help="Passages each retriever adds to the pool.")
-@click.option("--chunker", help="The config's chunker whose passages are pooled (default: its first).")
+@click.option(
+    "--chunker",
+    help="The config's chunker whose passages are pooled (default: its first markdown or recursive one).",
+)
 @click.option("--force", is_flag=True, help="Replace an existing draft (its review is lost).")
 @cache_option
 @click.option(
