@@ -10,30 +10,16 @@ environment variable the user names and lives in a ``Secret``: no repr, log or m
 from __future__ import annotations
 
 import hashlib
-import http.client
 import json
 import logging
 import os
-import random
 import re
 import threading
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.embedders.http_api import (
-    LOOPBACK,
-    MAX_ERROR_BODY,
-    Aborted,
-    NoRedirects,
-    Retryable,
-    Secret,
-    redact_url,
-    retry_after_seconds,
-    server_message,
-)
+from bench.embedders.http_api import LOOPBACK, Exhausted, JsonEndpoint, Rejected, Secret, backoff, redact_url
 from bench.errors import BenchError
 
 log = logging.getLogger(__name__)
@@ -153,16 +139,21 @@ class ChatClient:
         loopback = (parts.hostname or "") in LOOPBACK
         if not self._key and not loopback:
             raise BenchError(f"${api_key_env} is not set: export the API key for {redact_url(self.base_url)} in it")
-        # A local server is reached directly, whatever proxy the environment names.
-        proxies: dict[str, str] | None = {} if loopback else None
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies), NoRedirects())
+        self._endpoint = JsonEndpoint(self.url, self._key, "bench-draft/0.1", self.timeout_s)
         self._lock = threading.Lock()
-        self.requests = 0
-        self.retries = 0
 
     def __repr__(self) -> str:
         key = "set" if self._key else "unset"
         return f"ChatClient(model={self.model!r}, url={self.shown_url!r}, key=${self.api_key_env} {key})"
+
+    @property
+    def requests(self) -> int:
+        """HTTP requests sent, retries included."""
+        return self._endpoint.requests
+
+    @property
+    def retries(self) -> int:
+        return self._endpoint.retries
 
     def request_key(self, messages: list[dict[str, str]]) -> str:
         """A hash of everything that decides the reply (not the URL or key: the same model elsewhere
@@ -179,48 +170,41 @@ class ChatClient:
     def complete(self, messages: list[dict[str, str]], abort: threading.Event | None = None) -> Reply:
         """The model's reply to ``messages``; BenchError (one line) when it cannot be had. Setting
         ``abort`` (another call failed, or Ctrl-C) ends the waits between retries."""
-        abort = abort or threading.Event()
-        last = "no attempt made"
-        for attempt in range(self.max_attempts):
-            if abort.is_set():
-                raise Aborted()
-            try:
-                return self._parse(self._send_json(messages), messages)
-            except Retryable as failure:
-                last = failure.what
-                if attempt + 1 >= self.max_attempts:
-                    break
-                if failure.retry_after is not None:
-                    delay = min(self.retry_after_cap, failure.retry_after)
-                else:
-                    delay = random.uniform(0, min(self.backoff_cap, self.backoff_base * 2**attempt))
-                with self._lock:
-                    self.retries += 1
-                log.info("%s: %s; retry %d in %.2fs", self.shown_url, last, attempt + 1, delay)
-                if abort.wait(delay):
-                    raise Aborted() from None
-        hint = (
-            "the server is rate-limiting: lower --concurrency"
-            if last.startswith("HTTP 429")
-            else f"check that the server at {redact_url(self.base_url)} is up and serves model {self.model!r}"
-        )
-        n = self.max_attempts
-        raise BenchError(f"{self.shown_url} failed {n} attempt{'s' if n != 1 else ''} (last: {last}); {hint}")
+        try:
+            body = self._endpoint.post(
+                lambda: self._send_json(messages),
+                attempts=self.max_attempts,
+                delay=lambda attempt, failure: backoff(
+                    attempt, failure, self.backoff_base, self.backoff_cap, self.retry_after_cap
+                ),
+                abort=abort,
+                on_retry=lambda attempt, what, delay: log.info(
+                    "%s: %s; retry %d in %.2fs", self.shown_url, what, attempt + 1, delay
+                ),
+            )
+        except Exhausted as exhausted:
+            hint = (
+                "the server is rate-limiting: lower --concurrency"
+                if exhausted.rate_limited
+                else f"check that the server at {redact_url(self.base_url)} is up and serves model {self.model!r}"
+            )
+            raise BenchError(f"{self.shown_url} {exhausted}; {hint}") from None
+        return self._parse(body, messages)
 
     def _send_json(self, messages: list[dict[str, str]]) -> bytes:
         """One attempt; a 400 naming response_format turns JSON mode off for good and asks again at once."""
         json_mode = self.json_mode
         try:
-            return self._send(self._payload(messages, json_mode))
-        except _Rejected as rejected:
+            return self._endpoint.send(self._payload(messages, json_mode))
+        except Rejected as rejected:
             if not (json_mode and "response_format" in rejected.what.lower()):
                 raise BenchError(f"{self.shown_url} answered {rejected.what}; {self._hint(rejected.status)}") from None
             with self._lock:
                 self.json_mode = False
             log.info("%s rejects response_format; asking without it", self.shown_url)
             try:
-                return self._send(self._payload(messages, False))
-            except _Rejected as again:
+                return self._endpoint.send(self._payload(messages, False))
+            except Rejected as again:
                 raise BenchError(f"{self.shown_url} answered {again.what}; {self._hint(again.status)}") from None
 
     def _payload(self, messages: list[dict[str, str]], json_mode: bool) -> bytes:
@@ -230,48 +214,6 @@ class ChatClient:
         if json_mode:
             body["response_format"] = {"type": "json_object"}
         return json.dumps(body).encode("utf-8")
-
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "bench-draft/0.1"}
-        if self._key:
-            headers["Authorization"] = "Bearer " + self._key.reveal()
-        return headers
-
-    def _scrub(self, text: str) -> str:
-        """One line, short, and without the key even if the server echoed it back."""
-        key = self._key.reveal()
-        if key:
-            text = text.replace(key, "***")
-        text = " ".join(text.split())
-        return text if len(text) <= 200 else text[:197] + "..."
-
-    def _send(self, payload: bytes) -> bytes:
-        """POST once: the body of a 2xx, ``Retryable`` when worth another try, ``_Rejected`` otherwise."""
-        request = urllib.request.Request(self.url, data=payload, headers=self._headers(), method="POST")
-        with self._lock:
-            self.requests += 1
-        try:
-            with self._opener.open(request, timeout=self.timeout_s) as response:
-                return response.read()
-        except urllib.error.HTTPError as exc:
-            said = self._scrub(str(exc.reason or ""))
-            try:
-                detail = self._scrub(server_message(exc.read(MAX_ERROR_BODY)))
-            except Exception:  # the body is only a courtesy
-                detail = ""
-            headers = exc.headers
-            exc.close()
-            what = f"HTTP {exc.code} {said}".rstrip() + (f": {detail}" if detail else "")
-            if exc.code == 429 or 500 <= exc.code <= 599:
-                raise Retryable(what, retry_after_seconds(headers.get("Retry-After") if headers else None)) from None
-            raise _Rejected(exc.code, what) from None
-        except (TimeoutError, http.client.HTTPException, OSError) as exc:
-            reason: object = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-            if isinstance(reason, TimeoutError) or "timed out" in str(reason):
-                raise Retryable(f"timed out after {self.timeout_s:g}s") from None
-            if isinstance(reason, ConnectionRefusedError):
-                raise Retryable("connection refused") from None
-            raise Retryable(self._scrub(f"{type(reason).__name__}: {reason}")) from None
 
     def _hint(self, status: int) -> str:
         if status in (401, 403):
@@ -292,7 +234,7 @@ class ChatClient:
             obj = json.loads(body)
             content = obj["choices"][0]["message"].get("content") or ""
         except (ValueError, UnicodeDecodeError, KeyError, IndexError, TypeError, AttributeError):
-            shown = self._scrub(body[:80].decode("utf-8", "replace"))
+            shown = self._endpoint.scrub(body[:80].decode("utf-8", "replace"))
             raise BenchError(
                 f"malformed response from {self.shown_url} ({shown!r}); is this an OpenAI-compatible "
                 "/chat/completions endpoint?"
@@ -304,12 +246,3 @@ class ChatClient:
         except (KeyError, TypeError, ValueError):
             sent = sum(estimate_tokens(m.get("content", "")) for m in messages)
             return Reply(str(content), Usage(sent, estimate_tokens(str(content)), estimated=True))
-
-
-class _Rejected(Exception):
-    """A 4xx (or 3xx) that another attempt would not change; ``what`` is free of the key."""
-
-    def __init__(self, status: int, what: str) -> None:
-        super().__init__(what)
-        self.status = status
-        self.what = what

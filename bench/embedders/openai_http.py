@@ -29,15 +29,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import http.client
 import json
 import logging
 import os
-import random
 import threading
-import urllib.error
 import urllib.parse
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import cast
 
@@ -45,17 +41,15 @@ import numpy as np
 
 from bench.embedders.base import PASSAGE, QUERY, ModelSpec, normalise
 from bench.embedders.http_api import (
-    LOOPBACK,
-    MAX_ERROR_BODY,
     Aborted,
-    NoRedirects,
-    Retryable,
+    Exhausted,
+    JsonEndpoint,
+    Rejected,
     Secret,
     as_bool,
     as_int,
+    backoff,
     redact_url,
-    retry_after_seconds,
-    server_message,
 )
 from bench.errors import BenchError, PartialEmbeddingError
 
@@ -113,14 +107,10 @@ class OpenAIEmbedder:
         self.url = self.base_url + "/embeddings"
         self.shown_url = redact_url(self.url)
         self._key = Secret(os.environ.get(self.api_key_env, "").strip())
-        # A local server is reached directly, whatever proxy the environment names.
-        proxies: dict[str, str] | None = {} if (parts.hostname or "") in LOOPBACK else None
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies), NoRedirects())
+        self._endpoint = JsonEndpoint(self.url, self._key, "bench-embeddings/0.1", self.timeout_s)
 
         self._lock = threading.Lock()
         self._dims = spec.dims or self.dimensions  # expected width; discovered when None
-        self.requests = 0
-        self.retries = 0
         self.billed_tokens = 0
         self.tokens_estimated = False
 
@@ -131,6 +121,15 @@ class OpenAIEmbedder:
             f"OpenAIEmbedder(name={self.spec.name!r}, model={self.model!r}, url={self.shown_url!r}, "
             f"key=${self.api_key_env} {key})"
         )
+
+    @property
+    def requests(self) -> int:
+        """HTTP requests sent, retries included."""
+        return self._endpoint.requests
+
+    @property
+    def retries(self) -> int:
+        return self._endpoint.retries
 
     @property
     def call_size(self) -> int:
@@ -220,89 +219,37 @@ class OpenAIEmbedder:
             body["dimensions"] = self.dimensions
         return json.dumps(body).encode("utf-8")
 
-    def _headers(self) -> dict[str, str]:
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": "bench-embeddings/0.1",
-        }
-        if self._key:
-            headers["Authorization"] = "Bearer " + self._key.reveal()
-        return headers
-
-    def _scrub(self, text: str) -> str:
-        """One line, short, and without the key even if the server echoed it back."""
-        key = self._key.reveal()
-        if key:
-            text = text.replace(key, "***")
-        text = " ".join(text.split())
-        return text if len(text) <= 200 else text[:197] + "..."
-
     def _embed_batch(self, texts: list[str], role: str, abort: threading.Event) -> np.ndarray:
-        payload = self._payload(texts, role)
-        attempts = self.max_retries + 1
-        last = "no attempt made"
-        for attempt in range(attempts):
-            if abort.is_set():
-                raise Aborted()
-            try:
-                body = self._send(payload)
-            except Retryable as failure:
-                last = failure.what
-                if attempt + 1 >= attempts:
-                    break
-                if failure.retry_after is not None:
-                    delay = min(self.retry_after_cap, failure.retry_after)
-                else:
-                    delay = random.uniform(0, min(self.backoff_cap, self.backoff_base * 2**attempt))
-                with self._lock:
-                    self.retries += 1
-                log.info("%s: %s; retry %d/%d in %.2fs", self.shown_url, last, attempt + 1, self.max_retries, delay)
-                if abort.wait(delay):
-                    raise Aborted() from None
-                continue
-            return self._parse(body, texts)
-        hint = (
-            "the server is rate-limiting: lower concurrency or raise max_retries"
-            if last.startswith("HTTP 429")
-            else f"check that the server at {redact_url(self.base_url)} (from {self._base_source}) is up and healthy, "
-            "or raise max_retries / timeout_s in the model's params"
-        )
-        raise BenchError(
-            f"model {self.spec.name!r}: {self.shown_url} failed {attempts} "
-            f"attempt{'s' if attempts != 1 else ''} (last: {last}); {hint}"
-        )
-
-    def _send(self, payload: bytes) -> bytes:
-        """POST once: the body of a 2xx, ``Retryable`` for a transient failure, BenchError otherwise."""
-        request = urllib.request.Request(self.url, data=payload, headers=self._headers(), method="POST")
-        with self._lock:
-            self.requests += 1
         try:
-            with self._opener.open(request, timeout=self.timeout_s) as response:
-                return response.read()
-        except urllib.error.HTTPError as exc:
-            status, reason = exc.code, self._scrub(str(exc.reason or ""))
-            try:
-                detail = self._scrub(server_message(exc.read(MAX_ERROR_BODY)))
-            except Exception:  # the body is only a courtesy
-                detail = ""
-            headers = exc.headers
-            exc.close()
-            what = f"HTTP {status} {reason}".rstrip() + (f": {detail}" if detail else "")
-            if status == 429 or 500 <= status <= 599:
-                raise Retryable(what, retry_after_seconds(headers.get("Retry-After") if headers else None)) from None
-            location = redact_url(headers.get("Location", "")) if headers else ""
+            body = self._endpoint.post(
+                self._payload(texts, role),
+                attempts=self.max_retries + 1,
+                delay=lambda attempt, failure: backoff(
+                    attempt, failure, self.backoff_base, self.backoff_cap, self.retry_after_cap
+                ),
+                abort=abort,
+                on_retry=lambda attempt, what, delay: log.info(
+                    "%s: %s; retry %d/%d in %.2fs", self.shown_url, what, attempt + 1, self.max_retries, delay
+                ),
+            )
+        except Rejected as rejected:
             raise BenchError(
-                f"model {self.spec.name!r}: {self.shown_url} answered {what}; "
-                f"{self._client_error_hint(status, location)}"
+                f"model {self.spec.name!r}: {self.shown_url} answered {rejected.what}; "
+                f"{self._client_error_hint(rejected.status, rejected.location)}"
             ) from None
-        except (TimeoutError, http.client.HTTPException, OSError) as exc:
-            raise Retryable(self._describe_network_error(exc)) from None
+        except Exhausted as exhausted:
+            hint = (
+                "the server is rate-limiting: lower concurrency or raise max_retries"
+                if exhausted.rate_limited
+                else f"check that the server at {redact_url(self.base_url)} (from {self._base_source}) is up and "
+                "healthy, or raise max_retries / timeout_s in the model's params"
+            )
+            raise BenchError(f"model {self.spec.name!r}: {self.shown_url} {exhausted}; {hint}") from None
+        return self._parse(body, texts)
 
     def _client_error_hint(self, status: int, location: str = "") -> str:
         if 300 <= status <= 399:
-            where = f" to {self._scrub(location)}" if location else ""
+            where = f" to {location}" if location else ""
             return (
                 f"the server redirects{where}, which is not followed (the key would go along): "
                 f"set ${self.base_url_env} to the final address"
@@ -323,19 +270,10 @@ class OpenAIEmbedder:
             "and that the texts fit the model's max tokens"
         )
 
-    def _describe_network_error(self, exc: BaseException) -> str:
-        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-        if isinstance(reason, TimeoutError) or "timed out" in str(reason):
-            return f"timed out after {self.timeout_s:g}s"
-        if isinstance(reason, ConnectionRefusedError):
-            return "connection refused"
-        text = self._scrub(str(reason)) or type(reason).__name__
-        return f"{type(reason).__name__}: {text}" if type(reason).__name__ not in text else text
-
     # -- response -----------------------------------------------------------------------------
     def _malformed(self, why: str) -> BenchError:
         return BenchError(
-            f"model {self.spec.name!r}: malformed response from {self.shown_url}: {self._scrub(why)}; "
+            f"model {self.spec.name!r}: malformed response from {self.shown_url}: {self._endpoint.scrub(why)}; "
             "is this an OpenAI-compatible /embeddings endpoint?"
         )
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from bench.chunking.tokens import count_tokens
-from bench.embedders import PASSAGE, QUERY, ModelSpec, openai_http
+from bench.embedders import PASSAGE, QUERY, ModelSpec, http_api
 from bench.embedders.openai_http import OpenAIEmbedder
 from bench.errors import BenchError
 from tests.fake_embedding_server import FakeEmbeddingServer, vector_for
@@ -229,7 +229,7 @@ def test_retry_after_is_honoured_and_capped(monkeypatch):
 
 def test_backoff_is_exponential_with_full_jitter(monkeypatch):
     calls = []
-    monkeypatch.setattr(openai_http.random, "uniform", lambda lo, hi: calls.append((lo, hi)) or 0.0)
+    monkeypatch.setattr(http_api.random, "uniform", lambda lo, hi: calls.append((lo, hi)) or 0.0)
     with FakeEmbeddingServer(plan=["500"] * 4) as server:
         embedder = make(monkeypatch, server.base_url)
         embedder.backoff_base, embedder.backoff_cap = 0.001, 0.005
