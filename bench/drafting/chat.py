@@ -19,7 +19,16 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.embedders.http_api import LOOPBACK, Exhausted, JsonEndpoint, Rejected, Secret, backoff, redact_url
+from bench.embedders.http_api import (
+    LOOPBACK,
+    EndpointCounters,
+    Exhausted,
+    JsonEndpoint,
+    Rejected,
+    Secret,
+    backoff,
+    redact_url,
+)
 from bench.errors import BenchError
 
 log = logging.getLogger(__name__)
@@ -97,7 +106,7 @@ class ReplyLog:
         return row
 
 
-class ChatClient:
+class ChatClient(EndpointCounters):
     """Sends chat completions to one model; safe to call from several threads."""
 
     backoff_base: float = 0.5
@@ -145,15 +154,6 @@ class ChatClient:
     def __repr__(self) -> str:
         key = "set" if self._key else "unset"
         return f"ChatClient(model={self.model!r}, url={self.shown_url!r}, key=${self.api_key_env} {key})"
-
-    @property
-    def requests(self) -> int:
-        """HTTP requests sent, retries included."""
-        return self._endpoint.requests
-
-    @property
-    def retries(self) -> int:
-        return self._endpoint.retries
 
     def request_key(self, messages: list[dict[str, str]]) -> str:
         """A hash of everything that decides the reply (not the URL or key: the same model elsewhere

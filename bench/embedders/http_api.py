@@ -254,3 +254,18 @@ class JsonEndpoint:
                 if abort.wait(seconds):
                     raise Aborted() from None
         raise Exhausted(last, attempts)
+
+
+class EndpointCounters:
+    """A client's ``requests`` and ``retries``: those of its ``_endpoint``."""
+
+    _endpoint: JsonEndpoint
+
+    @property
+    def requests(self) -> int:
+        """HTTP requests sent, retries included."""
+        return self._endpoint.requests
+
+    @property
+    def retries(self) -> int:
+        return self._endpoint.retries

@@ -42,6 +42,7 @@ import numpy as np
 from bench.embedders.base import PASSAGE, QUERY, ModelSpec, normalise
 from bench.embedders.http_api import (
     Aborted,
+    EndpointCounters,
     Exhausted,
     JsonEndpoint,
     Rejected,
@@ -59,7 +60,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _ROLES = (QUERY, PASSAGE)
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(EndpointCounters):
     """Embeds through an OpenAI-compatible ``/embeddings`` endpoint; rows in input order, L2-normalised."""
 
     # Backoff between retries: full jitter, uniform(0, min(backoff_cap, backoff_base * 2**attempt)).
@@ -121,15 +122,6 @@ class OpenAIEmbedder:
             f"OpenAIEmbedder(name={self.spec.name!r}, model={self.model!r}, url={self.shown_url!r}, "
             f"key=${self.api_key_env} {key})"
         )
-
-    @property
-    def requests(self) -> int:
-        """HTTP requests sent, retries included."""
-        return self._endpoint.requests
-
-    @property
-    def retries(self) -> int:
-        return self._endpoint.retries
 
     @property
     def call_size(self) -> int:
