@@ -4,7 +4,7 @@ Commands live beside the stage they drive: ``shootout`` (run, chunk, report), ``
 history, check, export), ``goldset`` (validate, lock, stats, import), ``corpus`` (stats, text) and ``models``.
 """
 
-from bench.cli import corpus, draft, goldset, models, runs, shootout  # noqa: F401  (each registers its commands)
+from bench.cli import corpus, draft, goldset, models, review, runs, shootout  # noqa: F401  (each registers its commands)
 from bench.cli.app import EXIT_BAD_INPUT, main
 
 __all__ = ["EXIT_BAD_INPUT", "main"]

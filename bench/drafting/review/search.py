@@ -1,0 +1,45 @@
+"""Search the whole corpus for evidence the pooled passages missed: every term, case-insensitive."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from bench.drafting.review.store import ReviewStore
+
+MAX_HITS = 50
+MAX_TERMS = 8
+SNIPPET = 160  # characters of context either side of a match
+
+
+def search(store: ReviewStore, query: str, limit: int = MAX_HITS) -> dict[str, Any]:
+    """Documents holding every term of ``query``; one hit per match of the first term (up to a few a
+    document), with a snippet around it. Offsets are characters of the document, as evidence has them:
+    the matching runs on the original text, since lower-casing can change a text's length."""
+    terms = list(dict.fromkeys(t for t in query.split() if t))[:MAX_TERMS]
+    if not terms:
+        return {"hits": [], "truncated": False}
+    patterns = [re.compile(re.escape(t), re.IGNORECASE) for t in terms]
+    hits: list[dict[str, Any]] = []
+    with store.lock:
+        for doc in store.corpus.documents:
+            text = doc.text
+            if not all(p.search(text) for p in patterns[1:]):
+                continue
+            for i, match in enumerate(patterns[0].finditer(text)):
+                if i == 3:
+                    break
+                if len(hits) == limit:
+                    return {"hits": hits, "truncated": True}
+                start, end = match.span()
+                lo, hi = max(0, start - SNIPPET), min(len(text), end + SNIPPET)
+                hits.append(
+                    {
+                        "doc": doc.id,
+                        "start": start,
+                        "end": end,
+                        "page": store.page(doc.id, start, end),
+                        "window": {"start": lo, "end": hi, "length": len(text), "text": text[lo:hi]},
+                    }
+                )
+    return {"hits": hits, "truncated": False}
