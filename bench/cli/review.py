@@ -97,13 +97,10 @@ def review(
 
 
 def _corpus_of(meta: dict[str, Any]) -> tuple[Path | None, str | None]:
-    """The corpus a draft's meta names, and its fingerprint: ``{"corpus": {"path", "sha256"}}``, or
-    ``{"corpus": PATH, "corpus_fingerprint": …}``."""
+    """The corpus a draft's meta names, and its fingerprint: ``{"corpus": {"path", "sha256"}}``."""
     corpus = meta.get("corpus")
     if isinstance(corpus, dict) and isinstance(corpus.get("path"), str):
         return Path(corpus["path"]), corpus.get("sha256")
-    if isinstance(corpus, str):
-        return Path(corpus), meta.get("corpus_fingerprint")
     return None, None
 
 

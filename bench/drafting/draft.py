@@ -25,6 +25,7 @@ from typing import Any
 from bench.errors import BenchError
 from bench.files import json_object, numbered_lines, read_text, write_json, write_jsonl
 from bench.inputs.corpus import Corpus
+from bench.inputs.quotes import QuoteError, find_quote
 
 PENDING, ACCEPTED, REJECTED = "pending", "accepted", "rejected"
 STATUSES = (PENDING, ACCEPTED, REJECTED)
@@ -164,10 +165,10 @@ def goldset_rows(draft: Draft, corpus: Corpus) -> list[dict[str, Any]]:
         for e in q.evidence:
             text = corpus.get(e.doc).text
             quote = text[e.start : e.end]
-            first = text.find(quote)
-            unique = quote.strip() == quote and first == e.start and text.find(quote, first + 1) < 0
             item: dict[str, Any] = (
-                {"doc": e.doc, "quote": quote} if unique else {"doc": e.doc, "start": e.start, "end": e.end}
+                {"doc": e.doc, "quote": quote}
+                if _resolves_to(text, quote, e.start, e.end)
+                else {"doc": e.doc, "start": e.start, "end": e.end}
             )
             item["grade"] = e.grade
             evidence.append(item)
@@ -176,6 +177,15 @@ def goldset_rows(draft: Draft, corpus: Corpus) -> list[dict[str, Any]]:
             row["tags"] = list(q.tags)
         rows.append(row)
     return rows
+
+
+def _resolves_to(text: str, quote: str, start: int, end: int) -> bool:
+    """Whether the goldset's reader resolves ``quote`` to exactly this span (it forgives line breaks
+    and the like, so a quote unique byte for byte may still be ambiguous to it)."""
+    try:
+        return find_quote(text, quote) == (start, end)
+    except QuoteError:
+        return False
 
 
 def write_goldset(draft: Draft, corpus: Corpus, out: Path) -> int:

@@ -62,7 +62,7 @@ Reply with JSON only, in this form:
 
 # Settings that decide what is asked: a draft made with others is not resumed but refused.
 _SAME = (
-    *("method", "corpus_fingerprint", "model", "prompt_version"),
+    *("method", "corpus_sha256", "model", "prompt_version"),
     *("per_call", "passages_per_call", "passage_chars", "seed", "temperature"),
 )
 INVENTED, UNKNOWN_DOC, COPYING, DUPLICATE = (
@@ -354,7 +354,7 @@ def generate_draft(
         max_attempts=max_attempts,
     )
     meta: dict[str, Any] = {
-        "method": "llm", "corpus": str(corpus.path), "corpus_fingerprint": corpus.fingerprint,
+        "method": "llm", "corpus": {"path": str(corpus.path), "sha256": corpus.fingerprint},
         "base_url": redact_url(client.base_url), "model": model, "prompt_version": PROMPT_VERSION,
         "per_call": per_call, "passages_per_call": passages_per_call, "passage_chars": passage_chars,
         "seed": seed, "temperature": temperature, "max_tokens": max_tokens,
@@ -405,12 +405,20 @@ def generate_draft(
     return report
 
 
+def _setting(meta: dict, key: str) -> object:
+    """A setting of a draft's meta; the corpus counts by its fingerprint, wherever it lies."""
+    if key == "corpus_sha256":
+        corpus = meta.get("corpus")
+        return corpus.get("sha256") if isinstance(corpus, dict) else None
+    return meta.get(key)
+
+
 def _check_overwrite(out: Path, meta: dict, force: bool) -> None:
     """An existing draft is resumed when it was made the same way and nobody has reviewed it yet."""
     if force or not out.exists():
         return
     old = load_draft(out)
-    differ = [k for k in _SAME if old.meta.get(k) != meta[k]]
+    differ = [k for k in _SAME if _setting(old.meta, k) != _setting(meta, k)]
     if differ:
         raise BenchError(
             f"{out} exists and was made with other settings ({', '.join(differ)}); "
