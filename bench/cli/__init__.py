@@ -1,7 +1,8 @@
 """Command line: parses arguments and calls one library function per command.
 
 Commands live beside the stage they drive: ``shootout`` (run, chunk, report), ``runs`` (compare,
-history, check, export), ``goldset`` (validate, lock, stats, import), ``corpus`` (stats, text) and ``models``.
+history, check, export), ``goldset`` (validate, lock, stats, import), ``draft`` (goldset draft),
+``review`` (goldset review), ``corpus`` (stats, text) and ``models``.
 """
 
 from bench.cli import corpus, draft, goldset, models, review, runs, shootout  # noqa: F401  (each registers its commands)
