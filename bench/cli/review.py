@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -82,11 +83,13 @@ def review(
     click.echo("stop with Ctrl-C (every change is already saved)")
     if not no_browser:
         _open_browser(server.url)
+    previous = signal.signal(signal.SIGTERM, _stop)  # `kill` ends the review as Ctrl-C does
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
+        signal.signal(signal.SIGTERM, previous)
         server.server_close()
     written = store.written()
     if written:
@@ -94,6 +97,10 @@ def review(
         click.echo(f"next: bench goldset validate {store.goldset} && bench goldset lock {store.goldset}")
     else:
         click.echo(f"\nno question accepted with evidence yet, so no goldset written; draft: {draft}")
+
+
+def _stop(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def _corpus_of(meta: dict[str, Any]) -> tuple[Path | None, str | None]:

@@ -69,7 +69,7 @@ def test_real_questions_become_a_locked_goldset_that_runs(tmp_path: Path) -> Non
             accept = {"id": q["id"], "version": version, "op": "status", "status": "accepted"}
             assert _request(srv, "POST", "/api/change", write, accept)[0] == 200
     finally:
-        proc.send_signal(signal.SIGINT)  # Ctrl-C: the review ends cleanly
+        proc.send_signal(signal.SIGTERM)  # as Ctrl-C: the review ends cleanly, saying where the goldset is
         out, _ = proc.communicate(timeout=20)
     assert proc.returncode == 0, out
     gold = tmp_path / "goldsets" / "kb.jsonl"
