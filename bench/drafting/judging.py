@@ -1,0 +1,134 @@
+"""Which questions a chat model proposed are kept: every quote resolves in its document (as a reader
+copies it), the question does not copy its evidence, and it is no near-duplicate of one kept before.
+Each question dropped is counted by its reason."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from bench.drafting.chat import json_in_reply
+from bench.drafting.draft import Span
+from bench.inputs.corpus import Corpus
+from bench.inputs.quotes import QuoteError, find_quote
+
+if TYPE_CHECKING:
+    from bench.drafting.generate import Call
+
+INVENTED, UNKNOWN_DOC, COPYING, DUPLICATE = (
+    "invented quote",
+    "unknown document",
+    "copies its evidence",
+    "near-duplicate",
+)
+MALFORMED, UNPARSABLE, EMPTY = "malformed question", "unparsable reply", "empty reply"
+COPY_IN_ORDER, COPY_JACCARD, DUPLICATE_JACCARD = 0.8, 0.7, 0.8
+_STOPWORD_TEXT = """a an the and or but if of to in on at by for with from as into about over under than then so
+is are was were be been being am do does did done have has had having can could will would shall should may
+might must not no nor this that these those it its there here what which who whom whose when where why how
+i me my we our you your he she they them their his her us any all some each get gets got"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+def parse_reply(text: str) -> list | None:
+    """The list of questions in a reply (``{"questions": [...]}`` or a bare list); None when there is none."""
+    obj = json_in_reply(text)
+    found = obj.get("questions") if isinstance(obj, dict) else obj
+    return found if isinstance(found, list) else None
+
+
+def content_words(text: str) -> list[str]:
+    words = re.findall(r"\w+", text.lower())
+    return [w for w in words if w not in _STOPWORDS] or words
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
+
+
+def _in_order(q: list[str], quote: list[str]) -> int:
+    """Length of the longest run of ``q``'s words found in order (not necessarily adjacent) in ``quote``."""
+    row = [0] * (len(quote) + 1)
+    for w in q:
+        prev = 0
+        for j, v in enumerate(quote, 1):
+            prev, row[j] = row[j], prev + 1 if w == v else max(row[j], row[j - 1])
+    return row[-1]
+
+
+def copies(question: str, quote: str) -> bool:
+    """Whether a question is its quote reworded too little to test retrieval rather than word matching."""
+    q, t = content_words(question), content_words(quote)
+    if len(q) >= 3 and _in_order(q, t) >= COPY_IN_ORDER * len(q):
+        return True
+    return _jaccard(set(q), set(t)) >= COPY_JACCARD
+
+
+class Judge:
+    """Keeps or drops each proposed question, in call order, counting why."""
+
+    def __init__(self, corpus: Corpus, dropped: Counter) -> None:
+        self.corpus, self.dropped = corpus, dropped
+        self.kept: list[tuple[str, tuple[Span, ...], Call]] = []
+        self._words: list[set[str]] = []
+
+    def read(self, call: Call, reply: str, room: int) -> None:
+        if not reply.strip():
+            self.dropped[EMPTY] += 1
+            return
+        items = parse_reply(reply)
+        if items is None:
+            self.dropped[UNPARSABLE] += 1
+        elif not items:
+            self.dropped[EMPTY] += 1
+        for item in items or ():
+            if len(self.kept) >= room:
+                return
+            why = self._judge(item, call)
+            if why:
+                self.dropped[why] += 1
+
+    def _judge(self, item: Any, call: Call) -> str | None:
+        if not isinstance(item, dict) or not isinstance(item.get("question"), str) or not item["question"].strip():
+            return MALFORMED
+        evidence = item.get("evidence")
+        if not isinstance(evidence, list) or not evidence:
+            return MALFORMED
+        question, spans = " ".join(item["question"].split()), []
+        for e in evidence:
+            if not isinstance(e, dict) or not isinstance(e.get("doc"), str) or not isinstance(e.get("quote"), str):
+                return MALFORMED
+            if e["doc"] not in self.corpus:
+                return UNKNOWN_DOC
+            found = self._resolve(call, e["doc"], e["quote"])
+            if found is None:
+                return INVENTED
+            if copies(question, e["quote"]):
+                return COPYING
+            span = Span(e["doc"], *found, grade=2)
+            if span not in spans:
+                spans.append(span)
+        words = set(content_words(question))
+        if any(_jaccard(words, earlier) >= DUPLICATE_JACCARD for earlier in self._words):
+            return DUPLICATE
+        self._words.append(words)
+        self.kept.append((question, tuple(spans), call))
+        return None
+
+    def _resolve(self, call: Call, doc: str, quote: str) -> tuple[int, int] | None:
+        """The quote's span in its document; a quote found more than once there counts where it is
+        once in a passage the model was shown."""
+        text = self.corpus.get(doc).text
+        try:
+            return find_quote(text, quote)
+        except QuoteError:
+            pass
+        for d, start, end in call.passages:
+            if d == doc:
+                try:
+                    s, e = find_quote(text[start:end], quote)
+                    return start + s, start + e
+                except QuoteError:
+                    continue
+        return None
