@@ -5,35 +5,12 @@ types: `goldset draft --questions`, `goldset review` (driven over its HTTP API, 
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 from bench.inputs.quotes import find_quote
-from tests.drafting.test_review import _request
-from tests.helpers import DOCS, QUESTIONS, REPO, finished_runs, free_port, run_cli, write_project
-
-
-def _review_server(draft: Path, corpus: Path):
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bench", "goldset", "review", str(draft), "--corpus", str(corpus)]
-        + ["--no-browser", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith("open "):
-            token = line.strip().rpartition("token=")[2]
-            break
-    else:
-        raise AssertionError(f"no address printed (exit {proc.wait()})")
-    return proc, type("Remote", (), {"port": port, "token": token})()
+from tests.drafting.test_review import _request, review_process
+from tests.helpers import DOCS, QUESTIONS, finished_runs, run_cli, write_project
 
 
 def test_real_questions_become_a_locked_goldset_that_runs(tmp_path: Path) -> None:
@@ -49,7 +26,7 @@ def test_real_questions_become_a_locked_goldset_that_runs(tmp_path: Path) -> Non
     assert drafted.returncode == 0, drafted.stderr
     assert "bench goldset review" in drafted.stdout + drafted.stderr
 
-    proc, srv = _review_server(draft, tmp_path / "corpus")
+    proc, srv = review_process(draft, tmp_path / "corpus")
     try:
         _, _, page = _request(srv, "GET", f"/?token={srv.token}")
         csrf = json.loads(page.decode().split('id="bench-data">')[1].split("</script>")[0])["csrf"]

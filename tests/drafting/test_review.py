@@ -347,9 +347,14 @@ def test_a_journal_left_by_a_crash_is_replayed(files, monkeypatch):
 
 
 def _start(files) -> tuple[subprocess.Popen, ReviewServer]:
+    return review_process(files["draft"], files["corpus"])
+
+
+def review_process(draft: Path, corpus: Path) -> tuple[subprocess.Popen, ReviewServer]:
+    """`bench goldset review` in a process of its own, and a handle with its port and session token."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bench", "goldset", "review", str(files["draft"]), "--corpus", str(files["corpus"])]
+        [sys.executable, "-m", "bench", "goldset", "review", str(draft), "--corpus", str(corpus)]
         + ["--no-browser", "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
