@@ -21,6 +21,7 @@ from bench.evaluation.metrics import GAINS
 from bench.files import read_text
 from bench.registry import suggest
 from bench.results.schema import LEXICAL_INDEX
+from bench.retrieval import bm25
 from bench.retrieval.faiss_index import INDEXES, IndexSpec, index_spec_from_table
 
 MAX_K = 50
@@ -341,7 +342,7 @@ def _model_specs(tables: object, where: str) -> dict[str, ModelSpec]:
                 f"{suggest(str(spec.loader), LOADERS)}use one of {', '.join(LOADERS)}"
             )
         if spec.loader == "bm25":  # BM25 has no embedder: it always ranks with its own inverted index
-            spec = replace(spec, lexical=True)
+            spec = replace(spec, lexical=True, revision=_bm25_revision(name, spec, "revision" in table, where))
         elif spec.lexical:
             raise BenchError(
                 f'{where}: [model.{name}] lexical = true needs loader = "bm25"; '
@@ -349,6 +350,18 @@ def _model_specs(tables: object, where: str) -> dict[str, ModelSpec]:
             )
         specs[name] = spec
     return specs
+
+
+def _bm25_revision(name: str, spec: ModelSpec, given: bool, where: str) -> str:
+    """A BM25 model's revision names its tokenizer (``stemmer`` included), so that the manifest
+    says which ran and stemmed and unstemmed results never pass for one another."""
+    try:
+        revision = bm25.revision(bm25.check_stemmer(spec.option("stemmer")))
+    except BenchError as e:
+        raise BenchError(f"{where}: [model.{name}] {e}") from None
+    if given and spec.revision != revision:
+        raise BenchError(f"{where}: [model.{name}] revision of a BM25 model is its tokenizer's ({revision}); remove it")
+    return revision
 
 
 def _index_specs(tables: object, where: str) -> dict:

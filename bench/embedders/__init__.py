@@ -83,9 +83,24 @@ MODELS.register(
         name="bm25",
         loader="bm25",
         lexical=True,
-        revision="bm25s-lucene-k1.5-b0.75",
+        # The tokenizer is part of the revision (bench.retrieval.bm25.revision), so stemmed and
+        # unstemmed results never mix; a test checks these strings against it.
+        revision=r"bm25s-lucene-k1.5-b0.75; tokens: lowercase, \w+, stopwords bm25s-en, stemmer none",
         description="BM25 (bm25s, Lucene variant, English stopwords): the lexical baseline",
     ),
+)
+
+MODELS.register(
+    "bm25-stem",
+    ModelSpec(
+        name="bm25-stem",
+        loader="bm25",
+        lexical=True,
+        revision=r"bm25s-lucene-k1.5-b0.75; tokens: lowercase, \w+, stopwords bm25s-en, stemmer snowball-english",
+        description="BM25 over Snowball English stems (PyStemmer, as bm25s stems): running, runs → run",
+        params=(("stemmer", "english"),),
+    ),
+    aliases=("bm25-english",),
 )
 
 MODELS.register(

@@ -1,5 +1,6 @@
 """BM25 as an inverted index built in one streaming pass: Lucene BM25 (k1 = 1.5, b = 0.75), the
-scores bm25s computes, without holding every chunk's tokens as Python objects.
+scores bm25s computes, without holding every chunk's tokens as Python objects; optionally over
+Snowball stems (``Tokenizer(stemmer="english")``).
 
 Each chunk contributes only its distinct term ids and their counts (compact integer arrays);
 the per-(term, chunk) scores are precomputed into a column-compressed matrix, as bm25s does, so
@@ -17,25 +18,92 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-_WORD = re.compile(r"\w+")
+from bench.errors import BenchError
+from bench.registry import suggest
+
+_PATTERN = r"\w+"
+_WORD = re.compile(_PATTERN)
 _SCORE_BATCH = 4_000_000  # (term, chunk) entries scored at a time: bounds the float64 temporaries
+SCORING = "bm25s-lucene-k1.5-b0.75"
+
+
+def stemmer_languages() -> list[str]:
+    """The Snowball stemmers PyStemmer ships ("english", "porter", "german" …)."""
+    import Stemmer
+
+    return list(Stemmer.algorithms())
+
+
+def check_stemmer(value: object) -> str | None:
+    """A ``stemmer`` setting as given (a Snowball language name, or None for no stemming)."""
+    if value is None:
+        return None
+    languages = stemmer_languages()
+    if not isinstance(value, str):
+        raise BenchError(f'stemmer = {value!r} must be a Snowball language name, e.g. stemmer = "english"')
+    if value not in languages:
+        raise BenchError(
+            f"stemmer = {value!r} is not a Snowball language; {suggest(value, languages)}"
+            f"use one of {', '.join(languages)}"
+        )
+    return value
+
+
+def revision(stemmer: str | None = None) -> str:
+    """A BM25 model's revision: the scoring and every choice of the tokenizer, so that stemmed and
+    unstemmed results (and anything keyed by revision) never pass for one another."""
+    stem = f"snowball-{stemmer}" if stemmer else "none"
+    return f"{SCORING}; tokens: lowercase, {_PATTERN}, stopwords bm25s-en, stemmer {stem}"
+
+
+class _Stems(dict[str, str | None]):
+    """word → what the index stores: its stem, computed once per distinct word; None for a stopword."""
+
+    def __init__(self, stemmer: str | None, stopwords: frozenset[str]) -> None:
+        super().__init__(dict.fromkeys(stopwords))  # stopwords go before stemming, as in bm25s
+        self._stem = _stem_function(stemmer)
+
+    def __missing__(self, word: str) -> str | None:
+        stem = self[word] = self._stem(word)
+        return stem
+
+
+def _stem_function(stemmer: str | None) -> Callable[[str], str]:
+    if stemmer is None:
+        return str
+    import Stemmer
+
+    return Stemmer.Stemmer(stemmer).stemWord
 
 
 class Tokenizer:
-    """Lower-cased words (``\\w+``) minus English stopwords (bm25s's list)."""
+    """Lower-cased words (``\\w+``) minus English stopwords (bm25s's list), then optionally
+    Snowball stems (PyStemmer, as bm25s stems): the same for chunks and questions."""
 
-    def __init__(self) -> None:
+    def __init__(self, stemmer: str | None = None) -> None:
         from bm25s.stopwords import STOPWORDS_EN
 
+        self.stemmer = check_stemmer(stemmer)
         self.stopwords = frozenset(STOPWORDS_EN)
+        self.revision = revision(self.stemmer)
+        self._stems = _Stems(self.stemmer, self.stopwords) if self.stemmer else None
 
     def __call__(self, text: str) -> list[str]:
-        stop = self.stopwords
-        return [w for w in _WORD.findall(text.lower()) if w not in stop]
+        words = _WORD.findall(text.lower())
+        if self._stems is None:
+            stop = self.stopwords
+            return [w for w in words if w not in stop]
+        return [s for s in map(self._stems.__getitem__, words) if s is not None]
 
     def counts(self, text: str) -> Counter:
         """Each term's count in ``text``: what indexing needs, counted without a list of every word."""
-        counts = Counter(_WORD.findall(text.lower()))
+        words = _WORD.findall(text.lower())
+        if self._stems is not None:
+            # Dict look-ups per occurrence; the stemmer runs once per distinct word of the corpus.
+            counts = Counter(map(self._stems.__getitem__, words))
+            counts.pop(None, None)
+            return counts
+        counts = Counter(words)
         for word in self.stopwords.intersection(counts):
             del counts[word]
         return counts

@@ -18,6 +18,7 @@ from bench.chunking.table import ChunkTable
 from bench.embedders import PASSAGE, QUERY, Embedder, ModelSpec, load_embedder
 from bench.embedders.cache import EmbeddingCache, EmbedStats, drop_pages
 from bench.embedders.engine import Engine
+from bench.errors import BenchError
 from bench.measure import rss_mb
 from bench.retrieval.bm25 import BM25Index, Tokenizer
 from bench.retrieval.exact_search import exact_top, recall_against_exact
@@ -214,7 +215,8 @@ class DenseRetriever:
 
 
 class BM25Retriever:
-    """Lucene BM25 (k1=1.5, b=0.75, bm25s's scores) over lower-cased words minus English stopwords.
+    """Lucene BM25 (k1=1.5, b=0.75, bm25s's scores) over lower-cased words minus English stopwords,
+    Snowball-stemmed when the spec's ``stemmer`` names a language.
 
     Only chunks sharing at least one term with the question are retrieved, as in any
     inverted index; so a ranking may be shorter than asked.
@@ -226,7 +228,13 @@ class BM25Retriever:
 
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
-        self._tokens = Tokenizer()
+        self._tokens = Tokenizer(spec.option("stemmer"))
+        if spec.revision and spec.revision != self._tokens.revision:
+            # Results are told apart by revision: one that misnames the tokenizer would mix them.
+            raise BenchError(
+                f"model {spec.name!r}: revision {spec.revision!r} does not describe its tokenizer; "
+                f"a BM25 model's revision is {self._tokens.revision!r}"
+            )
 
     def build(self, table: ChunkTable, progress=None) -> BuildStats:
         self.tie_order = table.tie_order
