@@ -22,7 +22,8 @@ from bench.files import read_text
 from bench.registry import suggest
 from bench.results.schema import LEXICAL_INDEX
 from bench.retrieval import bm25
-from bench.retrieval.faiss_index import INDEXES, IndexSpec, index_spec_from_table
+from bench.retrieval.faiss_index import INDEXES, IndexSpec
+from bench.retrieval.index_kinds import check_index_dims, index_spec_from_config
 
 MAX_K = 50
 
@@ -184,6 +185,8 @@ def _spec_dict(spec) -> dict:
     out = {}
     for f in fields(spec):
         value = getattr(spec, f.name)
+        if f.metadata.get("omit_default") and value == f.default:
+            continue  # a field added later, unset: the hash of a config that never sets it stays the same
         out[f.name] = dict(value) if isinstance(value, tuple) and value and isinstance(value[0], tuple) else value
     return json.loads(json.dumps(out, default=list))
 
@@ -253,6 +256,7 @@ def load_config(path: str | Path) -> Config:
         raw=raw,
     )
     _check_numbers(config, where)
+    _check_index_dims(config, where)
     return config
 
 
@@ -365,16 +369,28 @@ def _bm25_revision(name: str, spec: ModelSpec, given: bool, where: str) -> str:
 
 
 def _index_specs(tables: object, where: str) -> dict:
-    """``[index.NAME]`` tables: a FAISS factory string with build and search parameters."""
+    """``[index.NAME]`` tables: a FAISS factory string or a kind, with build and search parameters,
+    and the compression settings ``dims`` and ``rescore``."""
     if not isinstance(tables, dict):
         raise BenchError(f"{where}: index must be tables like [index.hnsw64]")
     specs = {}
     for name, table in tables.items():
         try:
-            specs[name] = index_spec_from_table(name, table)
+            specs[name] = index_spec_from_config(name, table)
         except BenchError as e:
             raise BenchError(f"{where}: {e}") from None
     return specs
+
+
+def _check_index_dims(config: Config, where: str) -> None:
+    """An index's ``dims`` may not exceed the width of a dense model it serves (where the model states it)."""
+    for model in config.models:
+        spec = config.model(model)
+        for index in [] if spec.lexical else config.indexes:
+            try:
+                check_index_dims(config.index(index), model, spec.dims)
+            except BenchError as e:
+                raise BenchError(f"{where}: {e}") from None
 
 
 def _chunkers(table: object, where: str) -> tuple[ChunkerSpec, ...]:

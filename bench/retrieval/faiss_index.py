@@ -9,6 +9,9 @@ A factory may be a template whose numbers adapt to the corpus at build time:
 ``{nlist}`` (IVF lists), ``{m}`` (PQ sub-quantizers) and ``{nbits}`` (bits per PQ code);
 a build parameter of the same name pins the number instead. ``resolve_factory(n, dims)``
 gives the factory string that is actually built, so results can record it.
+
+Two settings compress the vectors first (bench/retrieval/compressed.py): ``dims`` keeps the first
+components, renormalised, for any kind; ``binary`` stores sign bits searched by Hamming distance.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ import numpy as np
 
 from bench.errors import BenchError
 from bench.registry import Registry, suggest
+from bench.retrieval.compressed import BINARY_FACTORY, binary_index
 
+RESCORE = "rescore"  # binary's query setting: how many Hamming neighbours the float vectors rescore
 PLACEHOLDERS = ("nlist", "m", "nbits")  # template numbers resolved from the corpus size and dims
 HNSW_BUILD = ("efConstruction",)
 # Query parameters faiss.ParameterSpace knows; which apply depends on the index type.
@@ -83,6 +88,9 @@ def _placeholders(factory: str) -> list[str]:
 
 # --- the spec ------------------------------------------------------------------------------------------
 
+# Fields left out of the config hash while at their default, so adding them changed no run id.
+OMIT_DEFAULT = {"omit_default": True}
+
 
 @dataclass(frozen=True)
 class IndexSpec:
@@ -92,6 +100,8 @@ class IndexSpec:
     search_params: tuple[dict, ...] = field(default=(), hash=False)  # one dict per query setting
     exact: bool = False
     description: str = ""
+    dims: int | None = field(default=None, metadata=OMIT_DEFAULT)  # Matryoshka: first `dims` components, renormalised
+    binary: bool = field(default=False, metadata=OMIT_DEFAULT)  # sign bits, Hamming distance; search may `rescore`
 
     def __post_init__(self) -> None:
         build = self.build_params.items() if isinstance(self.build_params, Mapping) else self.build_params
@@ -125,6 +135,8 @@ class IndexSpec:
         import faiss
 
         n, dims = vectors.shape
+        if self.binary:
+            return binary_index(vectors), BINARY_FACTORY
         factory = self.resolve_factory(n, dims)
         params: dict[str, Any] = dict(self.build_params)  # config values
         try:
@@ -165,8 +177,8 @@ class IndexSpec:
         return [(variant_label(p), dict(p)) for p in self.search_params]
 
     def configure(self, index, params: Mapping[str, object]) -> None:
-        """Apply one query setting to a built index (no rebuild)."""
-        configure(index, params, self.name)
+        """Apply one query setting to a built index (no rebuild); ``rescore`` is the retriever's, not FAISS's."""
+        configure(index, {k: v for k, v in params.items() if k != RESCORE}, self.name)
 
 
 def variant_label(params: Mapping[str, object]) -> str:
@@ -439,7 +451,11 @@ def index_bytes(index) -> int:
         nonlocal size
         size += len(data)
 
-    faiss.write_index(index, faiss.PyCallbackIOWriter(count))  # type: ignore[attr-defined]
+    writer = faiss.PyCallbackIOWriter(count)  # type: ignore[attr-defined]
+    if isinstance(index, faiss.IndexBinary):
+        faiss.write_index_binary(index, writer)
+    else:
+        faiss.write_index(index, writer)
     return size
 
 

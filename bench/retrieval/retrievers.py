@@ -20,9 +20,11 @@ from bench.embedders.cache import EmbeddingCache, EmbedStats, drop_pages
 from bench.embedders.engine import Engine
 from bench.errors import BenchError
 from bench.measure import rss_mb
+from bench.retrieval import compressed
 from bench.retrieval.bm25 import BM25Index, Tokenizer
 from bench.retrieval.exact_search import exact_top, recall_against_exact
-from bench.retrieval.faiss_index import IndexSpec, index_bytes
+from bench.retrieval.faiss_index import RESCORE, IndexSpec, index_bytes
+from bench.retrieval.index_kinds import check_index_dims
 
 # Extra neighbours fetched from FAISS so ties at the cut-off are ordered by unit id, not by
 # whichever tied vector the index happened to visit first.
@@ -104,6 +106,10 @@ def top_n(scores: np.ndarray, tie_order: np.ndarray, n: int) -> np.ndarray:
 
 
 class DenseRetriever:
+    """An embedder's vectors in a FAISS index. ``vectors`` are the model's, as cached; ``indexed`` what
+    the index holds them as (truncated to the spec's ``dims`` and renormalised, or the same).
+    Queries stay the model's vectors until ``search`` and ``score`` bring them to the index's width."""
+
     def __init__(
         self,
         spec: ModelSpec,
@@ -121,6 +127,7 @@ class DenseRetriever:
         self.embedder = embedder or load_embedder(spec, batch_size=batch_size)
         self.query_stats: EmbedStats | None = None
         self.query_billed: int | None = None
+        self.rescore = 0  # binary: Hamming neighbours rescored with the float vectors (0: none)
 
     lexical = False
 
@@ -135,7 +142,9 @@ class DenseRetriever:
         drop_pages(self.vectors)  # written to the mapped file; the index build reads them back in blocks
         t1 = time.perf_counter()
         rss = {"embed": rss_mb()}
-        self.index, factory = self.index_spec.build_resolved(self.vectors)
+        check_index_dims(self.index_spec, self.spec.name, self.vectors.shape[1])
+        self.indexed = self._index_width(self.vectors)  # a truncated copy counts toward the index's memory
+        self.index, factory = self.index_spec.build_resolved(self.indexed)
         drop_pages(self.vectors)
         rss["index"] = rss_mb()
         t2 = time.perf_counter()
@@ -143,7 +152,7 @@ class DenseRetriever:
         chunk_tokens = self.count_tokens(table.texts)
         rss["count tokens"] = rss_mb()
         return BuildStats(
-            dims=self.vectors.shape[1],
+            dims=self.indexed.shape[1],
             embed_seconds=t1 - t0,
             index_build_seconds=t2 - t1,
             index_bytes=index_bytes(self.index),
@@ -165,8 +174,17 @@ class DenseRetriever:
         return getattr(self.embedder, "call_size", self.batch_size)
 
     def set_search(self, params: dict) -> None:
-        """Apply one query setting (efSearch, nprobe …) to the built index."""
+        """Apply one query setting (efSearch, nprobe, rescore …) to the built index."""
+        self.rescore = int(params.get(RESCORE, 0))
         self.index_spec.configure(self.index, params)
+
+    def _index_width(self, vectors: np.ndarray) -> np.ndarray:
+        """Vectors as the index compares them: the first ``dims`` components, renormalised, when set."""
+        dims = self.index_spec.dims
+        return vectors if dims is None else compressed.truncate(vectors, dims)
+
+    def _queries(self, queries: np.ndarray) -> np.ndarray:
+        return self._index_width(np.ascontiguousarray(queries, dtype=np.float32))
 
     def encode(self, questions: list[str]) -> np.ndarray:
         before = getattr(self.embedder, "billed_tokens", None)
@@ -178,8 +196,10 @@ class DenseRetriever:
         return self.embedder.embed(questions, QUERY)
 
     def recall_against_exact(self, queries: np.ndarray, n: int) -> float | None:
-        """Share of the exact top-n that this index's top-n finds (None for exact indexes)."""
-        if self.index_spec.exact:
+        """Share of the exact top-n that this index's top-n finds (None for exact indexes). The
+        reference is always the model's full float vectors: a truncated index is measured on what
+        the truncation loses, not against itself."""
+        if self.index_spec.exact and self.index_spec.dims is None:
             return None
         approx = [units for units, _ in self.search(queries, n)]
         exact = exact_top(self.vectors, np.asarray(queries, dtype=np.float32), min(n, len(self.vectors)))
@@ -187,8 +207,11 @@ class DenseRetriever:
         return recall_against_exact(approx, exact)
 
     def search(self, queries: np.ndarray, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        queries = self._queries(queries)
+        if self.index_spec.binary:
+            return self._search_binary(queries, n)
         fetch = min(n + TIE_MARGIN, self.index.ntotal)
-        scores, labels = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), fetch)
+        scores, labels = self.index.search(queries, fetch)
         results = []
         for row_scores, row_labels in zip(scores, labels):
             keep = row_labels >= 0
@@ -197,8 +220,24 @@ class DenseRetriever:
             results.append((row_labels[order].astype(np.int64), row_scores[order].astype(np.float64)))
         return results
 
+    def _search_binary(self, queries: np.ndarray, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Nearest sign-bit codes by Hamming distance; with ``rescore``, that many (at least ``n``)
+        reordered by inner product with the float vectors, which are read from ``indexed``."""
+        codes = compressed.sign_bits(queries)
+        hits = compressed.hamming_top(self.index, codes, max(n, self.rescore), self.tie_order)
+        if not self.rescore:
+            dims = self.indexed.shape[1]
+            return [(ids, compressed.hamming_similarity(dist, dims)) for ids, dist in hits]
+        return [compressed.rescore(self.indexed, q, ids, n, self.tie_order) for q, (ids, _) in zip(queries, hits)]
+
     def score(self, queries: np.ndarray, q: int, chunks: np.ndarray) -> np.ndarray:
-        return (self.vectors[chunks] @ queries[q]).astype(np.float64)
+        """The scores ``search`` gives: Hamming similarity for binary codes not rescored, else inner product."""
+        query = self._queries(queries[q : q + 1])
+        if self.index_spec.binary and not self.rescore:
+            codes = compressed.sign_bits(self.indexed[chunks])
+            dist = compressed.hamming_distances(codes, compressed.sign_bits(query)[0])
+            return compressed.hamming_similarity(dist, self.indexed.shape[1])
+        return (self.indexed[chunks] @ query[0]).astype(np.float64)
 
     @contextmanager
     def one_query_at_a_time(self) -> Iterator[None]:
