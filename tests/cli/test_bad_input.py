@@ -482,8 +482,8 @@ def test_bad_input_in_a_real_process(tmp_path: Path, name: str) -> None:
 
 # --- an API model that cannot be reached or refuses the key ------------------------------------------------------
 
-API_CONFIG = CONFIG.replace('"hash", "bm25"', '"e5-small"') + (
-    "\n[model.e5-small]\nmax_retries = 0\ntimeout_s = 2\nconcurrency = 1\n"
+API_CONFIG = CONFIG.replace('"hash", "bm25"', '"e5-small-serve"') + (
+    "\n[model.e5-small-serve]\nmax_retries = 0\ntimeout_s = 2\nconcurrency = 1\n"
 )
 SECRET = "sk-test-do-not-show-0123456789"
 

@@ -253,11 +253,11 @@ def test_chunker_choice(project) -> None:
 def test_a_config_path_an_api_model_left_out_and_bm25_added(project) -> None:
     root, _, questions = project
     toml = root / "bench.toml"
-    toml.write_text(toml.read_text().replace('models = ["hash", "bm25"]', 'models = ["hash", "e5-small"]'))
+    toml.write_text(toml.read_text().replace('models = ["hash", "bm25"]', 'models = ["hash", "e5-small-serve"]'))
     console = quiet()
     draft = pool_draft(root / "corpus", questions, root / "d.draft.jsonl", toml, depth=2, console=console)
     assert draft.meta["retrievers"] == ["bm25", "hash"]
-    assert "e5-small is served by an API" in console.file.getvalue()
+    assert "e5-small-serve is served by an API" in console.file.getvalue()
 
 
 def test_bad_depth_is_refused(project) -> None:

@@ -190,8 +190,8 @@ def test_openai_unknown_model_is_unknown_not_free():
     assert price.price_per_mtok is None
     assert price.source == "unknown: set price_per_mtok in [model.my-server]"
     assert price.date is None and not price.estimate
-    # the built-in e5-small speaks the OpenAI API but is not in the table
-    assert resolve_price(MODELS.get("e5-small"), configured=False).price_per_mtok is None
+    # the built-in e5-small-serve speaks the OpenAI API but is not in the table
+    assert resolve_price(MODELS.get("e5-small-serve"), configured=False).price_per_mtok is None
 
 
 def test_spec_price_is_used_only_when_configured():
