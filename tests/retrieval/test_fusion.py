@@ -183,7 +183,7 @@ def _assert_agrees(ours, theirs: dict[str, float]):
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.filterwarnings("ignore:unsafe cast")
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fusion_cases())
 def test_agrees_with_ranx(ranx, case):
     queries, weights = case
