@@ -110,11 +110,6 @@ class Corpus:
         """Why ``doc_id`` is not a document of the corpus, when it was a file or record left out."""
         return self._left_out_by_path.get(doc_id)
 
-    @property
-    def empty(self) -> frozenset[str]:
-        """Ids left out for having no text."""
-        return frozenset(x.path for x in self.left_out if x.kind in (NO_TEXT, EMPTY_RECORD))
-
     def warnings(self) -> list[str]:
         """One line per kind of file left out (naming the first few) and per note, for every command
         that reads the corpus: nothing is skipped in silence. JSONL records with no text are not
@@ -132,9 +127,8 @@ class Corpus:
         for kind, what in ((UNREADABLE, "that cannot be read"), (NO_TEXT, "with no text")):
             files = [x for x in self.left_out if x.kind == kind]
             if files:
-                named = "; ".join(f"{x.path}: {x.reason}" for x in files[:_NAMED])
-                more = f"; and {len(files) - _NAMED} more" if len(files) > _NAMED else ""
-                lines.append(f"{self.path}: left out {_files(len(files))} {what}: {named}{more}")
+                named = _with_reasons(files, "{path}: {reason}")
+                lines.append(f"{self.path}: left out {_files(len(files))} {what}: {named}")
         for doc_id, notes in sorted(self.notes.items())[:_NAMED]:
             lines.extend(f"{self.path}/{doc_id}: {note}" for note in notes if doc_id in self)
         return lines
@@ -143,10 +137,9 @@ class Corpus:
         """``--strict``: any file of the folder left out is an error, not a warning."""
         files = [x for x in self.left_out if x.kind != EMPTY_RECORD]
         if files:
-            named = "; ".join(f"{x.path} ({x.reason})" for x in files[:_NAMED])
-            more = f"; and {len(files) - _NAMED} more" if len(files) > _NAMED else ""
+            named = _with_reasons(files, "{path} ({reason})")
             raise BenchError(
-                f"{self.path}: {_files(len(files))} left out of the corpus (--strict): {named}{more}; "
+                f"{self.path}: {_files(len(files))} left out of the corpus (--strict): {named}; "
                 "fix or remove them, or run without --strict"
             )
 
@@ -193,6 +186,12 @@ class Corpus:
 
 def _files(n: int) -> str:
     return f"{n} file" if n == 1 else f"{n} files"
+
+
+def _with_reasons(files: Sequence[LeftOut], form: str) -> str:
+    """The first few files with their reasons, and how many more."""
+    named = "; ".join(form.format(path=x.path, reason=x.reason) for x in files[:_NAMED])
+    return named + (f"; and {len(files) - _NAMED} more" if len(files) > _NAMED else "")
 
 
 def _named(paths: Iterable[str]) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.errors import BenchError
-from bench.inputs.corpus import Corpus, Document, LeftOut, no_documents
+from bench.inputs.corpus import NO_TEXT, UNREADABLE, UNSUPPORTED, Corpus, Document, LeftOut, no_documents
 from bench.inputs.extraction_cache import ExtractionCache
 from bench.inputs.formats import Extracted, Extractor, Unreadable, for_suffix
 
@@ -49,7 +49,7 @@ def load_folder(root: Path, cache: ExtractionCache, progress: Callable[[int, int
                 sources[rel] = source
             else:  # whitespace-only documents have nothing to retrieve
                 reason = extracted.notes[0] if extracted.notes else "no text in it"
-                left_out.append(LeftOut(rel, reason, "no text"))
+                left_out.append(LeftOut(rel, reason, NO_TEXT))
         if progress:
             progress(done, len(files))
     if not sources:
@@ -97,22 +97,22 @@ class _LeftOut(Exception):
 def _read(file: Path, root: Path, cache: ExtractionCache) -> tuple[_Source, Extracted]:
     extractor = for_suffix(file.suffix)
     if extractor is None:
-        raise _LeftOut(f"no format reads {file.suffix or 'files without a suffix'}", "unsupported")
+        raise _LeftOut(f"no format reads {file.suffix or 'files without a suffix'}", UNSUPPORTED)
     if file.is_symlink() and not file.resolve().is_relative_to(root):
-        raise _LeftOut(f"a link to {file.resolve()}, outside the corpus folder; copy the file in instead", "unreadable")
+        raise _LeftOut(f"a link to {file.resolve()}, outside the corpus folder; copy the file in instead", UNREADABLE)
     if not file.is_file():
-        raise _LeftOut("not a regular file (a folder link, a broken link or a device); remove it", "unreadable")
+        raise _LeftOut("not a regular file (a folder link, a broken link or a device); remove it", UNREADABLE)
     try:
         data = file.read_bytes()
     except OSError as e:
-        raise _LeftOut(f"cannot read it ({e.strerror}); check its permissions", "unreadable") from None
+        raise _LeftOut(f"cannot read it ({e.strerror}); check its permissions", UNREADABLE) from None
     if not data.strip():
-        raise _LeftOut("an empty file; add its text or remove it", "no text")
+        raise _LeftOut("an empty file; add its text or remove it", NO_TEXT)
     source = _Source(file, extractor, hashlib.sha256(data).hexdigest())
     try:
         return source, cache.extract(extractor, data, source.sha256)
     except Unreadable as e:
-        raise _LeftOut(str(e), "unreadable") from None
+        raise _LeftOut(str(e), UNREADABLE) from None
 
 
 def _reread(source: _Source, cache: ExtractionCache) -> Extracted:

@@ -37,7 +37,7 @@ from pathlib import Path
 from bench.evaluation.metrics import metric_key
 from bench.files import write_atomic
 from bench.inputs.goldset import DOCUMENT
-from bench.results.schema import Manifest, QuestionRecord, RankedUnit, RunSummary, UnitText
+from bench.results.schema import Manifest, QuestionRecord, RankedUnit, RunSummary, UnitText, unit_pages
 
 DOCUMENT_PREVIEW = 1500  # characters of a whole document shown; the page notes the full length
 QUOTE_LIMIT = 600  # characters of an evidence quote shown under its question
@@ -58,7 +58,7 @@ class _Tables:
     def __init__(self, texts: list[UnitText], document_unit: bool):
         self.document_unit = document_unit
         self.source = {(t.doc_id, t.start, t.end): t.text for t in texts}
-        self.pages = {(t.doc_id, t.start, t.end): t.pages_label for t in texts if t.pages_label}
+        self.pages = unit_pages(texts)
         self.by_doc: dict[str, list[tuple[int, int, str]]] = {}
         for (doc_id, start, end), text in sorted(self.source.items()):
             self.by_doc.setdefault(doc_id, []).append((start, end, text))

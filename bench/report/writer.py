@@ -89,7 +89,7 @@ def _headline(summary: RunSummary) -> list[str]:
 def _with_pages(h2h: dict | None, run: StoredRun) -> dict | None:
     """The head-to-head with, for each disagreement, the pages its evidence lies on ("travel.pdf p. 4–5")
     where the corpus has paged documents (PDFs, slides)."""
-    pages = {(t.doc_id, t.start, t.end): t.pages_label for t in run.texts if t.pages_label}
+    pages = schema.unit_pages(run.texts)
     if h2h is None or not pages:
         return h2h
     expected = {r.question_id: r.expected for r in run.records_of(h2h["a"])}

@@ -218,6 +218,11 @@ class UnitText(_Record):
         return pages_label(label, (int(pages[0]), int(pages[1])))
 
 
+def unit_pages(texts: list[UnitText]) -> dict[tuple[str, int, int], str]:
+    """(doc_id, start, end) → the pages of each unit that has them ("p. 4–5")."""
+    return {(t.doc_id, t.start, t.end): t.pages_label for t in texts if t.pages_label}
+
+
 @dataclass(frozen=True)
 class StoredRun:
     """A finished run read back from its folder."""
