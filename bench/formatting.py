@@ -37,6 +37,20 @@ def usd_tick(x: float, _pos=None) -> str:
     return f"${x:,.0f}" if x >= 1 and x == round(x) else f"${x:,.2f}" if x >= 1 else f"${x:.2g}"
 
 
+# --- sizes ---------------------------------------------------------------------------------------
+
+
+def size(n_bytes: float | None, missing: str = MISSING) -> str:
+    """Bytes in the largest unit that keeps a number >= 1: ``912 B``, ``84 KB``, ``1.2 MB`` (1 KB = 1,000 B)."""
+    if n_bytes is None:
+        return missing
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n_bytes >= scale:
+            value = n_bytes / scale
+            return f"{value:.1f} {unit}" if value < 10 else f"{value:.0f} {unit}"
+    return f"{n_bytes:.0f} B"
+
+
 # --- time ----------------------------------------------------------------------------------------
 
 

@@ -286,13 +286,19 @@ def candidate_costs(price: Price, usage: Usage, hourly: float | None) -> dict[st
     return figures
 
 
-def end_to_end_p95_ms(candidate: CandidateResult) -> float | None:
-    """p95 query latency end to end: embedding the question plus searching the index, in ms.
+def end_to_end_ms(candidate: CandidateResult, stat: str = "p95") -> float | None:
+    """Query latency end to end: embedding the question, searching the index and reranking, in ms;
+    ``stat`` one of p50, p95, p99, mean (for a percentile, the sum of each step's: a bound on the whole's).
 
-    A part that does not apply (BM25 embeds nothing) counts as 0; None when neither was timed.
+    A step that does not apply (BM25 embeds nothing, most pipelines do not rerank) counts as 0; None
+    when none was timed.
     """
-    parts = [candidate.ops.get("query_embed_ms_p95"), candidate.ops.get("search_ms_p95")]
+    parts = [candidate.ops.get(f"{step}_ms_{stat}") for step in ("query_embed", "search", "rerank")]
     return None if all(p is None for p in parts) else sum(p or 0.0 for p in parts)
+
+
+def end_to_end_p95_ms(candidate: CandidateResult) -> float | None:
+    return end_to_end_ms(candidate, "p95")
 
 
 # --- the cheapest candidate that is good enough ---------------------------------------------------

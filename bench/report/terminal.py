@@ -9,9 +9,9 @@ from rich.console import Console, Group
 from rich.table import Table
 
 from bench.embedders import MODELS
-from bench.evaluation.costs import resolve_price
+from bench.evaluation.costs import end_to_end_ms, resolve_price
 from bench.evaluation.metrics import SPAN_METRICS, metric_key
-from bench.formatting import MISSING, ms, number, p_value, percent, rank, seconds, usd, with_ci
+from bench.formatting import MISSING, ms, number, p_value, percent, rank, seconds, size, usd, with_ci
 from bench.inputs.goldset import CHUNK
 from bench.results.schema import RunSummary
 
@@ -35,12 +35,13 @@ def shootout_table(summary: RunSummary, title: str = "") -> Table:
         title_justify="left",
     )
     table.add_column("#", justify="right")
-    table.add_column("candidate (model/chunker/index)")
+    table.add_column("candidate (first stage/chunker/index>reranker)")
     for name in COLUMNS:
         table.add_column(metric_key(name, k), justify="right")
     table.add_column("chunks", justify="right")
     table.add_column("embed s", justify="right")
-    table.add_column("query p50/p95 ms", justify="right")
+    table.add_column("query p50/p95 ms", justify="right")  # end to end: embed, search, rerank
+    table.add_column("index", justify="right")
     table.add_column("$ index", justify="right")
     table.add_column("$ / 1k q", justify="right")
     best = {name: max(c.quality[metric_key(name, k)] for c in summary.candidates) for name in COLUMNS}
@@ -52,7 +53,7 @@ def shootout_table(summary: RunSummary, title: str = "") -> Table:
             cells.append(f"[bold green]{text}[/]" if value == best[name] and value > 0 else text)
         opsf = c.ops
         embed = "cached" if opsf.get("dims") and not opsf.get("chunks_embedded") else seconds(opsf.get("embed_seconds"))
-        latency = f"{ms(opsf.get('query_embed_ms_p50'))}/{ms(opsf.get('query_embed_ms_p95'))}"
+        latency = f"{ms(end_to_end_ms(c, 'p50'))}/{ms(end_to_end_ms(c, 'p95'))}"
         table.add_row(
             str(c.rank),
             c.id,
@@ -60,6 +61,7 @@ def shootout_table(summary: RunSummary, title: str = "") -> Table:
             str(opsf.get("n_chunks", "")),
             embed,
             latency,
+            size(opsf.get("index_bytes")),
             usd(opsf.get("index_cost_usd"), "?"),
             usd(opsf.get("cost_per_1k_queries_usd"), "?"),
         )

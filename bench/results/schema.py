@@ -37,6 +37,8 @@ OPS_KEYS = (
     "query_embed_measured", "query_embed_from_cache",
     "search_ms_mean", "search_ms_p50", "search_ms_p95", "search_ms_p99",
     "latency_samples", "peak_rss_mb",
+    "rerank_top", "rerank_ms_mean", "rerank_ms_p50", "rerank_ms_p95", "rerank_ms_p99",
+    "rerank_price_source", "rerank_cost_per_1k_queries_usd", "rerank_run_cost_usd",
 )  # fmt: skip
 
 
@@ -134,6 +136,9 @@ class CandidateResult(_Record):
     index: str
     search: str | None
     lexical: bool = False  # ranks with the BM25 inverted index rather than vectors
+    # What the candidate is made of: kind ("dense", "lexical", "fusion"), parts (ids of its
+    # single-model first stages), fusion settings, reranker and first_stage; empty in older runs.
+    pipeline: dict[str, Any] = field(default_factory=dict)
     rank: int | None = None
     quality: dict[str, float] = field(default_factory=dict)
     curve: dict[str, float] = field(default_factory=dict)  # hit rate at every cutoff 1..depth

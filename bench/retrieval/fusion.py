@@ -27,9 +27,13 @@ scores agree with ranx's to the last bit in practice.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
+
+from bench.errors import BenchError
+from bench.registry import suggest
 
 Ranked = tuple[np.ndarray, np.ndarray]
 """One result list: (unit indices, int64; scores, float), best first."""
@@ -136,3 +140,133 @@ def _combine(
     if n is not None:
         order = order[:n]
     return fused_units[order], fused[order]
+
+
+# --- fusions declared in a config ------------------------------------------------------------------
+
+METHODS = ("rrf", "convex")
+DEFAULT_WEIGHTS = (0.3, 0.5, 0.7)  # convex over two lists: the first list's weight, one candidate each
+DEFAULT_DEPTH = 100  # how deep each first stage is searched before fusing
+_FUSION_KEYS = ("method", "k", "weights", "depth", "index", "description")
+
+
+@dataclass(frozen=True)
+class FusionSpec:
+    """A hybrid first stage: the models named in ``name`` ("minilm+bm25"), each searched ``depth``
+    deep and fused. Dense parts search ``index`` (the config's first index when None) with its
+    first query setting. One candidate per variant: ``rrf``, and ``convex<w>`` per weighting."""
+
+    name: str
+    models: tuple[str, ...]
+    methods: tuple[str, ...] = ("rrf",)
+    k: float = 60
+    weights: tuple[tuple[float, ...], ...] = ()
+    depth: int = DEFAULT_DEPTH
+    index: str | None = None
+    description: str = ""
+
+    def variants(self) -> list[tuple[str, dict]]:
+        """(label, settings) per candidate: the label is the id's ``@`` part."""
+        out: list[tuple[str, dict]] = []
+        for method in self.methods:
+            if method == "rrf":
+                out.append(("rrf", {"method": "rrf", "k": self.k}))
+            else:
+                out += [(f"convex{_weights_label(w)}", {"method": "convex", "weights": w}) for w in self.weights]
+        return out
+
+    def fuse(self, lists: Sequence[Ranked], settings: dict, n: int | None, tie_order: np.ndarray) -> Ranked:
+        if settings["method"] == "rrf":
+            return rrf(lists, k=settings["k"], n=n, tie_order=tie_order)
+        return convex(lists, settings["weights"], n=n, tie_order=tie_order)
+
+
+def fusion_parts(name: str) -> tuple[str, ...]:
+    """The models a fusion's name joins with ``+``."""
+    return tuple(name.split("+"))
+
+
+def is_fusion(name: str) -> bool:
+    return "+" in name
+
+
+def fusion_spec_from_config(name: str, table: object) -> FusionSpec:
+    """A FusionSpec from a name like ``"minilm+bm25"`` and its optional ``[fusion."minilm+bm25"]`` table,
+    e.g. ``{method = ["rrf", "convex"], weights = [0.3, 0.7], depth = 200}``."""
+    where = f'fusion "{name}"'
+    parts = fusion_parts(name)
+    if len(parts) < 2 or not all(parts) or len(set(parts)) != len(parts):
+        raise BenchError(f'{where}: name two or more different models joined by "+", e.g. "minilm+bm25"')
+    table = {} if table is None else table
+    if not isinstance(table, Mapping):
+        raise BenchError(f"{where}: must be a table of settings")
+    for key in table:
+        if key not in _FUSION_KEYS:
+            raise BenchError(
+                f"{where}: unknown setting {key!r}; {suggest(key, _FUSION_KEYS)}known: {', '.join(_FUSION_KEYS)}"
+            )
+    methods = table.get("method", ["rrf"])
+    methods = [methods] if isinstance(methods, str) else methods
+    if (
+        not isinstance(methods, list)
+        or not methods
+        or any(m not in METHODS for m in methods)
+        or len(set(methods)) != len(methods)
+    ):
+        raise BenchError(f'{where}: method = {table.get("method")!r} must be "rrf", "convex" or a list of both')
+    k = table.get("k", 60)
+    if isinstance(k, bool) or not isinstance(k, (int, float)) or not math.isfinite(k) or k < 0:
+        raise BenchError(f"{where}: k = {k!r} must be a number >= 0 (reciprocal rank fusion's constant; 60 is usual)")
+    depth = table.get("depth", DEFAULT_DEPTH)
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise BenchError(f"{where}: depth = {depth!r} must be a positive integer (results taken from each first stage)")
+    index = table.get("index")
+    if index is not None and not isinstance(index, str):
+        raise BenchError(f'{where}: index must be the name of an index, e.g. "flat"')
+    weights = _weightings(where, table.get("weights"), len(parts)) if "convex" in methods else ()
+    if "weights" in table and "convex" not in methods:
+        raise BenchError(f'{where}: weights apply to method = "convex"; add it or remove weights')
+    description = table.get("description", "")
+    if not isinstance(description, str):
+        raise BenchError(f"{where}: description must be a string")
+    return FusionSpec(
+        name, parts, tuple(methods), float(k) if isinstance(k, float) else k, weights, depth, index, description
+    )
+
+
+def _weightings(where: str, value: object, n_parts: int) -> tuple[tuple[float, ...], ...]:
+    """``weights = [0.3, 0.7]`` (two parts: the first's weight, the second gets the rest) or lists of
+    one weight per part summing to 1; each weighting is one candidate."""
+    if value is None:
+        if n_parts == 2:
+            return tuple((w, round(1 - w, 10)) for w in DEFAULT_WEIGHTS)
+        return (tuple([1 / n_parts] * n_parts),)
+    hint = (
+        "e.g. weights = [0.3, 0.5, 0.7] (the first model's weight)"
+        if n_parts == 2
+        else f"e.g. weights = [[{', '.join(['0.2'] * (n_parts - 1))}, {1 - 0.2 * (n_parts - 1):.1f}]]"
+    )
+    items = value if isinstance(value, list) else [value]
+    out: list[tuple[float, ...]] = []
+    for item in items:
+        if n_parts == 2 and isinstance(item, (int, float)) and not isinstance(item, bool) and 0 <= item <= 1:
+            out.append((float(item), round(1 - float(item), 10)))
+        elif (
+            isinstance(item, list)
+            and len(item) == n_parts
+            and all(isinstance(w, (int, float)) and not isinstance(w, bool) and w >= 0 for w in item)
+            and math.isclose(sum(item), 1.0, abs_tol=1e-9)
+        ):
+            out.append(tuple(float(w) for w in item))
+        else:
+            raise BenchError(
+                f"{where}: weights = {value!r}: each weighting gives {n_parts} weights >= 0 summing to 1; {hint}"
+            )
+    if not out or len(set(out)) != len(out):
+        raise BenchError(f"{where}: weights = {value!r} is empty or repeats a weighting; {hint}")
+    return tuple(out)
+
+
+def _weights_label(weights: tuple[float, ...]) -> str:
+    shown = weights[:1] if len(weights) == 2 else weights
+    return "-".join(f"{w:g}" for w in shown)

@@ -53,8 +53,14 @@ Queries = Any
 class Retriever(Protocol):
     spec: ModelSpec
     lexical: bool  # ranks by term matches (BM25) rather than by vectors
-    query_stats: EmbedStats | None  # the questions of the last ``encode``: embedded or from the cache
-    query_billed: int | None  # tokens an API reported for the last ``encode``
+
+    @property
+    def query_stats(self) -> EmbedStats | None:
+        """The questions of the last ``encode``: embedded or from the cache."""
+
+    @property
+    def query_billed(self) -> int | None:
+        """Tokens an API reported for the last ``encode``."""
 
     def build(self, table: ChunkTable, progress: Callable[[int], None] | None = None) -> BuildStats:
         """Index every chunk of the table."""

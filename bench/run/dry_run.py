@@ -66,10 +66,17 @@ def plan(
                 chunks=len(table) if table is not None else None,
                 corpus_tokens=corpus_tokens.get(cand.chunker),
                 question_tokens=question_tokens,
-                price_per_mtok=config.price(cand.model).price_per_mtok,
+                price_per_mtok=_price_per_mtok(config, cand),
             )
         )
     return planned
+
+
+def _price_per_mtok(config: Config, cand: Candidate) -> float | None:
+    """What a token costs the candidate: every model of a fusion reads the whole corpus, so their
+    prices add up (unknown when any is). A reranker is priced per search, not here."""
+    prices = [config.price(part.model).price_per_mtok for part in config.parts(cand)]
+    return None if any(p is None for p in prices) else sum(p for p in prices if p is not None)
 
 
 def dry_run(

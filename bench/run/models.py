@@ -1,4 +1,5 @@
-"""The models of a run: each loaded once, the retrievers over the shared cache, and query latency."""
+"""The models of a run: each loaded once, the retrievers over the shared cache (single models, and
+pipelines made of them), and query latency."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from pathlib import Path
 from rich.console import Console
 
 from bench import measure
+from bench.chunking.table import ChunkTable
 from bench.config import Candidate, Config
 from bench.embedders import PASSAGE, Embedder, load_embedder, preparation_note
 from bench.embedders.cache import EmbeddingCache
 from bench.embedders.engine import Engine, LocalEngine
+from bench.retrieval.pipelines import FusedRetriever, RerankedRetriever
+from bench.retrieval.rerankers import Reranker, load_reranker
 from bench.retrieval.retrievers import BM25Retriever, DenseRetriever, Retriever
 
 
@@ -35,6 +39,7 @@ class ModelPool:
         self.engine = engine or LocalEngine()
         self._embedders: dict[str, Embedder] = {}
         self._latency: dict[str, dict] = {}
+        self._rerankers: dict[str, Reranker] = {}
 
     def embedder(self, name: str) -> Embedder:
         if name not in self._embedders:
@@ -47,26 +52,29 @@ class ModelPool:
             )
         return self._embedders[name]
 
-    def query_latency(self, name: str, retriever: Retriever, questions: list[str]) -> dict:
-        """Query-encoding latency depends on the model and the machine, not on chunks or index.
+    def query_latency(self, cand: Candidate, retriever: Retriever, questions: list[str]) -> dict:
+        """Query-encoding latency depends on the model (every model of a fusion) and the machine, not
+        on chunks, index or reranker.
 
         Measured once per model and run; a model running in this process keeps its timings in
         the cache under this machine, the library versions and the questions, so a rerun need
         not load the model. An API's latency is always measured again: the service may have
         changed. ``remeasure`` measures everything again.
         """
+        name = cand.model
         if name in self._latency:
             return self._latency[name]
-        spec = self.config.model(name)
-        keep = not spec.lexical and not spec.remote
-        key = _latency_key(spec, questions)
-        stored = self.cache.latency(spec.cache_key, key) if keep and not self.remeasure else None
+        specs = [self.config.model(part.model) for part in self.config.parts(cand)]
+        keep = not all(s.lexical for s in specs) and not any(s.remote for s in specs)
+        key = _latency_key(specs[0] if len(specs) == 1 else specs, questions)
+        cache_key = "+".join(s.cache_key for s in specs)
+        stored = self.cache.latency(cache_key, key) if keep and not self.remeasure else None
         if stored is not None:
             seconds, measured = stored
         else:
             seconds, measured = _query_embed_seconds(retriever, questions), self.measured_at
             if keep and seconds:
-                self.cache.store_latency(spec.cache_key, key, seconds, measured)
+                self.cache.store_latency(cache_key, key, seconds, measured)
         self._latency[name] = {
             **measure.latency_summary("query_embed", seconds),
             "query_embed_measured": measured,
@@ -79,7 +87,25 @@ class ModelPool:
         embedder = self.embedder(name)
         return lambda texts: self.cache.embed(embedder, list(texts), PASSAGE, self.config.batch_size)[0]
 
+    def reranker(self, name: str) -> Reranker:
+        """A reranker, loaded once per run (a bi-encoder shares its model's weights and cached vectors)."""
+        if name not in self._rerankers:
+            spec = self.config.reranker(name)
+            embedder = self.embedder(spec.model) if spec.model else None
+            self._rerankers[name] = load_reranker(spec, embedder, self.cache, self.config.batch_size)
+        return self._rerankers[name]
+
+    def pipeline(self, cand: Candidate, parts: list[Retriever], table: ChunkTable) -> Retriever:
+        """The candidate's retriever over its built single-model ``parts`` (``config.parts(cand)``)."""
+        first = parts[0]
+        if cand.fused:
+            first = FusedRetriever(self.config.fusion(cand.model), self.config.fusion_settings(cand), parts, table)
+        if cand.reranker:
+            return RerankedRetriever(first, self.reranker(cand.reranker), cand.top, table)
+        return first
+
     def retriever(self, cand: Candidate) -> Retriever:
+        """A single-model first stage, not yet built."""
         spec = self.config.model(cand.model)
         if spec.lexical:
             return BM25Retriever(spec)
@@ -106,7 +132,7 @@ def _query_embed_seconds(retriever: Retriever, questions: list[str]) -> list[flo
     return seconds
 
 
-def _latency_key(spec, questions: list[str]) -> bytes:
+def _latency_key(spec: object, questions: list[str]) -> bytes:
     """What a latency measurement depends on: the model as configured, this machine, the
     libraries that run it and the questions timed."""
     identity = {

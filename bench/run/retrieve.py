@@ -10,30 +10,38 @@ import numpy as np
 
 from bench import measure
 from bench.chunking.table import ChunkTable
+from bench.chunking.tokens import count_tokens
 from bench.config import Candidate
 from bench.embedders import QUERY
 from bench.evaluation import costs
 from bench.evaluation.relevance import Judgment
 from bench.inputs.goldset import CHUNK, Goldset
 from bench.results.schema import OPS_KEYS, EvidenceSpan, RankedUnit, Retrieved, recall_vs_exact_key
+from bench.retrieval import rerankers
 from bench.retrieval.faiss_index import compression_ratio
-from bench.retrieval.retrievers import BuildStats, Retriever
+from bench.retrieval.pipelines import RerankedRetriever, RerankQueries
+from bench.retrieval.rerankers import RerankerSpec
+from bench.retrieval.retrievers import Retriever
+from bench.run.stages import Part
 
 
 def run_candidate(
     cand: Candidate,
     retriever: Retriever,
-    build: BuildStats,
+    parts: list[Part],
     table: ChunkTable,
     goldset: Goldset,
     judgments: list[Judgment],
     depth: int,
     query_latency: dict,
-    price,
     latency_samples: int,
     phases: measure.Phases,
+    reranker: RerankerSpec | None = None,
 ) -> tuple[list[Retrieved], dict]:
-    """Every question's ranking and expected units, and the candidate's operating figures."""
+    """Every question's ranking and expected units, and the candidate's operating figures.
+
+    ``retriever`` is the whole pipeline; ``parts`` its built single-model first stages, whose
+    sizes, tokens and money add up to the pipeline's (a reranker's own cost is added on top)."""
     questions = [q.text for q in goldset.questions]
     with phases(f"search {cand.id}"):
         queries = retriever.encode(questions)
@@ -65,9 +73,38 @@ def run_candidate(
                     ],
                 )
             )
-    query_stats = retriever.query_stats
     with phases(f"recall vs exact {cand.id}"):
         recall = retriever.recall_against_exact(queries, depth)
+    n_timed = min(len(questions), latency_samples)
+    with phases(f"time searches {cand.id}"):
+        search_latency, rerank_seconds = _search_latency(retriever, queries, n_timed, depth)
+    query_ms = query_latency["query_embed_ms_mean"]
+    total_ms = None if query_ms is None else query_ms + (search_latency["search_ms_mean"] or 0.0)
+    stages = [_stage_figures(part, table, questions, total_ms) for part in parts]
+    figures = {
+        **(stages[0] if len(stages) == 1 else combine_stages(stages)),
+        recall_vs_exact_key(depth): recall,
+        **query_latency,
+        **search_latency,
+        "latency_samples": n_timed,
+    }
+    if reranker is not None and isinstance(retriever, RerankedRetriever):
+        rerank = _rerank_figures(reranker, retriever, queries, rerank_seconds, n_timed, parts)
+        figures.update(rerank)
+        figures["cost_per_1k_queries_usd"] = _plus(
+            figures["cost_per_1k_queries_usd"], rerank["rerank_cost_per_1k_queries_usd"]
+        )
+        figures["run_cost_usd"] = _plus(figures["run_cost_usd"], rerank["rerank_run_cost_usd"])
+    figures["peak_rss_mb"] = round(measure.peak_rss_mb(), 1)
+    for key in OPS_KEYS:  # every candidate carries every figure; None where it does not apply
+        figures.setdefault(key, None)
+    return records, figures
+
+
+def _stage_figures(part: Part, table: ChunkTable, questions: list[str], query_ms: float | None) -> dict[str, Any]:
+    """Sizes, build speed, tokens and money of one single-model first stage."""
+    retriever, build = part.retriever, part.build
+    query_stats = retriever.query_stats
     tokens: dict[str, Any] = {"index_tokens": None, "question_tokens_mean": None}
     if build.chunk_tokens is not None:
         tokens = measure.token_figures(build.chunk_tokens, retriever.spec.max_tokens)
@@ -79,9 +116,6 @@ def run_candidate(
             if build.embed.embedded and build.embed_seconds > 0
             else None
         )
-    with phases(f"time searches {cand.id}"):
-        search_latency = _search_latency(retriever, queries, min(len(questions), latency_samples), depth)
-    query_ms = query_latency["query_embed_ms_mean"]
     usage = costs.Usage(
         n_chunks=len(table),
         index_tokens=tokens.get("index_tokens"),
@@ -90,9 +124,9 @@ def run_candidate(
         questions_embedded=query_stats.embedded if query_stats else 0,
         embed_seconds=build.embed_seconds,
         reported_tokens=None if build.billed_tokens is None else build.billed_tokens + (retriever.query_billed or 0),
-        query_ms_mean=None if query_ms is None else query_ms + (search_latency["search_ms_mean"] or 0.0),
+        query_ms_mean=query_ms,
     )
-    figures = {
+    return {
         "n_chunks": len(table),
         "dims": build.dims,
         "vector_bytes": len(table) * build.dims * 4 if build.dims else None,
@@ -111,17 +145,87 @@ def run_candidate(
         "questions_from_cache": query_stats.cached if query_stats else None,
         "index_build_seconds": round(build.index_build_seconds, 4),
         "index_memory_mb": build.index_memory_mb,
-        recall_vs_exact_key(depth): recall,
         **tokens,
-        **costs.candidate_costs(price, usage, costs.hourly_usd(retriever.spec)),
-        **query_latency,
-        **search_latency,
-        "latency_samples": min(len(questions), latency_samples),
-        "peak_rss_mb": round(measure.peak_rss_mb(), 1),
+        **costs.candidate_costs(part.price, usage, costs.hourly_usd(retriever.spec)),
     }
-    for key in OPS_KEYS:  # every candidate carries every figure; None where it does not apply
-        figures.setdefault(key, None)
-    return records, figures
+
+
+# How a fusion's figures follow from its parts': sizes and counts add up (a part without one, BM25's
+# vectors say, adds nothing); money adds up but stays unknown when any part's is; figures about how a
+# model reads text come from the first part that has them (a fusion has at most a few dense parts).
+_ADDED = (
+    "vector_bytes", "index_bytes", "embed_seconds", "chunks_embedded", "chunks_from_cache",
+    "questions_embedded", "questions_from_cache", "index_build_seconds", "index_memory_mb",
+    "index_tokens", "truncated_chunks", "billed_tokens",
+)  # fmt: skip
+_MONEY = ("index_cost_usd", "cost_per_1k_queries_usd", "run_cost_usd")
+
+
+def combine_stages(stages: list[dict[str, Any]]) -> dict[str, Any]:
+    """One pipeline's figures from those of its single-model first stages (see ``_ADDED``)."""
+    out: dict[str, Any] = {}
+    for key in {k for stage in stages for k in stage}:
+        values = [stage.get(key) for stage in stages]
+        present = [v for v in values if v is not None]
+        if key in _ADDED:
+            out[key] = sum(present) if present else None
+        elif key in _MONEY:
+            out[key] = None if len(present) < len(values) else sum(present)
+        elif key == "index_factory":
+            out[key] = " + ".join(present) or None
+        elif key == "price_source":
+            out[key] = "; ".join(dict.fromkeys(present))
+        elif key == "cost_estimate":
+            out[key] = any(present)
+        elif key == "price_per_mtok":
+            priced = {v for v in values if v != 0}
+            out[key] = 0.0 if not priced else (priced.pop() if len(priced) == 1 else None)
+        else:
+            out[key] = present[0] if present else None
+    return out
+
+
+def _rerank_figures(
+    spec: RerankerSpec,
+    retriever: RerankedRetriever,
+    queries: RerankQueries,
+    seconds: list[float],
+    n_timed: int,
+    parts: list[Part],
+) -> dict[str, Any]:
+    """The reranker's latency (each timed search's re-scoring of ``top`` results) and its cost,
+    added to the pipeline's cost per 1,000 queries and to what this run was billed."""
+    latency = measure.latency_summary("rerank", seconds)
+    sample = [units for units, _ in retriever.first.search(queries.first[:n_timed], retriever.top)]
+    texts_tokens = [
+        count_tokens(queries.texts[i]) + sum(count_tokens(retriever.table.text(int(u))) for u in units)
+        for i, units in enumerate(sample)
+    ]
+    per_search = float(np.mean(texts_tokens)) if texts_tokens else None
+    priced = rerankers.reranker_costs(spec, tokens_per_search=per_search, ms_mean=latency["rerank_ms_mean"])
+    cost = priced["rerank_cost_per_1k_queries_usd"]
+    if spec.kind == "bi-encoder" and spec.model:  # the model's own price per token, when it has one
+        model_price = next((p.price for p in parts if p.candidate.model == spec.model), None)
+        if model_price is not None and model_price.price_per_mtok:
+            cost = costs.cost_per_1k_queries_usd(per_search, model_price.price_per_mtok)
+    reranker = retriever.reranker
+    run_cost = 0.0 if cost == 0 else None
+    if spec.price_per_1k_searches is not None:
+        run_cost = reranker.searches / 1000 * spec.price_per_1k_searches
+    elif spec.price_per_mtok is not None:
+        run_cost = costs.run_cost_usd(reranker.billed_tokens, spec.price_per_mtok)
+    return {
+        **latency,
+        "rerank_top": retriever.top,
+        "rerank_price_source": priced["rerank_price_source"],
+        "rerank_cost_per_1k_queries_usd": cost,
+        "rerank_run_cost_usd": run_cost,
+    }
+
+
+def _plus(a: float | None, b: float | None) -> float | None:
+    """A sum of money that stays unknown when either part is."""
+    return None if a is None or b is None else a + b
 
 
 def _document_rankings(retriever: Retriever, queries, table: ChunkTable, depth: int):
@@ -185,15 +289,23 @@ def _score(score: float) -> float | None:
     return None if score != score else float(score)
 
 
-def _search_latency(retriever: Retriever, queries, n: int, depth: int) -> dict:
-    """Each query searched alone against the built index, as a service would, after a warm-up search."""
+def _search_latency(retriever: Retriever, queries, n: int, depth: int) -> tuple[dict, list[float]]:
+    """Each query searched alone against the built index, as a service would, after a warm-up
+    search; a reranked pipeline's re-scoring is timed apart (the seconds of each) and not counted
+    in the search's time."""
     if not n:
-        return measure.latency_summary("search", [])
+        return measure.latency_summary("search", []), []
+    reranked = retriever if isinstance(retriever, RerankedRetriever) else None
     with retriever.one_query_at_a_time():
         retriever.search(queries[:1], depth)
+        if reranked:
+            reranked.rerank_seconds.clear()
         seconds = []
         for i in range(n):
             t0 = time.perf_counter()
             retriever.search(queries[i : i + 1], depth)
             seconds.append(time.perf_counter() - t0)
-    return measure.latency_summary("search", seconds)
+        rerank = list(reranked.rerank_seconds) if reranked else []
+    if rerank:
+        seconds = [max(total - part, 0.0) for total, part in zip(seconds, rerank)]
+    return measure.latency_summary("search", seconds), rerank

