@@ -46,10 +46,34 @@ EXTRA_QUESTIONS = [
 ]
 
 
+# Every kind of candidate is exported: dense, lexical, binary codes rescored, fusions by rank and by
+# score, and a reranked BM25 whose top 3 are re-scored (ranks 4-6 keep BM25's order, with no score).
+PIPELINES = """\
+indexes = ["flat", "bin"]
+fusions = ["hash+bm25"]
+rerankers = ["hash"]
+exclude = ["hash/rec24/bin*"]
+"""
+PIPELINE_TABLES = """
+[index.bin]
+kind = "binary"
+rescore = 4
+
+[fusion."hash+bm25"]
+method = ["rrf", "convex"]
+weights = [0.5]
+
+[reranker.hash]
+top = 3
+over = ["bm25/*"]
+"""
+
+
 @pytest.fixture(scope="module")
 def real_run(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("export")
-    config = CONFIG.replace("k = 3\n", 'k = 3\nndcg_gain = "linear"\nmin_overlap = 1.0\n')
+    config = CONFIG.replace("k = 3\n", 'k = 3\nndcg_gain = "linear"\nmin_overlap = 1.0\n' + PIPELINES)
+    config += PIPELINE_TABLES
     path = write_project(root, config, questions=[*QUESTIONS, *EXTRA_QUESTIONS])
     done = run_cli("run", str(path), "--no-report", cwd=root)
     assert done.returncode == 0, done.stderr
@@ -77,6 +101,10 @@ def test_fixture_covers_the_edge_cases(loaded):
     assert any(r["first_relevant_rank"] is None for r in records)
     scores = [[e["score"] for e in r["ranking"]] for r in records]
     assert any(len(set(s)) < len(s) for s in scores)
+    reranked = [r for r in records if r["candidate"] == "bm25/tok24/inverted>hash@3"]
+    assert reranked and any(len(r["ranking"]) > 3 and r["ranking"][3]["score"] is None for r in reranked)
+    candidates = {r["candidate"] for r in records}
+    assert {"hash+bm25/rec24/flat@rrf", "hash+bm25/tok24/flat@convex0.5", "hash/tok24/bin@rescore=4"} <= candidates
 
 
 # --- trec ----------------------------------------------------------------------------------------
