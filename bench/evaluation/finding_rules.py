@@ -13,12 +13,14 @@ Rules (severity) and thresholds (module constants):
 * too_broad (info): recall@k ≥ HIGH_RECALL (0.8) while precision@k < BROAD_PRECISION (0.5). Coverage is solved,
   but most of what reaches the LLM is filler; the text says how much of that the ceiling makes unavoidable at k.
 * mismatch (warning): recall@k < LOW_RECALL and precision@k < LOW_PRECISION_SHARE (0.5) of its ceiling (the
-  retriever misses more than it finds), or a dense model does no better on recall@k than BM25 on the same chunker.
+  retriever misses more than it finds), or a single dense model does no better on recall@k than plain BM25 on the
+  same chunker (neither fused nor reranked: a pipeline's recall is not the model's).
 * wrong_order (info): the relevant units are retrieved but ranked low. Either (a) hit_rate@k ≥ ORDER_MIN_HIT_RATE
   (0.5) and mrr@k / hit_rate@k sits in the lower ORDER_SHARE (a third) of the way from random order within the top
   k (H_k / k, 0.46 at k = 5) to perfect (1.0); or (b) hit rate gains ≥ LATE_HIT_SHARE (0.2) between k and depth.
 * near_duplicates (info, needs records): ≥ NEAR_DUPLICATE_SHARE (15%) of questions have |score gap| below
-  NEAR_ZERO_GAP (0.005 cosine); for BM25 the bound is NEAR_ZERO_GAP_LEXICAL (1%) of the mean relevant score.
+  NEAR_ZERO_GAP (0.005 cosine); for BM25, cross-encoders and rerank APIs the bound is NEAR_ZERO_GAP_LEXICAL (1%)
+  of the mean relevant score; silent for fusions, whose scores are fused ranks or rescaled lists.
 * truncation: truncated chunks ≥ TRUNCATED_CHUNK_SHARE (10%) or never-embedded tokens ≥ TRUNCATED_TOKEN_SHARE
   (1%); a warning from TRUNCATED_TOKEN_WARNING (2%) of the tokens lost, info below.
 * misses (warning): ≥ MISS_SHARE (20%) of questions have no relevant unit even within depth.
@@ -26,15 +28,20 @@ Rules (severity) and thresholds (module constants):
 * chunkers_apart (run, info): same model and index, span_precision@k ≥ SPAN_PRECISION_RATIO (1.5×) another
   chunker's at recall@k no more than RECALL_TOLERANCE (0.05) lower.
 * missed_by_all (run, info, needs records): questions that no candidate gets a relevant unit into the top k for.
+* pipelines (run, info): each fusion against its best part and each reranked candidate against its first stage.
+
+Where a rule suggests a reranker or a fusion, ``bench.evaluation.pipelines`` adds what the run measured of one
+built on this candidate, or the bench.toml line that would measure it.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
+from bench.evaluation import pipelines
 from bench.evaluation.metrics import metric_key
 from bench.formatting import brief_decimal as _f
 from bench.formatting import brief_percent as _pct
@@ -101,7 +108,8 @@ class CandidateView:
     records: list[QuestionRecord]
     ceiling: float | None  # achievable precision@k
     units: float | None  # mean relevant units per question
-    baseline: CandidateResult | None  # the BM25 candidate on the same chunker, if any
+    baseline: CandidateResult | None  # plain BM25 on the same chunker, for a single dense model
+    candidates: list[CandidateResult] = field(default_factory=list)  # the whole run: pipelines built on this one
 
     def metric(self, name: str) -> float | None:
         return self.data.quality.get(metric_key(name, self.k))
@@ -125,6 +133,9 @@ class CandidateView:
     @property
     def lexical(self) -> bool:
         return self.data.lexical
+
+    def advice(self, *, rerank: bool = False, fuse: bool = False) -> str:
+        return pipelines.advice(self.data, self.candidates, self.k, rerank=rerank, fuse=fuse)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -165,10 +176,9 @@ def _too_broad(c: CandidateView) -> Finding | None:
     else:
         why = f"precision@{c.k} is {_f(precision)}"
     fix = f"pass fewer {c.noun}s to the LLM" + ("" if c.unit == "document" else ", or use smaller chunks")
-    text = (
-        f"Recall@{c.k} is {_f(recall)}, but {why}: most of the {c.k} {c.noun}s handed on are filler{noise}. "
-        f"Rerank and {fix}."
-    )
+    fix = f"{fix[0].upper()}{fix[1:]}." if c.data.pipeline.get("reranker") else f"Rerank and {fix}."
+    text = f"Recall@{c.k} is {_f(recall)}, but {why}: most of the {c.k} {c.noun}s handed on are filler{noise}. {fix}"
+    text += c.advice(rerank=True)
     return Finding(
         "too_broad",
         "info",
@@ -205,13 +215,14 @@ def _mismatch_text(c: CandidateView, recall: float, precision: float, low: bool,
     if c.lexical:
         return (
             f"Recall@{k} is {_f(recall)} and precision@{k} {_f(precision)}{ceiling}{hits}: questions share few "
-            f"words with their evidence. A dense model, or hybrid with one, should do better."
+            f"words with their evidence. A dense model, or hybrid with one, should do better.{c.advice(fuse=True)}"
         )
     against = f"BM25 on the same {chunker} chunks reaches recall@{k} {_f(base)}" if base is not None else ""
     if not low:
         return (
             f"{against} against {_f(recall)} for this model: keyword search does as well or better, a sign the "
-            f"model does not fit this domain or language. Try another model, fine-tune it, or go hybrid."
+            f"model does not fit this domain or language. Try another model, fine-tune it, or go "
+            f"hybrid.{c.advice(fuse=True)}"
         )
     tail = f" {against} against its {_f(recall)}." if base is not None else ""
     return (
@@ -228,11 +239,20 @@ def _wrong_order(c: CandidateView) -> Finding | None:
         return None
     parts = [p[0] for p in (in_top, late) if p]
     evidence = {**(in_top[1] if in_top else {}), **(late[1] if late else {})}
-    if late:
-        how = ", or fuse BM25 with a dense retriever (hybrid)" if c.lexical else ""
+    rr = pipelines.reranker(c.data)
+    if rr:
+        first = pipelines.first_stage(c.data)
+        fix = (
+            f"{rr.get('name')} already reranks the top {rr.get('top')} of {first}: a stronger reranker (a "
+            f"cross-encoder) may do better."
+        )
+    elif late:
+        hybrid = pipelines.is_single(c.data, "lexical")
+        how = ", or fuse BM25 with a dense retriever (hybrid)" if hybrid else ""
         fix = f"A reranker over the top {c.depth} can lift them into the top {c.k}{how}."
+        fix += c.advice(rerank=True, fuse=hybrid)
     else:
-        fix = f"A reranker over the top {c.k} can put it first."
+        fix = f"A reranker over the top {c.k} can put it first.{c.advice(rerank=True)}"
     text = " ".join(parts + [fix])
     return Finding("wrong_order", "info", text, evidence)
 
@@ -287,7 +307,10 @@ def _near_duplicates(c: CandidateView) -> Finding | None:
 
 
 def _gap_band(c: CandidateView) -> float | None:
-    if not c.lexical:
+    scale = pipelines.score_scale(c.data)
+    if scale == "fused":
+        return None
+    if scale == "cosine":
         return NEAR_ZERO_GAP
     mean = c.diagnostics.get("mean_relevant_score")
     return NEAR_ZERO_GAP_LEXICAL * abs(mean) if mean else None
@@ -320,10 +343,13 @@ def _misses(c: CandidateView) -> Finding | None:
     missed = (c.diagnostics.get("first_relevant_rank") or {}).get("miss")
     if not n or missed is None or missed / n < MISS_SHARE:
         return None
+    other = (
+        "other models in the fusion" if pipelines.kind(c.data) == "fusion" else "another model or a hybrid retriever"
+    )
     text = (
         f"For {missed} of {n} questions ({_pct(missed / n)}) no relevant {c.noun} appears even in the top "
-        f"{c.depth}, so no reranker can recover them. Try another model or a hybrid retriever, and check those "
-        f"questions' evidence."
+        f"{c.depth}, so no reranker can recover them. Try {other}, and check those questions' evidence."
+        f"{c.advice(fuse=True)}"
     )
     return Finding("misses", "warning", text, {"missed": missed, "n_questions": n, "share": missed / n})
 
@@ -447,7 +473,16 @@ def _missed_by_all(summary: RunSummary, by_candidate: dict[str, list[QuestionRec
     return [Finding("missed_by_all", "info", text, {"question_ids": missed, "candidates": len(ids)})]
 
 
+def _pipelines(summary: RunSummary, by_candidate: dict[str, list[QuestionRecord]]) -> list[Finding]:
+    found = pipelines.measured(summary.candidates, summary.k)
+    if not found:
+        return []
+    k = summary.k
+    return [Finding("pipelines", "info", pipelines.measured_text(found, k), pipelines.measured_evidence(found, k))]
+
+
 RUN_RULES: tuple[Callable[[RunSummary, dict[str, list[QuestionRecord]]], list[Finding]], ...] = (
+    _pipelines,
     _chunkers_apart,
     _missed_by_all,
 )

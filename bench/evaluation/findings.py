@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+from bench.evaluation import pipelines
 from bench.evaluation.finding_rules import CANDIDATE_RULES, RUN_RULES, CandidateView, Finding
 from bench.evaluation.metrics import metric_key
 from bench.results.schema import CandidateResult, QuestionRecord, RunSummary
@@ -59,10 +60,11 @@ def _group_records(records: Sequence[QuestionRecord]) -> dict[str, list[Question
 
 
 def _baseline(candidates: list[CandidateResult], data: CandidateResult) -> CandidateResult | None:
-    """BM25 on the same chunker: the only recall a dense model can be fairly held against."""
-    if data.lexical:
+    """Plain BM25 on the same chunker: the only recall a single dense model can be fairly held against. A
+    reranked BM25 is not keyword search, and a fused or reranked candidate's recall is not its model's."""
+    if not pipelines.is_single(data, "dense"):
         return None
-    return next((c for c in candidates if c.lexical and c.chunker == data.chunker), None)
+    return next((c for c in candidates if pipelines.is_single(c, "lexical") and c.chunker == data.chunker), None)
 
 
 def _candidate(
@@ -81,6 +83,7 @@ def _candidate(
         ceiling=ceiling,
         units=units,
         baseline=baseline,
+        candidates=summary.candidates,
     )
 
 

@@ -1,0 +1,278 @@
+"""What a candidate's pipeline is made of, and what the run measured of the pipelines built on it.
+
+A candidate is a single-model first stage (dense or lexical), a fusion of several, or either with a reranker
+re-scoring its top N. The diagnosis recommends a reranker or a fusion from measurement: when the run holds one
+built on a candidate, its change on the ranking metric (mrr@k) is quoted; when not, the bench.toml line that
+would measure it. Runs written before ``pipeline`` was stored leave it empty: the candidate is then its own one
+part, lexical or dense, with no reranker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from bench.evaluation.metrics import metric_key
+from bench.formatting import ms, usd
+from bench.results.schema import CandidateResult
+
+# The metric a reranker or a fusion is judged on: both exist to put the first relevant unit higher.
+RANKING_METRIC = "mrr"
+# Changes within this on mrr@k are noise on a goldset of a couple of hundred questions: "did not help".
+GAIN_TOLERANCE = 0.005
+# Pipelines named in the run-level summary before "and N more" (a convex weight sweep makes many).
+MAX_SHOWN = 6
+
+
+# ---------------------------------------------------------------------------------------------------
+# What a candidate is
+
+
+def kind(c: CandidateResult) -> str:
+    """``dense``, ``lexical`` or ``fusion``: of the first stage, whether or not a reranker follows."""
+    return c.pipeline.get("kind") or ("lexical" if c.lexical else "dense")
+
+
+def reranker(c: CandidateResult) -> dict[str, Any] | None:
+    return c.pipeline.get("reranker") or None
+
+
+def is_reranked(c: CandidateResult) -> bool:
+    return reranker(c) is not None
+
+
+def first_stage(c: CandidateResult) -> str | None:
+    """The id of the candidate a reranker re-scores; None when nothing reranks this one."""
+    return c.pipeline.get("first_stage") if is_reranked(c) else None
+
+
+def parts(c: CandidateResult) -> list[str]:
+    """The ids of the single-model first stages it is made of (itself, when it is one)."""
+    return list(c.pipeline.get("parts") or [c.id])
+
+
+def is_single(c: CandidateResult, which: str) -> bool:
+    """One model of kind ``which`` ("dense" or "lexical") and no reranker: a pure first stage."""
+    return kind(c) == which and not is_reranked(c)
+
+
+def score_scale(c: CandidateResult) -> Literal["cosine", "relative", "fused"]:
+    """What its scores are: cosines (a dense model, a bi-encoder reranker), scores of no fixed scale (BM25,
+    cross-encoders, APIs), or fused ranks and rescaled lists, whose gaps say nothing of how alike texts are."""
+    rr = reranker(c)
+    if rr is not None:
+        return "cosine" if rr.get("kind") == "bi-encoder" else "relative"
+    return {"fusion": "fused", "lexical": "relative"}.get(kind(c), "cosine")  # type: ignore[return-value]
+
+
+def _fusion_models(c: CandidateResult) -> list[str]:
+    return list((c.pipeline.get("fusion") or {}).get("models") or [])
+
+
+# ---------------------------------------------------------------------------------------------------
+# What the run measured
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A pipeline against what it is built on (its first stage, or a fusion's part), on mrr@k."""
+
+    pipeline: CandidateResult
+    base: CandidateResult
+    before: float
+    after: float
+
+    @property
+    def gain(self) -> float:
+        return self.after - self.before
+
+
+def score(c: CandidateResult, k: int) -> float | None:
+    return c.quality.get(metric_key(RANKING_METRIC, k))
+
+
+def reranked_over(c: CandidateResult, candidates: Sequence[CandidateResult]) -> list[CandidateResult]:
+    """Reranked candidates whose first stage is ``c``."""
+    return [r for r in candidates if first_stage(r) == c.id]
+
+
+def fused_with(c: CandidateResult, candidates: Sequence[CandidateResult]) -> list[CandidateResult]:
+    """Fusions (not reranked) with ``c`` among their parts, or with its model on its chunker (another index)."""
+    return [
+        f
+        for f in candidates
+        if is_single(f, "fusion") and (c.id in parts(f) or (f.chunker == c.chunker and c.model in _fusion_models(f)))
+    ]
+
+
+def _measured(base: CandidateResult, pipelines: list[CandidateResult], k: int) -> list[Measured]:
+    before = score(base, k)
+    if before is None:
+        return []
+    out = [Measured(p, base, before, after) for p in pipelines if (after := score(p, k)) is not None]
+    return sorted(out, key=lambda m: -m.gain)
+
+
+def measured(candidates: Sequence[CandidateResult], k: int) -> list[Measured]:
+    """Every reranked candidate against its first stage and every fusion against its best part, best gain first."""
+    by_id = {c.id: c for c in candidates}
+    out = []
+    for p in candidates:
+        after = score(p, k)
+        if after is None:
+            continue
+        if is_reranked(p):
+            bases = [by_id[s] for s in [first_stage(p)] if s in by_id]
+        elif kind(p) == "fusion":
+            bases = [by_id[s] for s in parts(p) if s in by_id]
+        else:
+            continue
+        scored = [(s, b) for b in bases if (s := score(b, k)) is not None]
+        if scored:
+            before, base = max(scored, key=lambda sb: sb[0])
+            out.append(Measured(p, base, before, after))
+    return sorted(out, key=lambda m: -m.gain)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Wording
+
+
+def advice(c: CandidateResult, candidates: Sequence[CandidateResult], k: int, *, rerank: bool, fuse: bool) -> str:
+    """What the run measured of reranking or fusing ``c``, or how to measure it, each with a leading space."""
+    said = [rerank_advice(c, candidates, k) if rerank else "", fusion_advice(c, candidates, k) if fuse else ""]
+    return "".join(f" {s}" for s in said if s)
+
+
+def rerank_advice(c: CandidateResult, candidates: Sequence[CandidateResult], k: int) -> str:
+    """What reranking ``c`` measured, or how to measure it; empty for a candidate already reranked."""
+    if is_reranked(c):
+        return ""
+    built = reranked_over(c, candidates)
+    done = _measured(c, built, k)
+    if done:
+        m = done[0]
+        rr = reranker(m.pipeline) or {}
+        top = rr.get("top") or m.pipeline.ops.get("rerank_top")
+        lead = f"Reranking the top {top} with {rr.get('name')}" if top else f"Reranking with {rr.get('name')}"
+        return _measured_sentence(lead, m, len(done), k, _rerank_cost(m.pipeline))
+    return "" if built else _rerank_not_tried(c, candidates, k)
+
+
+def fusion_advice(c: CandidateResult, candidates: Sequence[CandidateResult], k: int) -> str:
+    """What fusing ``c`` with another model measured, or how to measure it; empty unless ``c`` is a pure first
+    stage."""
+    if not (is_single(c, "dense") or is_single(c, "lexical")):
+        return ""
+    built = fused_with(c, candidates)
+    done = _measured(c, built, k)
+    if done:
+        m = done[0]
+        settings = m.pipeline.pipeline.get("fusion") or {}
+        others = [x for x in _fusion_models(m.pipeline) if x != c.model] or [x for x in parts(m.pipeline) if x != c.id]
+        return _measured_sentence(f"Fusing with {' and '.join(others)}{_method(settings)}", m, len(done), k, "")
+    return "" if built else _fusion_not_tried(c, candidates, k)
+
+
+def _measured_sentence(lead: str, m: Measured, n: int, k: int, cost: str) -> str:
+    best = f" (best of {n})" if n > 1 else ""
+    gain = round(m.gain, 9)  # 0.505 - 0.5 is not quite 0.005 in floating point
+    if gain < -GAIN_TOLERANCE:
+        verdict = " It did not help: a loss."
+    elif gain <= GAIN_TOLERANCE:
+        verdict = f" It did not help (within ±{GAIN_TOLERANCE:g})."
+    else:
+        verdict = ""
+    return (
+        f"{lead} ({m.pipeline.id}) was measured{best}: {metric_key(RANKING_METRIC, k)} {m.before:.3f} → "
+        f"{m.after:.3f} ({signed(m.gain)}){cost}.{verdict}"
+    )
+
+
+def signed(x: float) -> str:
+    """A change with its sign, ``+0.232`` or ``−0.020`` (a minus sign, as in running text)."""
+    x = round(x, 3)
+    return f"+{x:.3f}" if x >= 0 else f"−{-x:.3f}"
+
+
+def _method(settings: dict[str, Any]) -> str:
+    method = settings.get("method")
+    weights = settings.get("weights")
+    if method == "convex" and weights:
+        return " by convex weights " + "/".join(f"{w:g}" for w in weights)
+    return f" by {method}" if method else ""
+
+
+def _rerank_cost(p: CandidateResult) -> str:
+    latency, money = p.ops.get("rerank_ms_p50"), p.ops.get("rerank_cost_per_1k_queries_usd")
+    out = f" for +{ms(latency)} ms p50 per query" if latency is not None else ""
+    if money:
+        out += f"{' and' if out else ' for'} +{usd(money)} per 1k queries"
+    return out
+
+
+def _rerank_not_tried(c: CandidateResult, candidates: Sequence[CandidateResult], k: int) -> str:
+    """Name a reranker the run already has when it could rerank ``c``, else a dense model that outranks ``c``
+    (a bi-encoder needs no extra weights; a model rescoring its own exact results changes nothing), else a
+    cross-encoder."""
+    ran = [rr for p in candidates if (rr := reranker(p))]
+    usable = [rr for rr in ran if rr.get("kind") != "bi-encoder" or rr.get("model") != c.model]
+    if usable:
+        name = usable[0].get("name")
+        return f'Reranking with {name} was not tried here: add "{c.id}" to over in [reranker.{name}] (bench.toml).'
+    own = score(c, k)
+    better = [
+        d
+        for d in candidates
+        if is_single(d, "dense") and d.model != c.model and (s := score(d, k)) is not None and (own is None or s > own)
+    ]
+    if better:
+        model = max(better, key=lambda d: score(d, k) or 0.0).model
+        return (
+            f"Reranking with {model} was not tried: {_add('rerankers', model, bool(ran))} (a bi-encoder reranker "
+            f"needs no extra weights)."
+        )
+    return (
+        "Reranking was not tried, and no dense model in the run outranks this one to rerank with: add a "
+        'cross-encoder to rerankers ([reranker.NAME] with kind = "cross-encoder" and its source) in bench.toml.'
+    )
+
+
+def _fusion_not_tried(c: CandidateResult, candidates: Sequence[CandidateResult], k: int) -> str:
+    """Name the run's best dense model for a lexical candidate, the run's lexical model (else BM25) for a dense one."""
+    has_fusions = any(kind(f) == "fusion" for f in candidates)
+    if kind(c) == "lexical":
+        dense = [d for d in candidates if is_single(d, "dense")]
+        if not dense:
+            return f'Fusing with a dense model was not tried: add one to models and "MODEL+{c.model}" to fusions.'
+        model = max(dense, key=lambda d: score(d, k) or 0.0).model
+        return f"Fusing with {model} was not tried: {_add('fusions', f'{model}+{c.model}', has_fusions)}."
+    lexical = next((x.model for x in candidates if is_single(x, "lexical")), "bm25")
+    return f"Fusing with {lexical} was not tried: {_add('fusions', f'{c.model}+{lexical}', has_fusions)}."
+
+
+def _add(key: str, name: str, listed: bool) -> str:
+    """The bench.toml change: a new list, or one more name in the list the run already has."""
+    return f'add "{name}" to {key} in bench.toml' if listed else f'add {key} = ["{name}"] to bench.toml'
+
+
+def measured_text(found: list[Measured], k: int) -> str:
+    """The run-level summary: each pipeline against what it is built on, best gain first."""
+    shown = "; ".join(
+        f"{m.pipeline.id} {m.after:.3f} vs {'first stage' if is_reranked(m.pipeline) else 'best part'} "
+        f"{m.base.id} {m.before:.3f} ({signed(m.gain)})"
+        for m in found[:MAX_SHOWN]
+    )
+    rest = found[MAX_SHOWN:]
+    more = f"; and {len(rest)} more, down to {signed(rest[-1].gain)}" if rest else ""
+    return f"Pipelines measured on {metric_key(RANKING_METRIC, k)}, best gain first: {shown}{more}."
+
+
+def measured_evidence(found: list[Measured], k: int) -> dict:
+    return {
+        "metric": metric_key(RANKING_METRIC, k),
+        "pipelines": {
+            m.pipeline.id: {"against": m.base.id, "before": m.before, "after": m.after, "gain": m.gain} for m in found
+        },
+    }
