@@ -19,7 +19,7 @@ from bench.results.schema import RunSummary
 def console(stderr: bool = False) -> Console:
     """A console for stdout or stderr; when it is a file or a pipe, wide enough that lines do not wrap."""
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr) if stream.isatty() else Console(stderr=stderr, width=160)
+    return Console(stderr=stderr) if stream.isatty() else Console(stderr=stderr, width=180)
 
 
 # The shootout table's quality columns: the headline metrics (metrics.HEADLINE) with hit rate beside
@@ -35,15 +35,17 @@ def shootout_table(summary: RunSummary, title: str = "") -> Table:
         title_justify="left",
     )
     table.add_column("#", justify="right")
-    table.add_column("candidate (first stage/chunker/index>reranker)")
+    # ids are what people copy into --only and exclude: never cut; the other columns' headers wrap instead
+    longest = max((len(c.id) for c in summary.candidates), default=0)
+    table.add_column("candidate", no_wrap=True, min_width=min(longest, 60))
     for name in COLUMNS:
         table.add_column(metric_key(name, k), justify="right")
     table.add_column("chunks", justify="right")
     table.add_column("embed s", justify="right")
-    table.add_column("query p50/p95 ms", justify="right")  # end to end: embed, search, rerank
+    table.add_column("query p50/p95 ms", justify="right", no_wrap=True)  # end to end: embed, search, rerank
     table.add_column("index", justify="right")
-    table.add_column("$ index", justify="right")
-    table.add_column("$ / 1k q", justify="right")
+    table.add_column("$ index", justify="right", no_wrap=True)
+    table.add_column("$ / 1k q", justify="right", no_wrap=True)
     best = {name: max(c.quality[metric_key(name, k)] for c in summary.candidates) for name in COLUMNS}
     for c in summary.candidates:
         cells = []
