@@ -135,6 +135,17 @@ class RerankedRetriever:
         self.spec, self.lexical = first.spec, first.lexical
         self.rerank_seconds: list[float] = []
         self._live = False
+        # one reranker serves several pipelines of a run: count this pipeline's calls only
+        self._calls_before = (reranker.searches, reranker.billed_tokens)
+
+    @property
+    def searches(self) -> int:
+        """Scoring calls this pipeline made (each one a billed search for an API)."""
+        return self.reranker.searches - self._calls_before[0]
+
+    @property
+    def billed_tokens(self) -> int:
+        return self.reranker.billed_tokens - self._calls_before[1]
 
     def build(self, table: ChunkTable, progress: Callable[[int], None] | None = None) -> BuildStats:
         raise TypeError("a reranked retriever's first stage is built on its own; nothing is left to build")

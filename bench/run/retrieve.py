@@ -208,12 +208,11 @@ def _rerank_figures(
         model_price = next((p.price for p in parts if p.candidate.model == spec.model), None)
         if model_price is not None and model_price.price_per_mtok:
             cost = costs.cost_per_1k_queries_usd(per_search, model_price.price_per_mtok)
-    reranker = retriever.reranker
     run_cost = 0.0 if cost == 0 else None
     if spec.price_per_1k_searches is not None:
-        run_cost = reranker.searches / 1000 * spec.price_per_1k_searches
+        run_cost = retriever.searches / 1000 * spec.price_per_1k_searches
     elif spec.price_per_mtok is not None:
-        run_cost = costs.run_cost_usd(reranker.billed_tokens, spec.price_per_mtok)
+        run_cost = costs.run_cost_usd(retriever.billed_tokens, spec.price_per_mtok)
     return {
         **latency,
         "rerank_top": retriever.top,

@@ -15,6 +15,8 @@ from bench.results import schema, store
 from bench.results.recompute import recompute
 from bench.run.stages import BuiltStages
 from tests.helpers import CONFIG, QUESTIONS, finished_runs, run_cli, write_project
+from tests.retrieval.test_rerankers import FakeRerankServer, score_for
+from tests.retrieval.test_rerankers import tiny_cross_encoder as tiny_cross_encoder  # a fixture, shared
 
 TOP = 3  # the reranker re-scores BM25's top 3; depth 6 leaves ranks 4-6 in BM25's order
 PIPELINE_SETTINGS = 'fusions = ["hash+bm25"]\nrerankers = ["hash"]\n'
@@ -250,3 +252,58 @@ def test_store_layout_names_pipelines_by_id(run):
     _, stored = run
     summary = store.load_json(stored.path / store.SUMMARY)
     assert {c["id"] for c in summary["candidates"]} >= {"bm25/tok24/inverted>hash@3", "hash+bm25/rec24/flat@rrf"}
+
+
+# --- rerankers that are not bench models: a cross-encoder folder and an HTTP /rerank service ---------------
+
+
+def _reranked_run(tmp_path: Path, table: str) -> schema.StoredRun:
+    config = _config('models = ["bm25"]\nrerankers = ["ce"]\n', f"\n[reranker.ce]\ntop = {TOP}\n{table}")
+    path = write_project(tmp_path, config.replace('models = ["hash", "bm25"]\n', ""))
+    done = run_cli("run", str(path), "--no-report", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (folder,) = finished_runs(tmp_path / "results")
+    return schema.load_run(folder)
+
+
+def _check_top_reordered(stored: schema.StoredRun, cid: str, scorer) -> None:
+    texts = {(t.doc_id, t.start, t.end): t.text for t in stored.texts}
+    first = {r.question_id: r for r in stored.records if r.candidate == cid.split(">")[0]}
+    for rec in (r for r in stored.records if r.candidate == cid):
+        head = first[rec.question_id].ranking[:TOP]
+        scores = scorer(rec.question, [texts[(e.doc_id, e.start, e.end)] for e in head])
+        by_hand = sorted(zip([e.id for e in head], scores), key=lambda x: (-x[1], x[0]))
+        _same([(e.id, e.score) for e in rec.ranking[:TOP]], by_hand, tol=1e-5)
+
+
+def test_a_cross_encoder_from_a_folder_reranks_in_a_run(tmp_path, tiny_cross_encoder):
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    folder, _ = tiny_cross_encoder
+    stored = _reranked_run(tmp_path, f'kind = "cross-encoder"\nsource = "{folder}"\n')
+    model = CrossEncoder(str(folder), device="cpu", activation_fn=torch.nn.Identity())
+    _check_top_reordered(
+        stored,
+        "bm25/tok24/inverted>ce@3",
+        lambda q, texts: model.predict([(q, t) for t in texts], convert_to_numpy=True).tolist(),
+    )
+    ops = stored.summary.candidate("bm25/tok24/inverted>ce@3").ops
+    assert ops["rerank_cost_per_1k_queries_usd"] == 0.0 and ops["rerank_ms_p50"] > 0
+
+
+def test_an_http_reranker_is_called_priced_and_billed_in_a_run(tmp_path):
+    with FakeRerankServer() as server:
+        stored = _reranked_run(
+            tmp_path,
+            f'kind = "http"\nurl = "{server.url}"\napi_model = "rerank-test"\nprice_per_1k_searches = 2.0\n',
+        )
+        calls = len(server.received)
+    cid = "bm25/tok24/inverted>ce@3"
+    _check_top_reordered(stored, cid, lambda q, texts: [score_for(t) for t in texts])
+    ops = stored.summary.candidate(cid).ops
+    assert ops["rerank_cost_per_1k_queries_usd"] == 2.0 and ops["cost_per_1k_queries_usd"] == 2.0  # BM25 is free
+    # every call the service answered is billed: both chunkers' quality passes, expected units and latency
+    total = sum(c.ops["rerank_run_cost_usd"] for c in stored.summary.candidates if c.pipeline.get("reranker"))
+    assert total == pytest.approx(calls * 2.0 / 1000)
+    assert all(r["body"]["model"] == "rerank-test" for r in server.received)
