@@ -91,6 +91,8 @@ def candidates_frame(stored: StoredRun) -> pd.DataFrame:
                 "index": c.index,
                 "search": c.search,
                 "lexical": c.lexical,
+                "kind": c.pipeline.get("kind", "lexical" if c.lexical else "dense"),
+                "reranker": c.pipeline.get("reranker", {}).get("name"),
                 **c.quality,
                 **c.ops,
             }
