@@ -311,7 +311,7 @@ def load_config(path: str | Path) -> Config:
                 )
             chunkers = tuple(replace(x, model=c_model) if x is c else x for x in chunkers)
     fusions = fusion_specs_from(raw, model_specs, index_specs, where)
-    rerankers = reranker_specs_from(raw, model_specs, where)
+    rerankers = reranker_specs_from(raw, model_specs, where, path.parent)
     used = set(models) | {c.model for c in chunkers if c.model}
     used |= {m for f in fusions for m in f.models} | {r.model for r in rerankers if r.model}
     indexed = [*indexes, *(f.index for f in fusions if f.index and f.index not in indexes)]

@@ -5,6 +5,7 @@ where and how to fix."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from typing import Any
 
 from bench.chunking import make_chunker
@@ -175,9 +176,10 @@ def fusion_specs_from(raw: dict, model_specs: dict, index_specs: dict, where: st
     return specs
 
 
-def reranker_specs_from(raw: dict, model_specs: dict, where: str) -> list[RerankerSpec]:
+def reranker_specs_from(raw: dict, model_specs: dict, where: str, base: Path) -> list[RerankerSpec]:
     """``rerankers = ["minilm"]`` with optional ``[reranker.NAME]`` tables; a dense model's name alone
-    is that model re-scoring the top 20 (a bi-encoder)."""
+    is that model re-scoring the top 20 (a bi-encoder). A cross-encoder's folder, given relative,
+    is relative to the config file's folder (``base``), like every path in the file."""
     tables = raw.get("reranker", {})
     if not isinstance(tables, dict):
         raise BenchError(f"{where}: reranker must be tables like [reranker.minilm]")
@@ -195,9 +197,13 @@ def reranker_specs_from(raw: dict, model_specs: dict, where: str) -> list[Rerank
                 )
             table = {**(table or {}), "model": model}
         try:
-            specs.append(reranker_spec_from_config(name, table, dense))
+            spec = reranker_spec_from_config(name, table, dense)
         except BenchError as e:
             raise BenchError(f"{where}: {e}") from None
+        source = spec.source
+        if source and not source.startswith(("hub:", "package:")) and not Path(source).expanduser().is_absolute():
+            spec = replace(spec, source=str(base / source))
+        specs.append(spec)
     for name in tables:
         if name not in {r.name for r in specs}:
             raise BenchError(

@@ -14,6 +14,7 @@ from bench.chunking.tokens import count_tokens
 from bench.config import Candidate
 from bench.embedders import QUERY
 from bench.evaluation import costs
+from bench.evaluation.costs import Price
 from bench.evaluation.relevance import Judgment
 from bench.inputs.goldset import CHUNK, Goldset
 from bench.results.schema import OPS_KEYS, EvidenceSpan, RankedUnit, Retrieved, recall_vs_exact_key
@@ -37,11 +38,13 @@ def run_candidate(
     latency_samples: int,
     phases: measure.Phases,
     reranker: RerankerSpec | None = None,
+    reranker_model_price: Price | None = None,
 ) -> tuple[list[Retrieved], dict]:
     """Every question's ranking and expected units, and the candidate's operating figures.
 
     ``retriever`` is the whole pipeline; ``parts`` its built single-model first stages, whose
-    sizes, tokens and money add up to the pipeline's (a reranker's own cost is added on top)."""
+    sizes, tokens and money add up to the pipeline's (a reranker's own cost is added on top: a
+    bi-encoder's from ``reranker_model_price``, its model's price per token)."""
     questions = [q.text for q in goldset.questions]
     with phases(f"search {cand.id}"):
         queries = retriever.encode(questions)
@@ -89,7 +92,7 @@ def run_candidate(
         "latency_samples": n_timed,
     }
     if reranker is not None and isinstance(retriever, RerankedRetriever):
-        rerank = _rerank_figures(reranker, retriever, queries, rerank_seconds, n_timed, parts)
+        rerank = _rerank_figures(reranker, retriever, queries, rerank_seconds, n_timed, reranker_model_price)
         figures.update(rerank)
         figures["cost_per_1k_queries_usd"] = _plus(
             figures["cost_per_1k_queries_usd"], rerank["rerank_cost_per_1k_queries_usd"]
@@ -191,7 +194,7 @@ def _rerank_figures(
     queries: RerankQueries,
     seconds: list[float],
     n_timed: int,
-    parts: list[Part],
+    model_price: Price | None,
 ) -> dict[str, Any]:
     """The reranker's latency (each timed search's re-scoring of ``top`` results) and its cost,
     added to the pipeline's cost per 1,000 queries and to what this run was billed."""
@@ -203,20 +206,22 @@ def _rerank_figures(
     ]
     per_search = float(np.mean(texts_tokens)) if texts_tokens else None
     priced = rerankers.reranker_costs(spec, tokens_per_search=per_search, ms_mean=latency["rerank_ms_mean"])
-    cost = priced["rerank_cost_per_1k_queries_usd"]
-    if spec.kind == "bi-encoder" and spec.model:  # the model's own price per token, when it has one
-        model_price = next((p.price for p in parts if p.candidate.model == spec.model), None)
-        if model_price is not None and model_price.price_per_mtok:
-            cost = costs.cost_per_1k_queries_usd(per_search, model_price.price_per_mtok)
+    cost, source = priced["rerank_cost_per_1k_queries_usd"], priced["rerank_price_source"]
+    if spec.kind == "bi-encoder" and model_price is not None and model_price.price_per_mtok != 0:
+        # the model's price per token, on the query and the `top` texts it embeds per search
+        cost = costs.cost_per_1k_queries_usd(per_search, model_price.price_per_mtok)
+        source = model_price.source
     run_cost = 0.0 if cost == 0 else None
     if spec.price_per_1k_searches is not None:
         run_cost = retriever.searches / 1000 * spec.price_per_1k_searches
     elif spec.price_per_mtok is not None:
         run_cost = costs.run_cost_usd(retriever.billed_tokens, spec.price_per_mtok)
+    elif spec.kind == "bi-encoder" and model_price is not None and model_price.price_per_mtok != 0:
+        run_cost = None  # what its texts cost is billed by the embedding cache's misses, not counted here
     return {
         **latency,
         "rerank_top": retriever.top,
-        "rerank_price_source": priced["rerank_price_source"],
+        "rerank_price_source": source,
         "rerank_cost_per_1k_queries_usd": cost,
         "rerank_run_cost_usd": run_cost,
     }

@@ -154,6 +154,7 @@ def run_shootout(
                 retriever.set_search(config.search_params(part))  # one build serves every query setting
                 parts.append(Part(part, retriever, stats, config.price(part.model)))
             retriever = models.pipeline(cand, [p.retriever for p in parts], table)
+            reranker = config.reranker(cand.reranker) if cand.reranker else None
             with phases(f"time queries {cand.model}"):
                 latency = models.query_latency(cand, retriever, timed)
             retrieved, ops = retrieve.run_candidate(
@@ -167,7 +168,8 @@ def run_shootout(
                 latency,
                 config.rerank_latency_samples if cand.reranker else config.latency_samples,
                 phases,
-                config.reranker(cand.reranker) if cand.reranker else None,
+                reranker,
+                config.price(reranker.model) if reranker and reranker.model else None,
             )
             built.release_after(position)
             with phases(f"score {cand.id}"):

@@ -307,3 +307,9 @@ def test_an_http_reranker_is_called_priced_and_billed_in_a_run(tmp_path):
     total = sum(c.ops["rerank_run_cost_usd"] for c in stored.summary.candidates if c.pipeline.get("reranker"))
     assert total == pytest.approx(calls * 2.0 / 1000)
     assert all(r["body"]["model"] == "rerank-test" for r in server.received)
+
+
+def test_a_relative_cross_encoder_folder_is_read_from_the_configs_folder(tmp_path):
+    tables = '\n[reranker.ce]\nkind = "cross-encoder"\nsource = "models/ce"\n'
+    config = load_config(write_project(tmp_path, _config('rerankers = ["ce"]\n', tables)))
+    assert config.reranker("ce").source == str(tmp_path / "models" / "ce")
