@@ -99,7 +99,7 @@ class Config:
     ndcg_gain: str = "exponential"
     batch_size: int = 64
     latency_samples: int = 200  # single queries timed per model and index: the first N questions
-    rerank_latency_samples: int = 20  # the same for a reranked pipeline, whose every query re-scores `top` texts
+    rerank_latency_samples: int = 10  # the same for a reranked pipeline, whose every query re-scores `top` texts
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -341,7 +341,7 @@ def load_config(path: str | Path) -> Config:
         ndcg_gain=raw.get("ndcg_gain", "exponential"),
         batch_size=raw.get("batch_size", 64),
         latency_samples=raw.get("latency_samples", 200),
-        rerank_latency_samples=raw.get("rerank_latency_samples", 20),
+        rerank_latency_samples=raw.get("rerank_latency_samples", 10),
         raw=raw,
     )
     _check_numbers(config, where)
@@ -372,7 +372,7 @@ def _check_numbers(config: Config, where: str) -> None:
     bs = config.batch_size
     if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1:
         raise BenchError(f"{where}: batch_size = {bs!r} must be a positive integer")
-    for key, default in (("latency_samples", 200), ("rerank_latency_samples", 20)):
+    for key, default in (("latency_samples", 200), ("rerank_latency_samples", 10)):
         n = getattr(config, key)
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise BenchError(f"{where}: {key} = {n!r} must be a positive integer; {default} is the default")

@@ -13,7 +13,7 @@ from rich.console import Console
 from bench import measure
 from bench.chunking.table import ChunkTable
 from bench.config import Candidate, Config
-from bench.embedders import PASSAGE, Embedder, load_embedder, preparation_note
+from bench.embedders import PASSAGE, Embedder, ModelSpec, load_embedder, preparation_note
 from bench.embedders.cache import EmbeddingCache
 from bench.embedders.engine import Engine, LocalEngine
 from bench.retrieval.pipelines import FusedRetriever, RerankedRetriever
@@ -39,6 +39,7 @@ class ModelPool:
         self.engine = engine or LocalEngine()
         self._embedders: dict[str, Embedder] = {}
         self._latency: dict[str, dict] = {}
+        self._seconds: dict[str, tuple[list[float], str, bool]] = {}  # model -> per question, when, from cache
         self._rerankers: dict[str, Reranker] = {}
 
     def embedder(self, name: str) -> Embedder:
@@ -53,34 +54,43 @@ class ModelPool:
         return self._embedders[name]
 
     def query_latency(self, cand: Candidate, retriever: Retriever, questions: list[str]) -> dict:
-        """Query-encoding latency depends on the model (every model of a fusion) and the machine, not
-        on chunks, index or reranker.
-
-        Measured once per model and run; a model running in this process keeps its timings in
-        the cache under this machine, the library versions and the questions, so a rerun need
-        not load the model. An API's latency is always measured again: the service may have
-        changed. ``remeasure`` measures everything again.
-        """
+        """Query-encoding latency depends on the model and the machine, not on chunks, index or
+        reranker. A fusion encodes each question with every part in turn: its time per question is
+        the sum of its parts' times for that question, each measured (or kept) once per model."""
         name = cand.model
-        if name in self._latency:
-            return self._latency[name]
-        specs = [self.config.model(part.model) for part in self.config.parts(cand)]
-        keep = not all(s.lexical for s in specs) and not any(s.remote for s in specs)
-        key = _latency_key(specs[0] if len(specs) == 1 else specs, questions)
-        cache_key = "+".join(s.cache_key for s in specs)
-        stored = self.cache.latency(cache_key, key) if keep and not self.remeasure else None
-        if stored is not None:
-            seconds, measured = stored
-        else:
-            seconds, measured = _query_embed_seconds(retriever, questions), self.measured_at
-            if keep and seconds:
-                self.cache.store_latency(cache_key, key, seconds, measured)
-        self._latency[name] = {
-            **measure.latency_summary("query_embed", seconds),
-            "query_embed_measured": measured,
-            "query_embed_from_cache": stored is not None,
-        }
+        if name not in self._latency:
+            first = retriever.first if isinstance(retriever, RerankedRetriever) else retriever
+            parts = first.parts if isinstance(first, FusedRetriever) else [first]
+            timed = [self._query_seconds(p.model, r, questions) for p, r in zip(self.config.parts(cand), parts)]
+            seconds = [sum(per_part) for per_part in zip(*(t[0] for t in timed))]
+            self._latency[name] = {
+                **measure.latency_summary("query_embed", seconds),
+                "query_embed_measured": min(t[1] for t in timed),
+                "query_embed_from_cache": all(t[2] for t in timed),
+            }
         return self._latency[name]
+
+    def _query_seconds(self, name: str, retriever: Retriever, questions: list[str]) -> tuple[list[float], str, bool]:
+        """One model's encoding time per question, measured once per run.
+
+        A model running in this process keeps its timings in the cache under this machine, the
+        library versions and the questions, so a rerun need not load the model. An API's latency
+        is always measured again: the service may have changed. ``remeasure`` measures everything
+        again.
+        """
+        if name not in self._seconds:
+            spec = self.config.model(name)
+            keep = not spec.lexical and not spec.remote
+            key = _latency_key(spec, questions)
+            stored = self.cache.latency(spec.cache_key, key) if keep and not self.remeasure else None
+            if stored is not None:
+                self._seconds[name] = (stored[0], stored[1], True)
+            else:
+                seconds = _query_embed_seconds(retriever, questions)
+                if keep and seconds:
+                    self.cache.store_latency(spec.cache_key, key, seconds, self.measured_at)
+                self._seconds[name] = (seconds, self.measured_at, False)
+        return self._seconds[name]
 
     def passage_embedding(self, name: str):
         """``texts -> vectors`` through the cache, for chunkers that split by meaning."""
@@ -132,7 +142,7 @@ def _query_embed_seconds(retriever: Retriever, questions: list[str]) -> list[flo
     return seconds
 
 
-def _latency_key(spec: object, questions: list[str]) -> bytes:
+def _latency_key(spec: ModelSpec, questions: list[str]) -> bytes:
     """What a latency measurement depends on: the model as configured, this machine, the
     libraries that run it and the questions timed."""
     identity = {
