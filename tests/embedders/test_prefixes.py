@@ -66,7 +66,7 @@ def test_same_text_different_prefix_different_cached_vectors(tmp_path):
     with_prefix = PrefixedHash(_spec(query_prefix="find the backup retention: "))
     prefixed, second = cache.embed(with_prefix, texts, QUERY)
     assert first.embedded == 2 and second.embedded == 2  # nothing served from the other's vectors
-    assert with_prefix.seen == ["find the backup retention: " + t for t in texts]
+    assert sorted(with_prefix.seen) == sorted("find the backup retention: " + t for t in texts)
     assert not np.allclose(plain, prefixed)
     again, third = cache.embed(PrefixedHash(_spec(query_prefix="find the backup retention: ")), texts, QUERY)
     assert third.cached == 2 and np.array_equal(again, prefixed)
