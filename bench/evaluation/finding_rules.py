@@ -396,7 +396,8 @@ def _chunkers_apart(summary: RunSummary, by_candidate: dict[str, list[QuestionRe
             c.quality.get(metric_key("recall", k)) is not None
             and c.quality.get(metric_key("span_precision", k)) is not None
         ):
-            groups[(c.model, c.index)].append(c)
+            # like with like: the same first stage, query setting and reranker, chunkers apart
+            groups[(c.model, c.id.split("/", 2)[2])].append(c)
     return [f for (model, index), cands in groups.items() for f in _apart_in_group(model, index, cands, k)]
 
 

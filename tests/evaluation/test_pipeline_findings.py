@@ -304,3 +304,12 @@ def test_near_duplicates_silent_for_fusions_and_scaled_to_the_reranker():
     ce = reranked(MINILM, name="ce", kind="cross-encoder", diagnostics={"mean_relevant_score": 8.0})
     wide = [0.05, -0.05, 0.0, 0.07]  # within 1% of 8.0
     assert "±0.08" in text(diagnose(summary(ce), records(ce.id, gaps=wide)), ce.id, "near_duplicates")
+
+
+def test_chunkers_are_compared_within_one_pipeline_never_against_a_reranked_one():
+    """A reranked BM25 on md256 must not pass for BM25 on md256 when chunkers are set side by side."""
+    tok = single("bm25", chunker="tok256", index="inverted", recall=0.52, span_precision=0.019)
+    md = single("bm25", chunker="md256", index="inverted", recall=0.565, span_precision=0.039)
+    md_rr = reranked(md, recall=0.78, span_precision=0.056)
+    f = only(diagnose(summary(md_rr, md, tok)), RUN, "chunkers_apart")
+    assert "For bm25 on inverted," in f.text and "0.039" in f.text and "0.056" not in f.text
