@@ -26,6 +26,14 @@ def suggest(name: str, known: Iterable[str], n: int = 1, cutoff: float = 0.6, qu
     return f"did you mean {' or '.join(repr(c) if quote else c for c in close)}? " if close else ""
 
 
+def check_keys(table: Iterable[str], known: Iterable[str], where: str, noun: str = "setting") -> None:
+    """BenchError naming the first key of ``table`` not in ``known``, with "did you mean" and the known keys."""
+    known = list(known)
+    for key in table:
+        if key not in known:
+            raise BenchError(f"{where}: unknown {noun} {key!r}; {suggest(str(key), known)}known: {', '.join(known)}")
+
+
 class Registry(Generic[T]):
     """Names → things in registration order, each name also reachable by its aliases."""
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from bench.errors import BenchError
-from bench.registry import Registry, suggest
+from bench.registry import Registry, check_keys, suggest
 from bench.retrieval.compressed import BINARY_FACTORY, binary_index
 
 RESCORE = "rescore"  # binary's query setting: how many Hamming neighbours the float vectors rescore
@@ -305,11 +305,7 @@ def index_spec_from_table(name: str, table: object) -> IndexSpec:
         raise BenchError(f"{where}: an index name must be a non-empty string without '/'; rename it")
     if not isinstance(table, Mapping):
         raise BenchError(f'{where}: must be a table like {{factory = "HNSW32"}}, not {type(table).__name__}')
-    for key in table:
-        if key not in _TABLE_KEYS:
-            raise BenchError(
-                f"{where}: unknown key {key!r}; {suggest(key, _TABLE_KEYS)}known: {', '.join(_TABLE_KEYS)}"
-            )
+    check_keys(table, _TABLE_KEYS, where, noun="key")
     factory = table.get("factory")
     if not isinstance(factory, str) or not factory.strip():
         raise BenchError(

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.errors import BenchError
-from bench.registry import suggest
+from bench.registry import check_keys
 
 Ranked = tuple[np.ndarray, np.ndarray]
 """One result list: (unit indices, int64; scores, float), best first."""
@@ -200,11 +200,7 @@ def fusion_spec_from_config(name: str, table: object) -> FusionSpec:
     table = {} if table is None else table
     if not isinstance(table, Mapping):
         raise BenchError(f"{where}: must be a table of settings")
-    for key in table:
-        if key not in _FUSION_KEYS:
-            raise BenchError(
-                f"{where}: unknown setting {key!r}; {suggest(key, _FUSION_KEYS)}known: {', '.join(_FUSION_KEYS)}"
-            )
+    check_keys(table, _FUSION_KEYS, where)
     methods = table.get("method", ["rrf"])
     methods = [methods] if isinstance(methods, str) else methods
     if (

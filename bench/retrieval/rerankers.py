@@ -28,7 +28,7 @@ from bench.embedders import http_api
 from bench.embedders.base import PASSAGE, QUERY, Embedder
 from bench.embedders.sbert import is_hub_name, resolve_source
 from bench.errors import BenchError
-from bench.registry import suggest
+from bench.registry import check_keys, suggest
 
 if TYPE_CHECKING:
     from bench.embedders.cache import EmbeddingCache
@@ -98,9 +98,7 @@ def reranker_spec_from_config(name: str, table: Mapping | None, models: Collecti
     table = {} if table is None else table
     if not isinstance(table, Mapping):
         raise BenchError(f"{where}: [reranker.{name}] must be a table of settings, not {type(table).__name__}")
-    for key in table:
-        if key not in KEYS:
-            raise BenchError(f"{where}: unknown key {key!r}; {suggest(str(key), KEYS)}known: {', '.join(KEYS)}")
+    check_keys(table, KEYS, where, noun="key")
     kind = table.get("kind", "bi-encoder" if "model" in table or name in models else None)
     if kind is None:
         fix = 'set kind = "cross-encoder" or "http", or model = a dense model'
