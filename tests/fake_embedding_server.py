@@ -27,14 +27,11 @@ import json
 import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import numpy as np
 
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128  # the default backlog of 5 drops bursts of connects (1 s SYN retry)
+from tests.helpers import LocalServer
 
 
 def vector_for(text: str, dims: int) -> np.ndarray:
@@ -42,7 +39,7 @@ def vector_for(text: str, dims: int) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(dims).astype(np.float32)
 
 
-class FakeEmbeddingServer:
+class FakeEmbeddingServer(LocalServer):
     def __init__(
         self,
         plan=(),
@@ -60,23 +57,11 @@ class FakeEmbeddingServer:
         self.usage_tokens = usage_tokens  # per text
         self.received: list[dict] = []  # {"headers", "body", "behaviour", "at": time.monotonic() on arrival}
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.serve(self._handler_class())
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> FakeEmbeddingServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(5)
+        return f"http://127.0.0.1:{self.port}/v1"
 
     def _next(self) -> str:
         with self._lock:

@@ -21,6 +21,7 @@ import traceback
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import click.formatting
@@ -384,6 +385,34 @@ WORDS = [
 def random_text(rng: random.Random, n: int) -> str:
     """``n`` words of WORDS drawn by ``rng``, space-separated."""
     return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+class LocalServer:
+    """A threaded HTTP server on 127.0.0.1 (a free port) for ``with``; subclasses give the handler."""
+
+    def serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self._stop = threading.Event()  # set on exit: handlers waiting on it return at once
+        self._httpd = _LocalHTTPServer(("127.0.0.1", 0), handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(5)
+
+
+class _LocalHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # the default backlog of 5 drops bursts of connects (1 s SYN retry)
 
 
 def free_port() -> int:

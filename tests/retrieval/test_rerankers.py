@@ -7,7 +7,7 @@ import hashlib
 import json
 import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import numpy as np
 import pytest
@@ -25,6 +25,7 @@ from bench.retrieval.rerankers import (
     reranker_costs,
     reranker_spec_from_config,
 )
+from tests.helpers import LocalServer
 
 KEY_ENV = "BENCH_TEST_RERANK_KEY"
 KEY = "rk-test-DO-NOT-LEAK-8d3f1a"
@@ -144,28 +145,17 @@ def score_for(text: str) -> float:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little") / 2**32 - 0.5
 
 
-class FakeRerankServer:
+class FakeRerankServer(LocalServer):
     """Each request takes the next behaviour of ``plan`` (then ``default``); headers lower-cased."""
 
     def __init__(self, plan=(), default: str = "cohere") -> None:
         self.plan, self.default, self.received = list(plan), default, []
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.serve(self._handler())
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v2/rerank"
-
-    def __enter__(self) -> FakeRerankServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(5)
+        return f"http://127.0.0.1:{self.port}/v2/rerank"
 
     def _handler(self):
         server = self
