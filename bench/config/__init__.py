@@ -28,6 +28,7 @@ from bench.config.tables import (
 from bench.embedders import MODELS, ModelSpec
 from bench.errors import BenchError
 from bench.evaluation.metrics import GAINS
+from bench.evaluation.scale import Scale, check_preference, scale_from_config
 from bench.files import read_text
 from bench.registry import suggest
 from bench.results.schema import LEXICAL_INDEX
@@ -99,6 +100,8 @@ class Config:
     ndcg_gain: str = "exponential"
     batch_size: int = 64
     latency_samples: int = 200  # single queries timed per model and index: the first N questions
+    scale: Scale = field(default_factory=Scale)  # [scale]: the team's corpus, traffic and prices
+    prefer: str = "cost"  # among candidates tied with the best: "cost", "latency" or "quality"
     rerank_latency_samples: int = 10  # the same for a reranked pipeline, whose every query re-scores `top` texts
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -216,6 +219,8 @@ class Config:
             "exclude": list(self.exclude),
             **({"fusions": {f.name: _spec_dict(f) for f in self.fusions}} if self.fusions else {}),
             **({"rerankers": {r.name: _spec_dict(r) for r in self.rerankers}} if self.rerankers else {}),
+            **({"scale": _spec_dict(self.scale)} if "scale" in self.raw else {}),
+            **({"prefer": self.prefer} if "prefer" in self.raw else {}),
             "k": self.k,
             "depth": self.retrieval_depth,
             "min_overlap": self.min_overlap,
@@ -255,6 +260,8 @@ _TOP_KEYS = {
     "recommend_margin",
     "latency_samples",
     "rerank_latency_samples",
+    "scale",
+    "prefer",
     "fusions",
     "fusion",
     "rerankers",
@@ -342,6 +349,8 @@ def load_config(path: str | Path) -> Config:
         batch_size=raw.get("batch_size", 64),
         latency_samples=raw.get("latency_samples", 200),
         rerank_latency_samples=raw.get("rerank_latency_samples", 10),
+        scale=scale_from_config(raw.get("scale"), where),
+        prefer=check_preference(raw.get("prefer", "cost"), where),
         raw=raw,
     )
     _check_numbers(config, where)
