@@ -11,16 +11,26 @@ DOM contract (tests and other tools rely on it):
 
 - controls: ``select#candidate-a`` and ``select#candidate-b`` (option values are candidate ids; ``""`` is
   "— none —" in B), ``input#misses-only`` and ``input#show-depth`` (checkboxes), ``select#tag-filter``
-  (values are tags, ``""`` is all tags), ``input#search``; ``#shown-count`` reads "N of M questions";
-  ``#run-id`` and ``#run-meta`` in the header; ``#no-questions`` shows when the filters leave nothing.
+  (values are tags, ``""`` is all tags), ``input#search``, ``select#outcome-filter`` (``""`` every question,
+  ``a-not-b`` A finds and B misses, ``b-not-a``, ``missed-by-all``; each option names its count);
+  ``#shown-count`` reads "N of M questions"; ``#run-id`` and ``#run-meta`` in the header; ``#no-questions``
+  shows when the filters leave nothing.
+- ``table#leaderboard``: one ``tr[data-candidate]`` per candidate in rank order with ``td.rank``,
+  ``button.pick-a`` (the id; selects it as A), ``td.mrr``, ``td.recall``, ``td.hit-rate``, ``td.p95``
+  (milliseconds, "–" where not timed) and ``button.pick-b``; the rows of A and B carry ``.is-a``/``.is-b``.
 - ``main#questions`` holds one ``article.question[data-qid]`` per question (hidden ones carry ``hidden``),
-  with ``.question-text``, ``.tag`` items and ``.evidence-item`` items, then ``.columns`` (``.two`` with B).
+  with ``a.permalink`` (``href`` is :func:`permalink`'s fragment), ``.question-text``, ``.tag`` items and
+  ``.evidence-item`` items, then ``.columns`` (``.two`` with B). Opening the page at that fragment (or
+  changing to it) shows the question, clearing filters that hide it, marks it ``.linked`` and scrolls to it.
 - each ``section.candidate-column[data-candidate][data-side=A|B]`` has ``.verdict`` (``.hit`` or ``.miss``),
   ``ol.ranking`` of ``li.entry[data-rank][data-span]`` (``.relevant`` or ``.distractor``, ``.first-relevant``,
   ``.beyond-k`` for ranks past k, shown only while ``#questions`` has ``.show-depth``) with ``.rank``,
   ``.score``, ``.label`` ("ground truth (grade N)" / "distractor"), ``.where`` (the document, its pages
   such as "p. 4–5" where it has pages, and the characters) and ``.unit-text``; then
-  ``div.missed`` listing ``li.missed-unit[data-span]`` with ``.position`` ("rank N" or "not retrieved").
+  ``div.missed`` listing ``li.missed-unit[data-span]`` with ``.position`` ("rank N" or "not retrieved"),
+  ``.score`` ("score 0.412") and ``.kth`` ("k-th 0.520": the score of rank k, what it needed; "–" unscored).
+- a long text shows ``.unit-preview`` (the window around its highlighted evidence, ``…`` where cut) in place
+  of ``.unit-text`` until ``button.more`` expands the entry; a long text without evidence is clamped.
 - ``data-span`` is ``doc_id:start-end``, the same for a unit wherever it appears.
 """
 
@@ -33,16 +43,32 @@ import json
 import math
 from importlib import resources
 from pathlib import Path
+from urllib.parse import quote
 
+from bench.evaluation.costs import end_to_end_p95_ms
 from bench.evaluation.metrics import metric_key
 from bench.files import write_atomic
 from bench.inputs.goldset import DOCUMENT
-from bench.results.schema import Manifest, QuestionRecord, RankedUnit, RunSummary, UnitText, unit_pages
+from bench.results.schema import (
+    CandidateResult,
+    Manifest,
+    QuestionRecord,
+    RankedUnit,
+    RunSummary,
+    UnitText,
+    unit_pages,
+)
 
 DOCUMENT_PREVIEW = 1500  # characters of a whole document shown; the page notes the full length
 QUOTE_LIMIT = 600  # characters of an evidence quote shown under its question
 
 _SCRIPT_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def permalink(question_id: str, page: str = "inspector.html") -> str:
+    """The link that opens ``page`` at one question: ``inspector.html#`` and the id percent-encoded as UTF-8
+    with nothing left safe but letters, digits and ``_.-~`` (the page writes its own links the same way)."""
+    return f"{page}#{quote(question_id, safe='')}"
 
 
 def write_inspector(
@@ -113,6 +139,12 @@ def _score(value) -> float | None:
     return round(float(value), 4)
 
 
+def _p95_ms(candidate: CandidateResult) -> float | None:
+    """End-to-end p95 latency: the run's own figure where it stores one, else the steps' p95s added up."""
+    stored = candidate.ops.get("end_to_end_ms_p95")
+    return _score(stored if stored is not None else end_to_end_p95_ms(candidate))
+
+
 def _span(entry: RankedUnit) -> tuple:
     return entry.doc_id, entry.start, entry.end
 
@@ -145,7 +177,7 @@ def inspector_data(
     """The blob the page embeds: run facts, candidates in rank order, questions, and per candidate one
     result per question (``None`` where the run stored none) whose units index the interned tables."""
     k, unit = summary.k, summary.unit
-    mrr, recall = metric_key("mrr", k), metric_key("recall", k)
+    mrr, recall, hit_rate = metric_key("mrr", k), metric_key("recall", k), metric_key("hit_rate", k)
     tables = _Tables(texts, unit == DOCUMENT)
     candidates = sorted(summary.candidates, key=lambda c: math.inf if c.rank is None else c.rank)
     candidate_index = {c.id: i for i, c in enumerate(candidates)}
@@ -178,6 +210,8 @@ def inspector_data(
                 "rank": c.rank,
                 "mrr": _score(c.quality.get(mrr)),
                 "recall": _score(c.quality.get(recall)),
+                "hit_rate": _score(c.quality.get(hit_rate)),
+                "p95_ms": _p95_ms(c),
             }
             for c in candidates
         ],

@@ -1,28 +1,76 @@
 """The inspector page, built from a real `bench run` whose corpus and goldset hold hostile HTML, then read back
-in headless Chromium: what the filters show, how rankings are labelled, and that no data ever runs as code."""
+in headless Chromium: what the filters show, how rankings are labelled, and that no data ever runs as code;
+the leaderboard, permalinks, outcome filters, previews of long units and the k-th score of missed units."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import time
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pytest
 
-from bench.report.inspector import inspector_data, write_inspector
+from bench.report.inspector import inspector_data, permalink, write_inspector
 from bench.results import schema
 from bench.results.schema import QuestionRecord, RankedUnit
-from tests.helpers import DOCS, QUESTIONS, finished_runs, headless_chromium, run_cli, write_project
+from tests.helpers import CONFIG, DOCS, QUESTIONS, finished_runs, headless_chromium, run_cli, write_project
 
 SCRIPT_PART = "<script>window.__pwned = 1</script>"
 HOSTILE = SCRIPT_PART + '<img src=x onerror="window.__pwned=2"> </script> & "quotes"'
 HOSTILE_QUESTION = "Are stickers <b>allowed</b> on laptops?\u2028Really & truly?"
 TAGS = {"q1": ["hr", "easy"], "q2": ["hr"], "q3": ["it"], "q4": ["ops", "easy"], "q5": ["ops"], "q6": ["ops"]}
 
+# A long document whose evidence lies far past the first few hundred characters, chunked whole by "page", asked
+# about under an id that is unsafe in a URL; and a question no candidate can answer (no word in common).
+UNSAFE_ID = "q8 ünsafe/#?&<b>%20'(x)"
+FILLER = [
+    "The cafeteria opens at seven and serves breakfast until half past nine on weekdays.",
+    "Bicycles belong in the basement racks; the courtyard must stay clear for deliveries.",
+    "Meeting rooms on the third floor are booked through the shared calendar, not by e-mail.",
+    "Printers on each floor hold recycled paper; colour printing needs a cost centre code.",
+    "Lockers are assigned for one year and emptied in the first week of every January.",
+    "Plants in the lobby are watered by the facilities team on Tuesdays and Fridays.",
+    "Lost property is kept at reception for thirty days and then given to charity.",
+    "Fire drills happen twice a year and everyone leaves by the nearest marked stairway.",
+]
+EVIDENCE_LONG = "Visitors must sign the guest register at the front desk and wear a badge."
+HANDBOOK = "# Office handbook\n\n" + "\n\n".join(FILLER) + "\n\n" + EVIDENCE_LONG + "\n\n" + FILLER[0] + "\n"
+EXTRA_QUESTIONS = [
+    {
+        "id": UNSAFE_ID,
+        "question": "Where do guests sign the register when they arrive?",
+        "evidence": [{"doc": "kb/handbook.md", "quote": EVIDENCE_LONG, "grade": 2}],
+        "tags": ["long"],
+    },
+    {
+        "id": "q9",
+        "question": (
+            "Full-time employees accrue how many paid leave weeks per calendar year, "
+            "and what laptop memory and disk do engineers receive?"
+        ),
+        "evidence": [
+            {
+                "doc": "ops/oncall.txt",
+                "quote": "Escalate to the incident commander when a page is not resolved",
+                "grade": 1,
+            }
+        ],
+        "tags": ["unanswerable"],
+    },
+]
+PAGE_CHUNKER = '\n[chunkers.page]\nkind = "tokens"\nsize = 400\n'
+
 
 def _build_run(root: Path, whole_documents: bool = False) -> Path:
     """A finished run of the tiny project, with a hostile paragraph and a question whose evidence is on it."""
-    config = write_project(root, whole_documents=whole_documents)
+    config = write_project(
+        root, config=CONFIG if whole_documents else CONFIG + PAGE_CHUNKER, whole_documents=whole_documents
+    )
+    if not whole_documents:
+        (root / "corpus" / "kb" / "handbook.md").write_text(HANDBOOK, encoding="utf-8")
     assert "kb/laptops.md" in DOCS
     with (root / "corpus" / "kb" / "laptops.md").open("a", encoding="utf-8") as f:
         f.write(f"\n{HOSTILE} Stickers\u2028on laptops are forbidden.\n")
@@ -36,6 +84,8 @@ def _build_run(root: Path, whole_documents: bool = False) -> Path:
         else {"doc": "kb/laptops.md", "quote": HOSTILE, "grade": 2}
     )
     gold.append({"id": "q7", "question": HOSTILE_QUESTION, "evidence": [evidence], "tags": ["it", "hostile"]})
+    if not whole_documents:
+        gold += EXTRA_QUESTIONS
     (root / "gold.jsonl").write_text("".join(json.dumps(q) + "\n" for q in gold), encoding="utf-8")
     result = run_cli("run", str(config), "--no-report")
     assert result.returncode == 0, result.stderr
@@ -70,6 +120,14 @@ class Run:
             if r.candidate == candidate and (r.first_relevant_rank is None or r.first_relevant_rank > self.k)
         }
 
+    def finds(self, candidate: str) -> set[str]:
+        """Questions where the candidate has a unit of grade > 0 within the top k, read off its ranking."""
+        return {
+            r.question_id
+            for r in self.records
+            if r.candidate == candidate and any(e.grade > 0 for e in r.ranking[: self.k])
+        }
+
 
 @pytest.fixture(scope="module")
 def chunk_run(tmp_path_factory) -> Run:
@@ -98,6 +156,12 @@ def _click(driver, element_id: str) -> None:
     from selenium.webdriver.common.by import By
 
     driver.find_element(By.ID, element_id).click()
+
+
+def _press(driver, element) -> None:
+    """A real click on an element brought to the middle of the window, clear of the sticky header."""
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+    element.click()
 
 
 def _shown(driver) -> list[str]:
@@ -134,7 +198,7 @@ def _span(entry: RankedUnit) -> str:
 def test_every_question_is_shown_and_counted(driver, chunk_run: Run):
     _open(driver, chunk_run.page)
     n = len(chunk_run.qids)
-    assert n == len(QUESTIONS) + 1
+    assert n == len(QUESTIONS) + 1 + len(EXTRA_QUESTIONS)
     assert _shown(driver) == chunk_run.qids
     assert _count(driver) == f"{n} of {n} questions"
     severe = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
@@ -197,18 +261,24 @@ def test_hostile_text_is_shown_as_text_and_never_runs(driver, chunk_run: Run):
         _click(driver, element_id)
     _select(driver, "candidate-b", chunk_run.ids[-1])
     for button in driver.find_elements(By.CSS_SELECTOR, "button.more"):
-        button.click()
+        if button.is_displayed():  # not those of questions the filters hide
+            _press(driver, button)
     assert driver.execute_script("return window.__pwned === undefined")
     _click(driver, "misses-only")
-    hostile = [t.text for t in chunk_run.texts if "__pwned" in t.text]
-    assert any(SCRIPT_PART in text for text in hostile) and any(
-        'onerror="window.__pwned=2">' in text for text in hostile
-    )
-    for text in hostile:  # every hostile unit appears, literally, as visible text
+    hostile = [t for t in chunk_run.texts if "__pwned" in t.text]
+    assert any(SCRIPT_PART in t.text for t in hostile) and any('onerror="window.__pwned=2">' in t.text for t in hostile)
+    for unit in hostile:  # every hostile unit appears, literally, as visible text where a candidate ranks it
+        span = f"{unit.doc_id}:{unit.start}-{unit.end}"
+        candidate = next(r.candidate for r in chunk_run.records if span in map(_span, r.ranking))
+        _select(driver, "candidate-a", candidate)
+        for button in driver.find_elements(By.CSS_SELECTOR, "li:not(.expanded) > button.more"):
+            if button.is_displayed():  # not those of questions the filters hide
+                _press(driver, button)
         holders = driver.execute_script(
-            "return [...document.querySelectorAll('.unit-text')].filter(e => e.textContent === arguments[0])", text
+            "return [...document.querySelectorAll('.unit-text')].filter(e => e.textContent === arguments[0])",
+            unit.text,
         )
-        assert any(h.is_displayed() for h in holders), text
+        assert any(h.is_displayed() for h in holders), unit.text
     [question] = driver.find_elements(By.CSS_SELECTOR, '.question[data-qid="q7"] .question-text')
     assert question.get_attribute("textContent") == HOSTILE_QUESTION
     assert driver.execute_script("return document.querySelectorAll('.question-text b').length") == 0
@@ -289,3 +359,252 @@ def test_same_run_gives_identical_bytes(chunk_run: Run, tmp_path: Path):
     write_inspector(first, chunk_run.summary, chunk_run.records, chunk_run.texts, chunk_run.manifest)
     write_inspector(second, *_load(chunk_run.page.parent))
     assert first.read_bytes() == second.read_bytes() == chunk_run.page.read_bytes()
+
+
+# --- leaderboard, permalinks, outcome filters, previews, the k-th score ------------------------------------
+
+
+def _fmt(value: float | None) -> str:
+    """A score as the page writes it: the stored four decimals, shown to three, halves away from zero."""
+    if value is None:
+        return "–"
+    return str(Decimal(round(value, 4)).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
+
+
+def _p95(candidate) -> float | None:
+    ops = candidate.ops
+    if ops.get("end_to_end_ms_p95") is not None:
+        return ops["end_to_end_ms_p95"]
+    parts = [ops.get(f"{step}_ms_p95") for step in ("query_embed", "search", "rerank")]
+    return None if all(p is None for p in parts) else sum(p or 0.0 for p in parts)
+
+
+def _leaderboard(driver) -> list[dict]:
+    return driver.execute_script("""return [...document.querySelectorAll('#leaderboard tbody tr')].map(r => ({
+        id: r.dataset.candidate, rank: r.querySelector('.rank').textContent,
+        name: r.querySelector('.pick-a').textContent, mrr: r.querySelector('.mrr').textContent,
+        recall: r.querySelector('.recall').textContent, hit: r.querySelector('.hit-rate').textContent,
+        p95: r.querySelector('.p95').textContent,
+        a: r.classList.contains('is-a'), b: r.classList.contains('is-b')}))""")
+
+
+def _check_leaderboard(rows: list[dict], summary) -> None:
+    ordered = sorted(summary.candidates, key=lambda c: c.rank)
+    assert [r["id"] for r in rows] == [r["name"] for r in rows] == [c.id for c in ordered]
+    k = summary.k
+    for row, c in zip(rows, ordered):
+        assert row["rank"] == str(c.rank)
+        assert (row["mrr"], row["recall"], row["hit"]) == tuple(
+            _fmt(c.quality[f"{m}@{k}"]) for m in ("mrr", "recall", "hit_rate")
+        )
+        expected = _p95(c)
+        if expected is None:
+            assert row["p95"] == "–"
+        else:
+            assert row["p95"].endswith(" ms")
+            assert float(row["p95"].removesuffix(" ms")) == pytest.approx(expected, rel=0.01, abs=0.006)
+
+
+def test_leaderboard_lists_the_candidates_in_rank_order_and_selects_them(driver, chunk_run: Run):
+    from selenium.webdriver.common.by import By
+
+    _open(driver, chunk_run.page)
+    rows = _leaderboard(driver)
+    _check_leaderboard(rows, chunk_run.summary)
+    assert [r["a"] for r in rows] == [True] + [False] * (len(rows) - 1) and not any(r["b"] for r in rows)
+    third, last = chunk_run.ids[2], chunk_run.ids[-1]
+    _press(driver, driver.find_elements(By.CSS_SELECTOR, "#leaderboard tbody tr .pick-a")[2])
+    _press(driver, driver.find_elements(By.CSS_SELECTOR, "#leaderboard tbody tr .pick-b")[-1])
+    chosen = "return [document.getElementById('candidate-a').value, document.getElementById('candidate-b').value]"
+    assert driver.execute_script(chosen) == [third, last]
+    rows = _leaderboard(driver)
+    assert [r["id"] for r in rows if r["a"]] == [third] and [r["id"] for r in rows if r["b"]] == [last]
+    for q in driver.execute_script(_COLUMNS_JS):
+        assert [c["candidate"] for c in q["columns"]] == [third, last]
+
+
+def test_leaderboard_follows_rank_not_stored_order_and_prefers_the_stored_end_to_end(driver, chunk_run, tmp_path):
+    first, second, *rest = sorted(chunk_run.summary.candidates, key=lambda c: c.rank)
+    untimed = {f"{s}_ms_p95": None for s in ("query_embed", "search", "rerank")}
+    candidates = [
+        dataclasses.replace(first, ops={**first.ops, "end_to_end_ms_p95": 1234.0}),
+        dataclasses.replace(second, ops={**second.ops, **untimed}),
+        *rest,
+    ]
+    summary = dataclasses.replace(chunk_run.summary, candidates=candidates[::-1])
+    page = tmp_path / "inspector.html"
+    write_inspector(page, summary, chunk_run.records, chunk_run.texts, chunk_run.manifest)
+    _open(driver, page)
+    rows = _leaderboard(driver)
+    _check_leaderboard(rows, summary)
+    assert [r["p95"] for r in rows[:2]] == ["1234 ms", "–"]
+
+
+def _linked_and_in_view(driver) -> list:
+    """The questions marked as linked, and whether the first is shown just below the sticky header (or the
+    page is scrolled as far as it goes)."""
+    time.sleep(0.15)  # the page scrolls once more after the next frame
+    return driver.execute_script("""
+        const linked = [...document.querySelectorAll('.question.linked')];
+        if (!linked.length) return [[], false];
+        const top = linked[0].getBoundingClientRect().top;
+        const header = document.getElementById('top').getBoundingClientRect().bottom;
+        const end = window.scrollY + window.innerHeight >= document.documentElement.scrollHeight - 2;
+        return [linked.map(q => q.dataset.qid), linked[0].checkVisibility() && top >= header - 1
+                && top < window.innerHeight && (top <= header + 40 || end)];""")
+
+
+def test_a_permalink_opens_its_question_on_load_and_on_hashchange(driver, chunk_run: Run):
+    from selenium.webdriver.common.by import By
+
+    assert permalink(UNSAFE_ID) == "inspector.html#q8%20%C3%BCnsafe%2F%23%3F%26%3Cb%3E%2520%27%28x%29"
+    for qid in (UNSAFE_ID, "q5", "q2"):
+        driver.get(chunk_run.page.resolve().as_uri() + permalink(qid).removeprefix("inspector.html"))
+        assert _linked_and_in_view(driver) == [[qid], True]
+        assert driver.execute_script("return window.scrollY") > 0
+    hrefs = driver.execute_script(
+        "return [...document.querySelectorAll('.question')].map(q => [q.dataset.qid, "
+        "q.querySelector('a.permalink').getAttribute('href')])"
+    )
+    assert hrefs == [[qid, permalink(qid).removeprefix("inspector.html")] for qid in chunk_run.qids]
+    driver.execute_script("location.hash = arguments[0]", permalink("q6").removeprefix("inspector.html"))
+    assert _linked_and_in_view(driver) == [["q6"], True]
+    _select(driver, "tag-filter", "it")  # the filters hide q1: opening it clears them
+    assert "q1" not in _shown(driver)
+    _press(driver, driver.find_element(By.CSS_SELECTOR, '.question[data-qid="q3"] a.permalink'))
+    assert _linked_and_in_view(driver) == [["q3"], True]
+    assert driver.execute_script("return location.hash") == "#q3"
+    driver.execute_script("location.hash = '#q1'")
+    assert _linked_and_in_view(driver) == [["q1"], True]
+    assert driver.execute_script("return document.getElementById('tag-filter').value") == ""
+    assert _shown(driver) == chunk_run.qids
+    driver.execute_script("location.hash = '#no-such-question'")
+    assert _linked_and_in_view(driver) == [[], False]
+    assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def _outcome_labels(driver) -> dict[str, str]:
+    return dict(
+        driver.execute_script(
+            "return [...document.querySelectorAll('#outcome-filter option')].map(o => [o.value, o.textContent])"
+        )
+    )
+
+
+def test_outcome_filters_show_exactly_the_questions_the_records_give(driver, chunk_run: Run):
+    _open(driver, chunk_run.page)
+    qids, n = chunk_run.qids, len(chunk_run.qids)
+    finds = {c: chunk_run.finds(c) for c in chunk_run.ids}
+    assert all(finds[c] == set(qids) - chunk_run.misses(c) for c in chunk_run.ids)
+    missed_by_all = [q for q in qids if not any(q in finds[c] for c in chunk_run.ids)]
+    assert "q9" in missed_by_all and len(missed_by_all) < n
+    assert _outcome_labels(driver)["a-not-b"] == "A finds, B misses (choose B)"
+    _select(driver, "outcome-filter", "missed-by-all")
+    assert _shown(driver) == missed_by_all
+    assert _count(driver) == f"{len(missed_by_all)} of {n} questions"
+    assert _outcome_labels(driver)["missed-by-all"] == f"missed by every candidate ({len(missed_by_all)})"
+    _select(driver, "tag-filter", "unanswerable")  # the other filters still narrow it
+    assert _shown(driver) == ["q9"]
+    _select(driver, "tag-filter", "")
+    _select(driver, "outcome-filter", "")
+    nonempty = 0
+    for a in chunk_run.ids:
+        for b in chunk_run.ids:
+            if a == b:
+                continue
+            _select(driver, "candidate-a", a)
+            _select(driver, "candidate-b", b)
+            a_not_b = [q for q in qids if q in finds[a] and q not in finds[b]]
+            b_not_a = [q for q in qids if q in finds[b] and q not in finds[a]]
+            labels = _outcome_labels(driver)
+            assert labels["a-not-b"] == f"A finds, B misses ({len(a_not_b)})"
+            assert labels["b-not-a"] == f"B finds, A misses ({len(b_not_a)})"
+            for value, expected in (("a-not-b", a_not_b), ("b-not-a", b_not_a)):
+                _select(driver, "outcome-filter", value)
+                assert _shown(driver) == expected, (a, b, value)
+                assert _count(driver) == f"{len(expected)} of {n} questions"
+            _select(driver, "outcome-filter", "")
+            nonempty += bool(a_not_b)
+    assert nonempty > 0
+    _select(driver, "outcome-filter", "a-not-b")
+    _select(driver, "candidate-b", "")  # without B the pair filter lets go
+    assert driver.execute_script("return document.getElementById('outcome-filter').value") == ""
+    assert _shown(driver) == qids
+
+
+def test_a_long_units_preview_shows_its_evidence_not_its_beginning(driver, chunk_run: Run):
+    from selenium.webdriver.common.by import By
+
+    [long_unit] = [t for t in chunk_run.texts if EVIDENCE_LONG in t.text and len(t.text) > 2 * 420]
+    offset = long_unit.text.index(EVIDENCE_LONG)
+    assert offset > 420 and not long_unit.text[:420].count(EVIDENCE_LONG)
+    span = f"{long_unit.doc_id}:{long_unit.start}-{long_unit.end}"
+    _open(driver, chunk_run.page)
+    _select(driver, "tag-filter", "long")
+    checked = 0
+    for candidate in chunk_run.ids:
+        _select(driver, "candidate-a", candidate)
+        selector = f'.question[data-qid="{UNSAFE_ID}"] li[data-span="{span}"]'
+        for item in driver.find_elements(By.CSS_SELECTOR, selector):
+            if not item.is_displayed():
+                continue  # a rank past k
+            preview = item.find_element(By.CSS_SELECTOR, ".unit-preview")
+            full = item.find_element(By.CSS_SELECTOR, ".unit-text")
+            assert preview.is_displayed() and not full.is_displayed()
+            text = preview.get_attribute("textContent")
+            assert EVIDENCE_LONG in text and text.startswith("… ") and len(text) < len(long_unit.text)
+            assert [m.get_attribute("textContent") for m in preview.find_elements(By.TAG_NAME, "mark")] == [
+                EVIDENCE_LONG
+            ]
+            mark = preview.find_element(By.TAG_NAME, "mark")
+            assert mark.is_displayed() and mark.rect["height"] > 0
+            _press(driver, item.find_element(By.CSS_SELECTOR, "button.more"))
+            assert full.is_displayed() and not preview.is_displayed()
+            assert full.get_attribute("textContent") == long_unit.text
+            checked += 1
+    assert checked > 0
+    clamped = driver.execute_script("return document.querySelectorAll('.clampable:not(.windowed)').length")
+    assert clamped > 0  # a long distractor, with nothing to centre on, still starts at its beginning
+
+
+def _missed_scores(driver) -> list[dict]:
+    return driver.execute_script("""return [...document.querySelectorAll('.question')]
+        .filter(q => q.checkVisibility()).flatMap(q => [...q.querySelectorAll('.missed-unit')].map(m => ({
+            qid: q.dataset.qid, span: m.dataset.span, score: m.querySelector('.score').textContent,
+            kth: m.querySelector('.kth').textContent})))""")
+
+
+def _check_missed_scores(driver, run_records: dict, ids: list[str], k: int) -> int:
+    seen = 0
+    for candidate in ids:
+        _select(driver, "candidate-a", candidate)
+        for row in _missed_scores(driver):
+            record = run_records[candidate, row["qid"]]
+            [unit] = [e for e in record.expected if _span(e) == row["span"]]
+            assert row["score"] == f"score {_fmt(unit.score)}"
+            kth = record.ranking[k - 1].score if len(record.ranking) >= k else None
+            assert row["kth"] == f"k-th {_fmt(kth)}"
+            seen += 1
+    return seen
+
+
+def test_missed_units_show_the_score_they_needed(driver, chunk_run: Run, tmp_path: Path):
+    _open(driver, chunk_run.page)
+    records = {(r.candidate, r.question_id): r for r in chunk_run.records}
+    assert _check_missed_scores(driver, records, chunk_run.ids, chunk_run.k) > 0
+    # Unscored units (past a reranker's top, or BM25 sharing no term) read "–".
+    unscored = [
+        dataclasses.replace(
+            r,
+            ranking=[dataclasses.replace(e, score=None) if i >= 1 else e for i, e in enumerate(r.ranking)],
+            expected=[dataclasses.replace(e, score=None) for e in r.expected],
+        )
+        for r in chunk_run.records
+    ]
+    page = tmp_path / "inspector.html"
+    write_inspector(page, chunk_run.summary, unscored, chunk_run.texts, chunk_run.manifest)
+    _open(driver, page)
+    records = {(r.candidate, r.question_id): r for r in unscored}
+    assert _check_missed_scores(driver, records, chunk_run.ids, chunk_run.k) > 0
+    rows = _missed_scores(driver)
+    assert rows and {(r["score"], r["kth"]) for r in rows} == {("score –", "k-th –")}

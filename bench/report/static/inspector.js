@@ -3,10 +3,12 @@
 (() => {
   const data = JSON.parse(document.getElementById("bench-data").textContent);
   const run = data.run, K = run.k, DEPTH = run.depth, DOCUMENT_UNIT = run.unit === "document";
-  const CLAMP_CHARS = 420;  // longer texts start clamped to a few lines, with a "more" toggle
+  const CLAMP_CHARS = 420;  // longer texts start as a preview (or clamped to a few lines), with a "more" toggle
+  const SNAP_CHARS = 40;  // a preview window may shrink this much to start and end between words
   const byId = (id) => document.getElementById(id);
   const controls = {a: byId("candidate-a"), b: byId("candidate-b"), tag: byId("tag-filter"),
-                    search: byId("search"), misses: byId("misses-only"), depth: byId("show-depth")};
+                    search: byId("search"), misses: byId("misses-only"), depth: byId("show-depth"),
+                    outcome: byId("outcome-filter")};
   const list = byId("questions");
   const candidateIndex = new Map(data.candidates.map((c, i) => [c.id, i]));
 
@@ -24,7 +26,7 @@
     return node;
   }
 
-  const fmt = (score) => (score === null ? "no score" : score.toFixed(3));
+  const fmt = (score) => (score === null || score === undefined ? "–" : score.toFixed(3));
   const spanKey = (u) => { const [d, s, e] = data.units[u]; return `${data.docs[d]}:${s}-${e}`; };
   function where(u) {
     const [d, s, e, , , pages] = data.units[u];
@@ -33,21 +35,49 @@
   }
 
   // Evidence spans are in characters (code points); JavaScript strings count UTF-16 units.
-  function appendMarked(node, text, unitStart, ranges) {
+  function characters(text) {
     const chars = /[\uD800-\uDFFF]/.test(text) ? Array.from(text) : null;
-    const length = chars ? chars.length : text.length;
-    const slice = (a, b) => (chars ? chars.slice(a, b).join("") : text.slice(a, b));
-    const clipped = ranges.map(([s, e]) => [Math.max(0, s - unitStart), Math.min(length, e - unitStart)])
+    return {length: chars ? chars.length : text.length,
+            slice: (a, b) => (chars ? chars.slice(a, b).join("") : text.slice(a, b))};
+  }
+
+  // The evidence ranges that overlap a text starting at unitStart, relative to it, in order.
+  function overlaps(chars, unitStart, ranges) {
+    return ranges.map(([s, e]) => [Math.max(0, s - unitStart), Math.min(chars.length, e - unitStart)])
       .filter(([s, e]) => s < e).sort((x, y) => x[0] - y[0]);
-    let pos = 0;
-    for (const [s, e] of clipped) {
-      if (e <= pos) continue;
-      const from = Math.max(s, pos);
-      if (from > pos) node.append(slice(pos, from));
-      node.append(el("mark", null, slice(from, e)));
-      pos = e;
+  }
+
+  function appendMarked(node, chars, marks, from = 0, to = chars.length) {
+    let pos = from;
+    for (const [s, e] of marks) {
+      const a = Math.max(s, pos), b = Math.min(e, to);
+      if (a >= b) continue;
+      if (a > pos) node.append(chars.slice(pos, a));
+      node.append(el("mark", null, chars.slice(a, b)));
+      pos = b;
     }
-    if (pos < length) node.append(slice(pos, length));
+    if (pos < to) node.append(chars.slice(pos, to));
+  }
+
+  // About CLAMP_CHARS characters centred on the first evidence overlap, cut between words where one is near.
+  function previewWindow(chars, [s, e]) {
+    let from, to;
+    if (e - s >= CLAMP_CHARS) [from, to] = [s, s + CLAMP_CHARS];
+    else {
+      from = Math.max(0, s - Math.floor((CLAMP_CHARS - (e - s)) / 2));
+      to = Math.min(chars.length, from + CLAMP_CHARS);
+      from = Math.max(0, to - CLAMP_CHARS);
+    }
+    if (from > 0) {
+      const head = chars.slice(from, Math.min(s, from + SNAP_CHARS)).search(/\s/);
+      if (head >= 0) from += head + 1;
+    }
+    if (to < chars.length) {
+      const lo = Math.max(e, to - SNAP_CHARS), tail = chars.slice(lo, to);
+      const space = Math.max(tail.lastIndexOf(" "), tail.lastIndexOf("\n"));
+      if (space >= 0) to = lo + space;
+    }
+    return [from, to];
   }
 
   function evidenceRanges(qi, doc) {
@@ -63,11 +93,22 @@
       p.append(el("span", "absent", "(text not stored)"));
       return;
     }
-    const text = data.texts[ti];
-    appendMarked(p, text, start, relevant ? evidenceRanges(qi, doc) : []);
+    const text = data.texts[ti], chars = characters(text);
+    const marks = relevant ? overlaps(chars, start, evidenceRanges(qi, doc)) : [];
+    appendMarked(p, chars, marks);
     if (cut) p.append(el("span", "cut", ` … (the first ${text.length} of ${end - start} characters)`));
     if (text.length > CLAMP_CHARS || (text.match(/\n/g) || []).length > 6) {
-      item.classList.add("clampable");
+      if (marks.length) {  // the preview is the evidence in its context, not the text's beginning
+        const [from, to] = previewWindow(chars, marks[0]);
+        if (from === 0 && to === chars.length) return;
+        const preview = el("p", "unit-preview");
+        if (from > 0) preview.append(el("span", "ellipsis", "… "));
+        appendMarked(preview, chars, marks, from, to);
+        if (to < chars.length) preview.append(el("span", "ellipsis", " …"));
+        p.before(preview);
+        item.classList.add("windowed");
+      }
+      else item.classList.add("clampable");
       const more = el("button", "more", "more");
       more.type = "button";
       more.setAttribute("aria-expanded", "false");
@@ -108,6 +149,9 @@
     return node;
   }
 
+  // The score of rank k: what an expected unit needed to make the top k.
+  const kthScore = (res) => (res.ranking.length >= K ? res.ranking[K - 1][1] : null);
+
   function missedBox(qi, res) {
     const missed = res.expected.filter((x) => x[3] === null || x[3] > K);
     const box = el("div", missed.length ? "missed" : "missed empty");
@@ -117,13 +161,16 @@
                                                       : "no expected units for this question"));
       return box;
     }
-    const items = el("ul");
+    const items = el("ul"), kth = kthScore(res);
     for (const [u, score, grade, rank] of missed) {
       const item = el("li", "missed-unit");
       item.dataset.span = spanKey(u);
       const head = el("div", "missed-head");
       head.append(el("span", "position", rank === null ? "not retrieved" : `rank ${rank}`), label(grade),
                   el("span", "score", `score ${fmt(score)}`), el("span", "where", where(u)));
+      const needed = el("span", "kth", `k-th ${fmt(kth)}`);
+      needed.title = `the score of the unit at rank ${K}: what this one needed to make the top ${K}`;
+      head.querySelector(".score").after(" · ", needed);
       item.append(head);
       appendText(item, u, qi, true);
       items.append(item);
@@ -147,11 +194,18 @@
     return col;
   }
 
+  // Percent-encoded UTF-8 with only letters, digits and _.-~ left as they are (Python's quote(id, safe="")).
+  const encodeId = (id) => encodeURIComponent(id).replace(/[!'()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+
   function shell(q) {
     const art = el("article", "question");
     art.dataset.qid = q.id;
     const head = el("header", "question-head");
-    head.append(el("span", "qid", q.id), el("h2", "question-text", q.text));
+    const link = el("a", "permalink", "#");
+    link.href = `#${encodeId(q.id)}`;
+    link.title = "link to this question";
+    head.append(link, el("span", "qid", q.id), el("h2", "question-text", q.text));
     const tags = el("ul", "tags");
     for (const tag of q.tags) tags.append(el("li", "tag", tag));
     head.append(tags);
@@ -171,6 +225,7 @@
   }
 
   const shells = data.questions.map(shell);
+  const questionIndex = new Map(data.questions.map((q, qi) => [q.id, qi]));
   const haystacks = data.questions.map((q) => `${q.id} ${q.text}`.toLowerCase());
   const views = shells.map(() => "");  // which A|B pair each question's columns show now
   const cache = new Map();  // built columns by side, candidate and question: switching back is free
@@ -199,15 +254,44 @@
     return !res || res.first === null || res.first > K;
   }
 
-  function update() {
+  const missedByAll = data.questions.map((q, qi) => data.candidates.every((c, ci) => isMiss(ci, qi)));
+  const OUTCOMES = {
+    "": () => true,
+    "a-not-b": (qi, a, b) => b !== null && !isMiss(a, qi) && isMiss(b, qi),
+    "b-not-a": (qi, a, b) => b !== null && !isMiss(b, qi) && isMiss(a, qi),
+    "missed-by-all": (qi) => missedByAll[qi],
+  };
+  const OUTCOME_LABELS = {"": "every question", "a-not-b": "A finds, B misses", "b-not-a": "B finds, A misses",
+                          "missed-by-all": "missed by every candidate"};
+
+  // Each outcome option names how many questions it keeps (before the tag, search and misses filters).
+  function labelOutcomes(a, b) {
+    for (const opt of controls.outcome.options) {
+      const keep = OUTCOMES[opt.value];
+      const n = data.questions.filter((q, qi) => keep(qi, a, b)).length;
+      const pair = opt.value === "a-not-b" || opt.value === "b-not-a";
+      opt.disabled = pair && b === null;
+      opt.textContent = opt.disabled ? `${OUTCOME_LABELS[opt.value]} (choose B)` : `${OUTCOME_LABELS[opt.value]} (${n})`;
+    }
+    if (controls.outcome.selectedOptions[0].disabled) controls.outcome.value = "";
+  }
+
+  function selected() {
     const a = candidateIndex.get(controls.a.value);
     const b = controls.b.value === "" ? null : candidateIndex.get(controls.b.value);
+    return [a, b];
+  }
+
+  function update() {
+    const [a, b] = selected();
+    labelOutcomes(a, b);
+    markLeaders(a, b);
     const tag = controls.tag.value, needle = controls.search.value.trim().toLowerCase();
-    const missesOnly = controls.misses.checked;
+    const missesOnly = controls.misses.checked, outcome = OUTCOMES[controls.outcome.value];
     let shown = 0;
     data.questions.forEach((q, qi) => {
       const visible = (!tag || q.tags.includes(tag)) && (!needle || haystacks[qi].includes(needle))
-        && (!missesOnly || isMiss(a, qi) || (b !== null && isMiss(b, qi)));
+        && (!missesOnly || isMiss(a, qi) || (b !== null && isMiss(b, qi))) && outcome(qi, a, b);
       shells[qi].hidden = !visible;
       if (visible) {
         show(qi, a, b);
@@ -232,9 +316,77 @@
     byId("depth-label").textContent = String(DEPTH);
   }
 
+  const ms = (v) => (v === null ? "–" : `${v.toFixed(v >= 100 ? 0 : v >= 10 ? 1 : 2)} ms`);
+
+  function leaderboard() {
+    const table = byId("leaderboard");
+    for (const [cls, name] of [["mrr", "mrr"], ["recall", "recall"], ["hit-rate", "hit_rate"]]) {
+      table.querySelector(`thead .${cls}`).textContent = `${name}@${K}`;
+    }
+    byId("leaderboard-note").textContent = `(${data.candidates.length} candidates, best first)`;
+    const body = table.querySelector("tbody");
+    for (const c of data.candidates) {
+      const row = el("tr");
+      row.dataset.candidate = c.id;
+      const pickA = el("button", "pick-a", c.id), pickB = el("button", "pick-b", "B");
+      pickA.type = pickB.type = "button";
+      pickA.title = "show this candidate as A";
+      pickB.title = "show this candidate as B, beside A";
+      const name = el("td", "candidate");
+      name.append(pickA);
+      const b = el("td", "as-b");
+      b.append(pickB);
+      row.append(el("td", "rank", c.rank ?? "–"), name, el("td", "mrr", fmt(c.mrr)),
+                 el("td", "recall", fmt(c.recall)), el("td", "hit-rate", fmt(c.hit_rate)),
+                 el("td", "p95", ms(c.p95_ms)), b);
+      body.append(row);
+    }
+    body.addEventListener("click", (event) => {
+      const row = event.target.closest("tr[data-candidate]");
+      if (!row) return;
+      const control = event.target.closest("button.pick-b") ? controls.b : controls.a;
+      control.value = row.dataset.candidate;
+      update();
+    });
+  }
+
+  function markLeaders(a, b) {
+    for (const row of byId("leaderboard").querySelectorAll("tbody tr")) {
+      const ci = candidateIndex.get(row.dataset.candidate);
+      row.classList.toggle("is-a", ci === a);
+      row.classList.toggle("is-b", ci === b);
+    }
+  }
+
+  // inspector.html#<percent-encoded question id> shows that question (clearing filters that hide it).
+  function questionFromHash() {
+    const raw = location.hash.slice(1);
+    if (!raw) return null;
+    let id = raw;
+    try { id = decodeURIComponent(raw); } catch (e) { /* not percent-encoding: the fragment as it is */ }
+    const qi = questionIndex.get(id);
+    return qi === undefined ? (questionIndex.get(raw) ?? null) : qi;
+  }
+
+  function openFromHash() {
+    const qi = questionFromHash();
+    for (const node of list.querySelectorAll(".question.linked")) node.classList.remove("linked");
+    if (qi === null || !data.candidates.length) return;
+    if (shells[qi].hidden) {
+      controls.tag.value = controls.search.value = controls.outcome.value = "";
+      controls.misses.checked = false;
+      update();
+    }
+    shells[qi].classList.add("linked");
+    const top = byId("top").getBoundingClientRect().height;
+    document.documentElement.style.setProperty("--header-height", `${Math.ceil(top) + 8}px`);
+    shells[qi].scrollIntoView({block: "start"});
+    requestAnimationFrame(() => shells[qi].scrollIntoView({block: "start"}));  // once the sizes above settle
+  }
+
   function fillControls() {
     for (const c of data.candidates) {
-      const text = `${c.rank}. ${c.id} — mrr@${K} ${fmt(c.mrr)}`;
+      const text = `${c.rank ?? "–"}. ${c.id} — mrr@${K} ${fmt(c.mrr)}`;
       controls.a.append(option(c.id, text));
       controls.b.append(option(c.id, text));
     }
@@ -246,10 +398,11 @@
   }
 
   function wire() {
-    for (const c of [controls.a, controls.b, controls.tag, controls.misses, controls.depth]) {
+    for (const c of [controls.a, controls.b, controls.tag, controls.misses, controls.depth, controls.outcome]) {
       c.addEventListener("change", update);
     }
     controls.search.addEventListener("input", update);
+    window.addEventListener("hashchange", openFromHash);
     list.addEventListener("click", (event) => {
       const button = event.target.closest("button.more");
       if (!button) return;
@@ -268,7 +421,9 @@
 
   header();
   fillControls();
+  leaderboard();
   wire();
   if (data.candidates.length) update();
   else byId("shown-count").textContent = "no candidates in this run";
+  openFromHash();
 })();
