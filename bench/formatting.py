@@ -108,3 +108,11 @@ def p_value(value: float) -> str:
 
 def rank(first_relevant_rank: int | None) -> str:
     return "miss" if first_relevant_rank is None else str(first_relevant_rank)
+
+
+# --- counts --------------------------------------------------------------------------------------
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 candidate``, ``2 candidates``; ``words`` for a plural that is not ``word`` + s (``queries``)."""
+    return f"{n:,} {word if n == 1 else words or word + 's'}"

@@ -32,13 +32,15 @@ def out_console():
 
 
 class _Group(click.Group):
-    """Turns BenchError into one line on stderr and exit code 2; Ctrl-C into exit 130."""
+    """Turns BenchError into one line on stderr (a line per problem when it lists several) and exit
+    code 2; Ctrl-C into exit 130."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except BenchError as e:
-            click.echo(f"bench: error: {e}", err=True)
+            for line in str(e).splitlines() or [""]:
+                click.echo(f"bench: error: {line}", err=True)
             ctx.exit(EXIT_BAD_INPUT)
         except KeyboardInterrupt:
             click.echo("bench: interrupted; nothing half-written was kept", err=True)

@@ -10,6 +10,7 @@ from bench.cli.app import err_console
 from bench.cli.corpus import cache_option
 from bench.cli.goldset import goldset
 from bench.errors import BenchError
+from bench.formatting import plural
 
 
 @goldset.command()
@@ -96,7 +97,7 @@ def draft(
             corpus_path, questions, out, config, depth=depth, chunker=chunker, console=err_console(), force=force,
             cache_dir=cache_dir,
         )  # fmt: skip
-        click.echo(f"draft: {out} ({len(made.questions)} questions)")
+        click.echo(f"draft: {out} ({plural(len(made.questions), 'question')})")
     else:
         from bench.cli.corpus import open_corpus
         from bench.drafting.generate import generate_draft
@@ -127,5 +128,5 @@ def draft(
             force=force,
             console=err_console(),
         )
-        click.echo(f"draft: {out} ({report.kept} questions; replies in {report.log.name})")
+        click.echo(f"draft: {out} ({plural(report.kept, 'question')}; replies in {report.log.name})")
     click.echo(f"next:  bench goldset review {out}")

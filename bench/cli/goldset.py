@@ -9,6 +9,7 @@ import click
 
 from bench.cli.app import EXIT_BAD_INPUT, main, out_console
 from bench.cli.corpus import cache_option, strict_option
+from bench.formatting import plural
 
 
 @main.group()
@@ -52,7 +53,7 @@ def validate(file: Path, corpus: Path | None, cache_dir: Path | None, strict: bo
     for line in errors:
         click.echo(line, err=True)
     if errors:
-        click.echo(f"bench: {len(errors)} problem(s) in {file}", err=True)
+        click.echo(f"bench: {plural(len(errors), 'problem')} in {file}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     click.echo(f"{file}: ok")
 
@@ -123,8 +124,8 @@ def _with_import_options(f):
 
 
 def _report_import(result) -> None:
-    click.echo(f"corpus:  {result.corpus} ({result.documents} documents)")
-    click.echo(f"goldset: {result.goldset} ({result.questions} questions)")
+    click.echo(f"corpus:  {result.corpus} ({plural(result.documents, 'document')})")
+    click.echo(f"goldset: {result.goldset} ({plural(result.questions, 'question')})")
     for what, n in result.dropped.items():
         click.echo(f"  {what.replace('_', ' ')}: {n}")
     if result.config:

@@ -12,6 +12,7 @@ from bench.cli.app import err_console, results_option
 from bench.cli.corpus import cache_option
 from bench.cli.goldset import goldset
 from bench.errors import BenchError
+from bench.formatting import plural
 
 
 @goldset.command()
@@ -65,7 +66,7 @@ def review(
         )
     store = ReviewStore(draft, docs, out or goldset_path(draft))
     if store.replayed:
-        click.echo(f"recovered {store.replayed} change(s) an earlier session had not finished writing")
+        click.echo(f"recovered {plural(store.replayed, 'change')} an earlier session had not finished writing")
     try:
         server = ReviewServer(store, port)
     except OSError as e:
@@ -77,8 +78,8 @@ def review(
         run_id, extra = run_distractors(find_run(from_run, results), store.draft)
         store.extra_passages = extra
         server.run_label = f"distractor in {run_id}"
-        click.echo(f"{run_id}: top distractors added for {len(extra)} question(s)")
-    click.echo(f"reviewing {draft} ({len(store.draft.questions)} questions) → {store.goldset}")
+        click.echo(f"{run_id}: top distractors added for {plural(len(extra), 'question')}")
+    click.echo(f"reviewing {draft} ({plural(len(store.draft.questions), 'question')}) → {store.goldset}")
     click.echo(f"open {server.url}")
     click.echo("stop with Ctrl-C (every change is already saved)")
     if not no_browser:
@@ -93,7 +94,7 @@ def review(
         server.server_close()
     written = store.written()
     if written:
-        click.echo(f"\ngoldset: {store.goldset} ({written} question(s))")
+        click.echo(f"\ngoldset: {store.goldset} ({plural(written, 'question')})")
         click.echo(f"next: bench goldset validate {store.goldset} && bench goldset lock {store.goldset}")
     else:
         click.echo(f"\nno question accepted with evidence yet, so no goldset written; draft: {draft}")

@@ -9,6 +9,7 @@ import click
 
 from bench.cli.app import main, out_console, results_option
 from bench.errors import BenchError
+from bench.formatting import plural
 from bench.results.export import FORMATS
 
 
@@ -27,7 +28,9 @@ def compare(
     --a ID --b ID head to head on every headline metric. Given two runs, how every candidate's
     metrics changed from RUN to RUN_B."""
     if len(run_refs) > 2:
-        raise BenchError(f"compare: {len(run_refs)} runs given; give one run (candidates within it) or two (RUN RUN_B)")
+        raise BenchError(
+            f"compare: {plural(len(run_refs), 'run')} given; give one run (candidates within it) or two (RUN RUN_B)"
+        )
     if len(run_refs) == 2:  # before the statistics imports: two runs need none of them
         _compare_two_runs(run_refs, a, b, metric, force, results)
         return
@@ -35,7 +38,7 @@ def compare(
         raise BenchError("--force: only for two runs (RUN RUN_B) whose fingerprints differ; drop it for one run")
     run_ref = run_refs[0]
     from bench.evaluation import significance as stats
-    from bench.evaluation.metrics import metric_key
+    from bench.evaluation.metrics import parse_metric
     from bench.report.terminal import head_to_head_table, pairs_table
     from bench.results import schema, store
 
@@ -47,10 +50,8 @@ def compare(
     if a is not None and b is not None:  # both or neither, as checked above
         out.print(head_to_head_table(stats.head_to_head(summary, records, a, b, seed=seed)))
         return
-    metric = metric or metric_key("mrr", summary.k)
-    known = summary.candidates[0].quality if summary.candidates else {}
-    if metric not in known:
-        raise BenchError(f"--metric {metric}: not in this run; choose one of {', '.join(known)}")
+    known = list(summary.candidates[0].quality) if summary.candidates else []
+    metric = parse_metric(metric or "mrr", summary.k, "--metric", known, "this run")
     out.print(pairs_table(stats.all_pairs(summary, records, metric=metric, seed=seed), metric))
 
 
@@ -76,11 +77,14 @@ def _compare_two_runs(
 def history(results: Path, candidate: str | None, metric: str | None) -> None:
     """Stored runs oldest first, with fingerprints and headline metrics; or, with --candidate and
     --metric, one candidate's metric run by run."""
+    from bench.evaluation.metrics import parse_metric
     from bench.report.history_tables import runs_table, trend_table
     from bench.results.history import list_runs, trend_points
 
     if (candidate is None) != (metric is None):
         raise BenchError("give both --candidate ID and --metric NAME for a trend, or neither for the list of runs")
+    if metric is not None:
+        metric = parse_metric(metric, None, "--metric")  # a bare name: each run's own k
     runs = list_runs(results)
     for note in runs.notes:
         click.echo(f"bench: note: {note}", err=True)
@@ -91,7 +95,8 @@ def history(results: Path, candidate: str | None, metric: str | None) -> None:
         out_console().print(runs_table(runs, results))
         return
     points = trend_points(runs, candidate, metric)
-    out_console().print(trend_table(points, candidate, metric, {r.run_id: r.k for r in runs}))
+    label = metric if "@" in metric else f"{metric}@k"  # a bare name: each run's own k
+    out_console().print(trend_table(points, candidate, label, {r.run_id: r.k for r in runs}))
 
 
 @main.command()
@@ -133,6 +138,7 @@ def check(
 ) -> None:
     """Regression gate: exit 1 when a metric of RUN dropped below the baseline by more than
     --max-drop, or a baseline candidate is missing; exit 0 otherwise."""
+    from bench.evaluation.metrics import parse_metric
     from bench.report.history_tables import check_failure_line, check_table
     from bench.results import gate, store
 
@@ -142,22 +148,27 @@ def check(
     path = store.find_run(run_ref, results)
     if save_baseline is not None:
         saved = gate.save_baseline(path, save_baseline)
-        click.echo(f"baseline: {save_baseline} ({len(saved['metrics'])} candidates of {saved['run_id']})")
+        click.echo(f"baseline: {save_baseline} ({plural(len(saved['metrics']), 'candidate')} of {saved['run_id']})")
         return
     if baseline_ref is None:  # ruled out above once --save-baseline has returned
         raise BenchError(exactly_one)
-    wanted = None if metrics is None else [m.strip() for m in metrics.split(",") if m.strip()]
-    if wanted == []:
+    names = None if metrics is None else [m.strip() for m in metrics.split(",") if m.strip()]
+    if names == []:
         raise BenchError("--metrics: empty; give names like mrr@5,recall@5, or leave the option out for all")
-    result = gate.check(path, gate.load_baseline(baseline_ref, results), max_drop, wanted, force=force)
+    baseline = gate.load_baseline(baseline_ref, results)
+    wanted = None
+    if names is not None:
+        known = list(dict.fromkeys(m for quality in baseline["metrics"].values() for m in quality))
+        wanted = [parse_metric(name, baseline["k"], "--metrics", known, "the baseline") for name in names]
+    result = gate.check(path, baseline, max_drop, wanted, force=force)
     if result.forced:
         click.echo(f"forced: not comparable with the baseline ({'; '.join(result.forced)})")
     if result.new:
         click.echo(f"new since the baseline (not checked): {', '.join(result.new)}")
     if result.ok:
         click.echo(
-            f"ok: no metric of {result.candidates_checked} candidates dropped by more than {max_drop:g} "
-            f"({result.metrics_checked} metrics checked)"
+            f"ok: no metric of {plural(result.candidates_checked, 'candidate')} dropped by more than {max_drop:g} "
+            f"({plural(result.metrics_checked, 'metric')} checked)"
         )
         return
     out_console().print(check_table(result))
@@ -184,4 +195,4 @@ def export(run_ref: str, fmt: str, out: Path | None, results: Path) -> None:
     path = store.find_run(run_ref, results)
     folder = out or path / "export" / fmt
     written = export_run(path, folder, fmt)
-    out_console().print(f"wrote {len(written)} {fmt} file(s) under {folder}", soft_wrap=True, markup=False)
+    out_console().print(f"wrote {plural(len(written), f'{fmt} file')} under {folder}", soft_wrap=True, markup=False)

@@ -39,7 +39,12 @@ if TYPE_CHECKING:
 )
 @click.option("--only", multiple=True, metavar="PATTERN", help="Run only candidates whose id matches (glob).")
 @click.option("--skip", multiple=True, metavar="PATTERN", help="Leave out candidates whose id matches (glob).")
-@click.option("--dry-run", is_flag=True, help="Show the grid, token counts and estimated cost; embed nothing.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Show the grid, token counts and estimated cost; check the lock, API keys and that services "
+    "answer; embed nothing.",
+)
 @click.option("--allow-unlocked", is_flag=True, help="Run even if the goldset or corpus changed since its lock.")
 @strict_option
 @click.option(
@@ -74,7 +79,7 @@ def run(
         from bench.report.terminal import plan_table
         from bench.run.dry_run import dry_run as plan_run
 
-        out_console().print(plan_table(plan_run(cfg, only, skip, err_console(), strict)))
+        out_console().print(plan_table(plan_run(cfg, only, skip, err_console(), strict, allow_unlocked)))
         return
     from bench.run.shootout import run_shootout
 

@@ -11,6 +11,7 @@ import http.client
 import json
 import math
 import random
+import socket
 import threading
 import time
 import urllib.error
@@ -113,6 +114,33 @@ def redact_url(url: str) -> str:
         return url
     host = parts.netloc.rsplit("@", 1)[1]
     return urllib.parse.urlunsplit((parts.scheme, "***@" + host, parts.path, parts.query, parts.fragment))
+
+
+def unreachable(url: str, timeout_s: float = 3.0) -> str | None:
+    """Why nothing at ``url``'s host and port accepts a TCP connection (the proxy's, where the
+    environment names one for it, as requests go), or None when something does. Nothing is sent:
+    the connection is closed as soon as it is made."""
+    parts = urllib.parse.urlsplit(url)
+    try:
+        host, port = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return "its port is not a number"
+    via = ""
+    proxy = urllib.request.getproxies().get(parts.scheme) if host not in LOOPBACK else None
+    if proxy and not urllib.request.proxy_bypass(host):
+        proxied = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        host, port, via = proxied.hostname or "", proxied.port or 80, f" (through the proxy {redact_url(proxy)})"
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return None
+    except socket.gaierror:
+        return f"cannot find the host {host}{via}"
+    except ConnectionRefusedError:
+        return f"connection refused{via}"
+    except TimeoutError:
+        return f"no answer within {timeout_s:g}s{via}"
+    except OSError as e:
+        return f"{e.strerror or type(e).__name__}{via}"
 
 
 def retry_after_seconds(value: str | None) -> float | None:

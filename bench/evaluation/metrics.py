@@ -7,11 +7,13 @@ Questions with no relevant unit count as zeros; nothing is dropped from a mean.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
+from bench.errors import BenchError
 from bench.registry import suggest
 
 QUALITY_METRICS = ("hit_rate", "recall", "precision", "f1", "mrr", "ndcg", "map")
@@ -68,6 +70,31 @@ KNOWN_METRICS = (*QUALITY_METRICS, *SPAN_METRICS)
 def metric_key(name: str, k: int) -> str:
     """The key of metric ``name`` at cutoff ``k`` in summary.json, per_question.jsonl and tables."""
     return str(MetricName(name, k))
+
+
+def parse_metric(
+    text: str, k: int | None, option: str = "--metric", available: Sequence[str] | None = None, where: str = ""
+) -> str:
+    """A metric as a command's ``option`` names it, as its key: ``mrr@5`` as given; a bare ``mrr``
+    (or ``mrr@k``) at ``k``, the run's cutoff, or kept bare when ``k`` is None (each run's own k).
+    BenchError with "did you mean" for an unknown name, and for a key not in ``available`` (the
+    metrics ``where`` holds: "this run", "the baseline")."""
+    given = text.strip()
+    name, at, cutoff = given.partition("@")
+    if name not in KNOWN_METRICS:
+        choices = f"choose one of {', '.join(available)}" if available else f"known: {', '.join(KNOWN_METRICS)}"
+        raise BenchError(f"{option} {given}: unknown metric {name!r}; {suggest(name, KNOWN_METRICS)}{choices}")
+    bare = not at or cutoff == "k"
+    try:
+        key = str(MetricName.parse(name if bare else given, 1 if k is None else k))
+    except ValueError as e:
+        raise BenchError(f"{option} {given}: {e}") from None
+    if bare and k is None:
+        return name
+    if available is not None and key not in available:
+        hint = suggest(key, available)
+        raise BenchError(f"{option} {given}: not in {where}; {hint}choose one of {', '.join(available)}")
+    return key
 
 
 def headline(k: int) -> list[MetricName]:

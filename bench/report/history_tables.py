@@ -7,11 +7,11 @@ from pathlib import Path
 
 from rich.console import Group
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from bench.evaluation.metrics import HEADLINE, headline, metric_key
-from bench.formatting import MISSING, number
+from bench.formatting import MISSING, number, plural
+from bench.report.fitted import FittedTable
 from bench.results.gate import CheckResult
 from bench.results.history import (
     RunInfo,
@@ -41,44 +41,53 @@ def _delta(value: float | None, fmt: str = "{:+.3f}") -> str:
 # --- bench history -------------------------------------------------------------------------------------------
 
 
-def runs_table(runs: list[RunInfo], results: Path) -> Table:
-    """One section per run (oldest first), one row per candidate with its headline metrics at the run's k."""
-    table = Table(
-        title=f"{len(runs)} runs under {escape(str(results))}, oldest first; metrics at each run's k, "
-        "bold: the run's best mrr; corpus and goldset: first 12 hex of their sha256, yellow where "
-        "changed since the previous run",
-        title_justify="left",
+def runs_table(runs: list[RunInfo], results: Path) -> Group:
+    """The runs (oldest first) with their fingerprints, then one table per run: its candidates'
+    headline metrics at the run's k."""
+    overview = FittedTable(
+        title=f"{plural(len(runs), 'run')} under {escape(str(results))}, oldest first (a run id is its start in "
+        "UTC and its config hash); corpus and goldset: first 12 hex of their sha256, yellow where changed "
+        "since the previous run",
         show_edge=False,
     )
-    for col in ("started (UTC)", "run", "config", "corpus", "goldset", "k", "lock", "candidate"):
-        # ids and fingerprints are what people copy: they never wrap
-        table.add_column(col, justify="right" if col == "k" else "left", no_wrap=col != "started (UTC)")
-    for name in HEADLINE:
-        table.add_column(name.replace("_", " "), justify="right", no_wrap=True)
+    overview.add_column("run", key=True)  # ids and fingerprints are what people copy: they never wrap
+    for col in ("started (UTC)", "corpus", "goldset", "k", "lock", "candidates"):
+        overview.add_column(col, justify="left" if col in ("started (UTC)", "corpus", "goldset", "lock") else "right")
+    tables: list = [overview]
     previous = None
     for run in runs:
-        if previous is not None:
-            table.add_section()
-        run_cells = [
-            _date(run.started),
+        overview.add_row(
             escape(run.run_id),
-            escape(run.config_hash),
+            _date(run.started),
             _fingerprint_cell(run.corpus_sha256, None if previous is None else previous.corpus_sha256),
             _fingerprint_cell(run.goldset_sha256, None if previous is None else previous.goldset_sha256),
             str(run.k),
             "yes" if run.locked else "no",
-        ]
-        if not run.candidates:
-            table.add_row(*run_cells, "(no candidates)")
-        mrr = metric_key("mrr", run.k)
-        best = max((q.get(mrr, float("-inf")) for q in run.candidates.values()), default=None)
-        for i, cid in enumerate(run.candidates):
-            metrics = run.headline(cid)
-            cells = [number(v, "{:.3f}") for v in metrics.values()]
-            if metrics[mrr] == best and len(run.candidates) > 1:
-                cells[0] = f"[bold]{cells[0]}[/]"
-            table.add_row(*(run_cells if i == 0 else [""] * len(run_cells)), escape(cid), *cells)
+            str(len(run.candidates)),
+        )
+        if run.candidates:
+            tables += [Text(""), _candidates_table(run)]
         previous = run
+    return Group(*tables)
+
+
+def _candidates_table(run: RunInfo) -> FittedTable:
+    mrr = metric_key("mrr", run.k)
+    table = FittedTable(
+        title=f"{escape(run.run_id)}: {plural(len(run.candidates), 'candidate')}, metrics at k = {run.k}"
+        + ("; bold: the best mrr" if len(run.candidates) > 1 else ""),
+        show_edge=False,
+    )
+    table.add_column("candidate", key=True)
+    for name in HEADLINE:
+        table.add_column(name.replace("_", " "))
+    best = max((q.get(mrr, float("-inf")) for q in run.candidates.values()), default=None)
+    for cid in run.candidates:
+        metrics = run.headline(cid)
+        cells = [number(v, "{:.3f}") for v in metrics.values()]
+        if metrics[mrr] == best and len(run.candidates) > 1:
+            cells[0] = f"[bold]{cells[0]}[/]"
+        table.add_row(escape(cid), *cells)
     return table
 
 
@@ -87,15 +96,16 @@ def _fingerprint_cell(sha: str, previous: str | None) -> str:
     return f"[{CHANGED}]{text}[/]" if previous is not None and previous != sha else text
 
 
-def trend_table(points: list[TrendPoint], candidate: str, metric: str, ks: dict[str, int] | None = None) -> Table:
+def trend_table(points: list[TrendPoint], candidate: str, metric: str, ks: dict[str, int] | None = None) -> FittedTable:
     """One candidate's metric run by run, with the change from the previous run and what made runs
     incomparable (a new corpus or goldset fingerprint, another k)."""
     ks = ks or {}
-    table = Table(
-        title=f"{escape(metric)} of {escape(candidate)} over {len(points)} runs, oldest first", title_justify="left"
+    table = FittedTable(
+        title=f"{escape(metric)} of {escape(candidate)} over {plural(len(points), 'run')}, oldest first"
     )
-    for col in ("started (UTC)", "run", metric, "Δ vs previous", "not comparable with previous"):
-        table.add_column(col, justify="right" if col in (metric, "Δ vs previous") else "left")
+    table.add_column("run", key=True)
+    for col in (metric, "Δ vs previous", "started (UTC)", "not comparable with previous"):
+        table.add_column(escape(col), justify="right" if col in (metric, "Δ vs previous") else "left")
     marked = False
     for i, point in enumerate(points):
         before = points[i - 1] if i else None
@@ -103,15 +113,14 @@ def trend_table(points: list[TrendPoint], candidate: str, metric: str, ks: dict[
         marked = marked or bool(changes)
         delta = None if before is None else point.value - before.value
         table.add_row(
-            _date(point.started),
             escape(point.run_id),
             f"{point.value:.4f}",
             f"[dim]{_delta(delta)}[/]" if changes else _delta(delta),
+            _date(point.started),
             f"[{CHANGED}]{', '.join(changes)}[/]" if changes else "",
         )
     if marked:
         table.caption = "a marked row's value is not comparable with the rows before it (other data or cutoff)"
-        table.caption_justify = "left"
     return table
 
 
@@ -142,15 +151,18 @@ def compare_view(result: dict) -> Group:
     k_a, k_b = result["k_a"], result["k_b"]
     labels = [metric_label(str(a), str(a.at(k_b))) for a in headline(k_a)]
     title = (
-        f"A {escape(result['a'])} → B {escape(result['b'])}: {len(result['deltas'])} candidates in both runs "
-        "(cells: A → B (B − A); green up, red down)"
+        f"A {escape(result['a'])} → B {escape(result['b'])}: "
+        f"{plural(len(result['deltas']), 'candidate')} in both runs (cells: A → B (B − A); green up, red down)"
     )
-    table = Table(title=title, title_justify="left")
-    table.add_column("candidate")
-    for label in labels:
-        table.add_column(label, justify="right")
-    for cid, deltas in result["deltas"].items():
-        table.add_row(escape(cid), *(_change_cell(deltas.get(label)) for label in labels))
+    table = FittedTable(title=title)
+    table.add_column("candidate", key=True)
+    cells = {cid: [_change_cell(deltas.get(label)) for label in labels] for cid, deltas in result["deltas"].items()}
+    for i, label in enumerate(labels):
+        # "A → B" stays on one line, the change may go under it
+        widest = max((len(row[i][0]) for row in cells.values()), default=0)
+        table.add_column(escape(label), min_width=widest or None)
+    for cid, row in cells.items():
+        table.add_row(escape(cid), *(f"{values} {change}".strip() for values, change in row))
     parts.append(table)
     for side, ids in (("A", result["only_a"]), ("B", result["only_b"])):
         if ids:
@@ -158,26 +170,29 @@ def compare_view(result: dict) -> Group:
     return Group(*parts)
 
 
-def _change_cell(entry: dict | None) -> str:
+def _change_cell(entry: dict | None) -> tuple[str, str]:
+    """``0.500 → 0.550`` and ``(+0.050)``: the values, and the change in colour."""
     if entry is None:
-        return MISSING
-    return f"{entry['a']:.3f} → {entry['b']:.3f} ({_delta(entry['delta'])})"
+        return MISSING, ""
+    return f"{entry['a']:.3f} → {entry['b']:.3f}", f"({_delta(entry['delta'])})"
 
 
 # --- bench check ---------------------------------------------------------------------------------------------
 
 
-def check_table(result: CheckResult) -> Table:
+def check_table(result: CheckResult) -> FittedTable:
     """The failures of a regression check: drops beyond --max-drop and candidates missing from the run."""
-    table = Table(title=f"{escape(result.run_id)} vs baseline {escape(result.baseline_run_id)}", title_justify="left")
-    for col in ("candidate", "metric", "baseline", "current", "drop"):
-        table.add_column(col, justify="left" if col in ("candidate", "metric") else "right")
+    table = FittedTable(title=f"{escape(result.run_id)} vs baseline {escape(result.baseline_run_id)}")
+    table.add_column("candidate", key=True)
+    table.add_column("metric", key=True)
+    for col in ("baseline", "current", "drop"):
+        table.add_column(col)
     for r in result.regressions:
         current = "[red]missing[/]" if r.current is None else f"{r.current:.4f}"
         drop = MISSING if r.drop is None else f"[red]{r.drop:.4f}[/]"
         table.add_row(escape(r.candidate), escape(r.metric), f"{r.baseline:.4f}", current, drop)
     for cid in result.missing:
-        table.add_row(escape(cid), "(every metric)", "", "[red]missing from the run[/]", MISSING)
+        table.add_row(escape(cid), "(every metric)", "", "[red]missing[/]", MISSING)
     return table
 
 
@@ -187,11 +202,11 @@ def check_failure_line(result: CheckResult) -> str:
     parts = []
     if drops:
         parts.append(
-            f"{len(drops)} metric(s) of {len({r.candidate for r in drops})} candidate(s) dropped by more "
-            f"than {result.max_drop:g}"
+            f"{plural(len(drops), 'metric')} of {plural(len({r.candidate for r in drops}), 'candidate')} "
+            f"dropped by more than {result.max_drop:g}"
         )
     if len(drops) < len(result.regressions):
-        parts.append(f"{len(result.regressions) - len(drops)} metric(s) missing from the run")
+        parts.append(f"{plural(len(result.regressions) - len(drops), 'metric')} missing from the run")
     if result.missing:
-        parts.append(f"{len(result.missing)} candidate(s) of the baseline missing from the run")
-    return f"FAIL: {'; '.join(parts)} ({result.metrics_checked} metrics checked)"
+        parts.append(f"{plural(len(result.missing), 'candidate')} of the baseline missing from the run")
+    return f"FAIL: {'; '.join(parts)} ({plural(result.metrics_checked, 'metric')} checked)"

@@ -1,23 +1,31 @@
 """Looking before spending: chunk statistics per chunker and the candidate grid with token counts and cost.
 
 Nothing here embeds text, except a semantic chunker, which cannot split without its model; it is
-reported as such instead of being run.
+reported as such instead of being run. The dry run refuses what would stop the run: a goldset or
+corpus changed since its lock, an API key not set, a service that accepts no connection.
 """
 
 from __future__ import annotations
 
+import os
+import urllib.parse
 from dataclasses import dataclass
 
 from rich.console import Console
+from rich.markup import escape
 
 from bench.chunking.table import ChunkTable
 from bench.chunking.tokens import count_tokens, count_tokens_each
 from bench.config import Candidate, Config
-from bench.embedders import paths
+from bench.embedders import http_api, paths
+from bench.errors import BenchError
 from bench.evaluation import costs
 from bench.inputs.corpus import Corpus
 from bench.inputs.goldset import Goldset, load_goldset
+from bench.inputs.lock import check_lock
 from bench.report.corpus_view import print_warnings, read_corpus
+
+CONNECT_TIMEOUT_S = 3.0  # for each service's host to accept a connection
 
 
 def tables_without_models(config: Config, corpus: Corpus) -> tuple[dict[str, ChunkTable], list[str]]:
@@ -85,14 +93,101 @@ def dry_run(
     skip: tuple[str, ...] = (),
     console: Console | None = None,
     strict: bool = False,
-) -> list:
+    allow_unlocked: bool = False,
+) -> list[PlannedCandidate]:
     """The grid with chunk and token counts and estimated cost, before anything is embedded.
-    Files of the corpus left out are warned about on ``console`` (standard error when None)."""
+    Files of the corpus left out are warned about on ``console`` (standard error when None).
+
+    What would stop the run is a BenchError with one line per problem: the goldset or corpus
+    changed since the lock (as ``bench run`` refuses it, unless ``allow_unlocked``), an API key
+    not set, a service whose host accepts no connection (nothing is sent to it)."""
     root = paths.cache_root(config.cache_dir, config.cache_override)
     console = console or Console(stderr=True)
     corpus = read_corpus(config.corpus, paths.extracted_dir(root), console, strict, warn=False)
     goldset = load_goldset(config.goldset, corpus)
     print_warnings(console, corpus)
     candidates = config.candidates(only, skip)
+    lock = lock_problem(goldset, corpus, allow_unlocked, console)
+    problems = [lock] if lock else []
+    problems += service_problems(config, candidates)
+    if problems:
+        raise BenchError("\n".join(problems))
     tables, _ = tables_without_models(config, corpus)
     return plan(config, candidates, tables, goldset)
+
+
+def lock_problem(goldset: Goldset, corpus: Corpus, allow_unlocked: bool, console: Console) -> str | None:
+    """The lock as ``bench run`` checks it: the line that refuses the run, else None (a goldset
+    without a lock, or one let through by ``allow_unlocked``, is warned about on ``console``)."""
+    lock = check_lock(goldset, corpus)
+    if lock.problem and not allow_unlocked:
+        return lock.problem
+    if not lock.locked and not lock.problem:
+        console.print(
+            f"[yellow]warning:[/] {escape(str(goldset.path))} is not locked; "
+            f"lock the reviewed goldset with `bench goldset lock {escape(str(goldset.path))}`"
+        )
+    elif lock.problem:
+        console.print(f"[yellow]warning:[/] the run would go unlocked: {escape(lock.problem)}")
+    return None
+
+
+def service_problems(config: Config, candidates: list[Candidate], timeout_s: float = CONNECT_TIMEOUT_S) -> list[str]:
+    """What would stop the run at its first request to a service, one line each: the API key of
+    an API model or HTTP reranker not set (a loopback URL needs none), a host that accepts no TCP
+    connection. Nothing is sent: no text is embedded or scored, nothing is billed."""
+    from bench.embedders.openai_http import OpenAIEmbedder
+    from bench.retrieval.rerankers import HttpReranker
+
+    problems: list[str] = []
+    endpoints: dict[str, tuple[str, str]] = {}  # url -> (what, how to fix it when nothing answers)
+    for name in _models_used(config, candidates):
+        spec = config.model(name)
+        if not spec.remote:
+            continue
+        try:
+            embedder = OpenAIEmbedder(spec)  # reads its URL and key from the environment; sends nothing
+        except BenchError as e:
+            problems.append(str(e))
+            continue
+        table = f"[model.{name}]"
+        if not _loopback(embedder.url) and not os.environ.get(embedder.api_key_env, "").strip():
+            problems.append(
+                f"model {name!r}: ${embedder.api_key_env} is not set, and {embedder.shown_url} needs an API key; "
+                f"export the key in ${embedder.api_key_env} (api_key_env in {table} names the variable)"
+            )
+        endpoints.setdefault(
+            embedder.url,
+            (f"model {name!r}", f"start the server, or set ${embedder.base_url_env} (or base_url in {table})"),
+        )
+    for name in dict.fromkeys(c.reranker for c in candidates if c.reranker):
+        reranker = config.reranker(name)
+        if reranker.kind != "http" or not reranker.url:
+            continue
+        try:
+            HttpReranker(reranker)  # refuses a missing key as the run would; sends nothing
+        except BenchError as e:
+            problems.append(str(e))
+        endpoints.setdefault(
+            reranker.url, (f"reranker {name!r}", f"start the service, or fix url in [reranker.{name}]")
+        )
+    for url, (what, fix) in endpoints.items():
+        why = http_api.unreachable(url, timeout_s)
+        if why:
+            problems.append(f"{what}: cannot connect to {http_api.redact_url(url)} ({why}); {fix}")
+    return problems
+
+
+def _models_used(config: Config, candidates: list[Candidate]) -> list[str]:
+    """Every model the candidates embed with: their first stages', bi-encoder rerankers' and
+    semantic chunkers'."""
+    names = [part.model for c in candidates for part in config.parts(c)]
+    rerankers = [config.reranker(c.reranker) for c in candidates if c.reranker]
+    names += [r.model for r in rerankers if r.kind == "bi-encoder" and r.model]
+    chunkers = {c.chunker for c in candidates}
+    names += [spec.model for spec in config.chunkers if spec.model and spec.name in chunkers]
+    return list(dict.fromkeys(names))
+
+
+def _loopback(url: str) -> bool:
+    return (urllib.parse.urlsplit(url).hostname or "") in http_api.LOOPBACK

@@ -202,7 +202,7 @@ def test_evidence_in_a_file_left_out_fails_validate_saying_why(docs_project):
     assert problems == [
         "scan.jsonl:1: question 'scan' evidence 1: document 'scan.pdf' was left out of the corpus "
         "(no text layer: OCR it first); fix the file or drop this evidence",
-        "bench: 1 problem(s) in scan.jsonl",
+        "bench: 1 problem in scan.jsonl",
     ]
     assert "ok" not in result.stdout
 

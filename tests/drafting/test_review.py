@@ -403,7 +403,7 @@ def test_nothing_acknowledged_is_lost_when_the_server_is_killed(files):
         proc.send_signal(signal.SIGINT)  # Ctrl-C: a clean stop that says where the goldset is
         out, _ = proc.communicate(timeout=10)
     assert proc.returncode == 0
-    assert f"goldset: {files['goldset']} (1 question(s))" in out and "bench goldset validate" in out
+    assert f"goldset: {files['goldset']} (1 question)" in out and "bench goldset validate" in out
     assert [q.id for q in load_goldset(files["goldset"], load_corpus(files["corpus"])).questions] == ["q1"]
 
 

@@ -302,7 +302,7 @@ def test_check_fails_with_a_table_when_mrr_drops_beyond_max_drop(results: Path):
     row = next(line for line in result.stdout.splitlines() if "alpha" in line)
     assert "mrr@5" in row and "0.6000" in row and "0.5500" in row and "0.0500" in row
     assert "beta" not in result.stdout
-    assert result.stdout.strip().splitlines()[-1].startswith("FAIL: 1 metric(s) of 1 candidate(s) dropped by more")
+    assert result.stdout.strip().splitlines()[-1].startswith("FAIL: 1 metric of 1 candidate dropped by more")
     assert cli("check", run, "--baseline", base, "--max-drop", "0.05").exit_code == 0
 
 

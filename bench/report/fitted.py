@@ -1,0 +1,111 @@
+"""Tables that fit the terminal without cutting what people copy or read.
+
+A :class:`FittedTable` has key columns (candidate ids, run ids, metric names: what is pasted into
+the next command) and value columns, most important first. It lays itself out when printed, for
+the console's width: every key is shown whole (never wrapped or cut), every other cell at least
+as wide as its longest word, so that no number is ever cut; headers wrap at their spaces. When
+the columns do not fit side by side, the value columns that do not go into a second table (and
+a third …), each starting again with the keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rich.console import Console, ConsoleOptions, JustifyMethod, RenderResult
+from rich.measure import Measurement
+from rich.table import Table
+
+_UNBOUNDED = 100_000  # columns, for measuring a table's natural width
+
+
+@dataclass(frozen=True)
+class _Column:
+    header: str
+    key: bool
+    justify: JustifyMethod
+    min_width: int | None
+
+
+@dataclass
+class _Row:
+    cells: list[str]
+    end_section: bool = False
+
+
+@dataclass
+class FittedTable:
+    """``rich.table.Table``'s ``add_column``, ``add_row`` and ``add_section``, laid out at print time.
+
+    ``min_width`` of a column keeps a cell's text together where it has spaces that are no place to
+    wrap (``0.500 → 0.550`` in one line, the change under it)."""
+
+    title: str = ""
+    caption: str = ""
+    show_edge: bool = True
+    _columns: list[_Column] = field(default_factory=list)
+    _rows: list[_Row] = field(default_factory=list)
+
+    def add_column(
+        self, header: str, *, key: bool = False, justify: JustifyMethod = "right", min_width: int | None = None
+    ) -> None:
+        self._columns.append(_Column(header, key, "left" if key else justify, min_width))
+
+    def add_row(self, *cells: str, end_section: bool = False) -> None:
+        if len(cells) != len(self._columns):
+            raise ValueError(f"{len(cells)} cells for {len(self._columns)} columns")
+        self._rows.append(_Row(list(cells), end_section))
+
+    def add_section(self) -> None:
+        if self._rows:
+            self._rows[-1].end_section = True
+
+    @property
+    def row_count(self) -> int:
+        return len(self._rows)
+
+    def parts(self, console: Console, width: int) -> list[list[int]]:
+        """The columns (by position) of each table printed at ``width``: the keys first in each,
+        then as many value columns as fit; a value column wider than any table starts one alone."""
+        keys = [i for i, c in enumerate(self._columns) if c.key]
+        parts: list[list[int]] = []
+        current: list[int] = []
+        for i, column in enumerate(self._columns):
+            if column.key:
+                continue
+            if current and self._least_width(console, [*keys, *current, i]) > width:
+                parts.append(current)
+                current = []
+            current.append(i)
+        parts.append(current)
+        return [sorted([*keys, *part]) for part in parts]
+
+    def _least_width(self, console: Console, columns: list[int]) -> int:
+        table = self._table(sorted(columns), "", "")
+        return Measurement.get(console, console.options.update(max_width=_UNBOUNDED), table).minimum
+
+    def _table(self, columns: list[int], title: str, caption: str) -> Table:
+        table = Table(
+            title=title or None,
+            caption=caption or None,
+            title_justify="left",
+            caption_justify="left",
+            show_edge=self.show_edge,
+        )
+        for i in columns:
+            c = self._columns[i]
+            table.add_column(c.header, justify=c.justify, no_wrap=c.key, min_width=c.min_width)
+        for row in self._rows:
+            table.add_row(*(row.cells[i] for i in columns), end_section=row.end_section)
+        return table
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        parts = self.parts(console, options.max_width)
+        for n, columns in enumerate(parts):
+            title = self.title if n == 0 else f"{self.title} (continued)" if self.title else "(continued)"
+            yield self._table(columns, title, self.caption if n == len(parts) - 1 else "")
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        every = list(range(len(self._columns)))
+        full = Measurement.get(console, options.update(max_width=_UNBOUNDED), self._table(every, "", ""))
+        return Measurement(min(full.minimum, options.max_width), min(full.maximum, options.max_width))
