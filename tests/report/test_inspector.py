@@ -252,6 +252,12 @@ def test_candidate_b_adds_a_column_to_the_right(driver, chunk_run: Run):
     assert all(len(q["columns"]) == 1 for q in driver.execute_script(_COLUMNS_JS))
 
 
+# "more" pressed on every shown entry not yet expanded (the preview test presses one as a user does).
+_EXPAND_JS = (
+    "document.querySelectorAll('li:not(.expanded) > button.more').forEach(b => b.checkVisibility() && b.click())"
+)
+
+
 def test_hostile_text_is_shown_as_text_and_never_runs(driver, chunk_run: Run):
     from selenium.webdriver.common.by import By
 
@@ -260,9 +266,7 @@ def test_hostile_text_is_shown_as_text_and_never_runs(driver, chunk_run: Run):
     for element_id in ("show-depth", "misses-only"):
         _click(driver, element_id)
     _select(driver, "candidate-b", chunk_run.ids[-1])
-    for button in driver.find_elements(By.CSS_SELECTOR, "button.more"):
-        if button.is_displayed():  # not those of questions the filters hide
-            _press(driver, button)
+    driver.execute_script(_EXPAND_JS)
     assert driver.execute_script("return window.__pwned === undefined")
     _click(driver, "misses-only")
     hostile = [t for t in chunk_run.texts if "__pwned" in t.text]
@@ -271,9 +275,7 @@ def test_hostile_text_is_shown_as_text_and_never_runs(driver, chunk_run: Run):
         span = f"{unit.doc_id}:{unit.start}-{unit.end}"
         candidate = next(r.candidate for r in chunk_run.records if span in map(_span, r.ranking))
         _select(driver, "candidate-a", candidate)
-        for button in driver.find_elements(By.CSS_SELECTOR, "li:not(.expanded) > button.more"):
-            if button.is_displayed():  # not those of questions the filters hide
-                _press(driver, button)
+        driver.execute_script(_EXPAND_JS)
         holders = driver.execute_script(
             "return [...document.querySelectorAll('.unit-text')].filter(e => e.textContent === arguments[0])",
             unit.text,
@@ -425,7 +427,7 @@ def test_leaderboard_lists_the_candidates_in_rank_order_and_selects_them(driver,
 
 def test_leaderboard_follows_rank_not_stored_order_and_prefers_the_stored_end_to_end(driver, chunk_run, tmp_path):
     first, second, *rest = sorted(chunk_run.summary.candidates, key=lambda c: c.rank)
-    untimed = {f"{s}_ms_p95": None for s in ("query_embed", "search", "rerank")}
+    untimed = {f"{s}_ms_p95": None for s in ("query_embed", "search", "rerank", "end_to_end")}
     candidates = [
         dataclasses.replace(first, ops={**first.ops, "end_to_end_ms_p95": 1234.0}),
         dataclasses.replace(second, ops={**second.ops, **untimed}),
@@ -491,6 +493,24 @@ def _outcome_labels(driver) -> dict[str, str]:
     )
 
 
+# Candidates A and B and the outcome filter chosen as a user's change of each select does, in one round trip;
+# what the page then shows.
+_CHOOSE_JS = """
+const [a, b, outcome] = arguments;
+for (const [id, value] of [['candidate-a', a], ['candidate-b', b], ['outcome-filter', outcome]]) {
+  const select = document.getElementById(id);
+  select.value = value;
+  select.dispatchEvent(new Event('change'));
+}
+return {
+  shown: [...document.querySelectorAll('.question')].filter(q => q.checkVisibility()).map(q => q.dataset.qid),
+  count: document.getElementById('shown-count').textContent,
+  labels: Object.fromEntries([...document.querySelectorAll('#outcome-filter option')]
+    .map(o => [o.value, o.textContent])),
+};
+"""
+
+
 def test_outcome_filters_show_exactly_the_questions_the_records_give(driver, chunk_run: Run):
     _open(driver, chunk_run.page)
     qids, n = chunk_run.qids, len(chunk_run.qids)
@@ -512,24 +532,44 @@ def test_outcome_filters_show_exactly_the_questions_the_records_give(driver, chu
         for b in chunk_run.ids:
             if a == b:
                 continue
-            _select(driver, "candidate-a", a)
-            _select(driver, "candidate-b", b)
             a_not_b = [q for q in qids if q in finds[a] and q not in finds[b]]
             b_not_a = [q for q in qids if q in finds[b] and q not in finds[a]]
-            labels = _outcome_labels(driver)
-            assert labels["a-not-b"] == f"A finds, B misses ({len(a_not_b)})"
-            assert labels["b-not-a"] == f"B finds, A misses ({len(b_not_a)})"
             for value, expected in (("a-not-b", a_not_b), ("b-not-a", b_not_a)):
-                _select(driver, "outcome-filter", value)
-                assert _shown(driver) == expected, (a, b, value)
-                assert _count(driver) == f"{len(expected)} of {n} questions"
-            _select(driver, "outcome-filter", "")
+                page = driver.execute_script(_CHOOSE_JS, a, b, value)
+                assert page["shown"] == expected, (a, b, value)
+                assert page["count"] == f"{len(expected)} of {n} questions"
+                assert page["labels"]["a-not-b"] == f"A finds, B misses ({len(a_not_b)})"
+                assert page["labels"]["b-not-a"] == f"B finds, A misses ({len(b_not_a)})"
             nonempty += bool(a_not_b)
     assert nonempty > 0
     _select(driver, "outcome-filter", "a-not-b")
     _select(driver, "candidate-b", "")  # without B the pair filter lets go
     assert driver.execute_script("return document.getElementById('outcome-filter').value") == ""
     assert _shown(driver) == qids
+
+
+def test_missed_by_all_asks_every_candidate_not_only_a_and_b(driver, chunk_run: Run, tmp_path: Path):
+    """The best candidate made to miss q1 (which the others find): q1 is still not missed by all."""
+    best = chunk_run.ids[0]
+    records = [
+        dataclasses.replace(
+            r,
+            ranking=[dataclasses.replace(e, grade=0) for e in r.ranking],
+            first_relevant_rank=None,
+        )
+        if (r.candidate, r.question_id) == (best, "q1")
+        else r
+        for r in chunk_run.records
+    ]
+    page = tmp_path / "inspector.html"
+    write_inspector(page, chunk_run.summary, records, chunk_run.texts, chunk_run.manifest)
+    found = {(r.candidate, r.question_id) for r in records if any(e.grade > 0 for e in r.ranking[: chunk_run.k])}
+    missed_by_all = [q for q in chunk_run.qids if not any((c, q) in found for c in chunk_run.ids)]
+    best_misses = [q for q in chunk_run.qids if (best, q) not in found]
+    assert "q1" in best_misses and "q1" not in missed_by_all
+    _open(driver, page)
+    for a, b in ((best, ""), (best, chunk_run.ids[1]), (chunk_run.ids[-1], best)):
+        assert driver.execute_script(_CHOOSE_JS, a, b, "missed-by-all")["shown"] == missed_by_all
 
 
 def test_a_long_units_preview_shows_its_evidence_not_its_beginning(driver, chunk_run: Run):
