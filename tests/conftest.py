@@ -34,6 +34,8 @@ WORKER_GROUPS = {
     "index": ["tests/retrieval/test_index.py"],
     "python-api": ["tests/test_python_api.py"],
     "documents": ["tests/cli/test_documents_end_to_end.py"],
+    "table-width": ["tests/cli/test_table_width.py"],
+    "metric-names": ["tests/cli/test_metric_names.py"],
 }
 _GROUP_OF = {module: group for group, modules in WORKER_GROUPS.items() for module in modules}
 _GROUP_RANK = {group: rank for rank, group in enumerate(WORKER_GROUPS)}
