@@ -58,7 +58,8 @@ def write_reports(folder: Path, run: StoredRun | None = None) -> Written:
         "head_to_head": _with_pages(_best_two(summary, records), run),
         "per_tag": significance.per_tag(summary, records),
     }
-    diagnosis = findings_lines(diagnose(summary, records))
+    findings = diagnose(summary, records)
+    diagnosis = findings_lines(findings)
 
     done = running.results()
     written.append(folder / INSPECTOR)
@@ -68,7 +69,7 @@ def write_reports(folder: Path, run: StoredRun | None = None) -> Written:
         {"seed": 0, "permutations": significance.PERMUTATIONS, "bootstrap_resamples": significance.RESAMPLES, **stats},
     )
     written.append(folder / STATISTICS)
-    stats["diagnosis"] = diagnosis
+    stats["diagnosis"], stats["findings"] = diagnosis, findings
     rendered = {
         name.removeprefix("plot:"): cast(tuple[str, bytes], value)
         for name, value in done.items()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,6 +14,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import QUESTIONS, finished_runs, run_cli
+from tests.report.test_pdf import PYTHON_LITERAL
 
 PLOTS = {
     "hit_rate_curves.png",
@@ -23,7 +26,10 @@ PLOTS = {
     "rank_matrix.png",
 }
 PAGE_TITLES = [
-    "bench shootout: summary",
+    "bench shootout ",  # page 1: the decision
+    "Contents",
+    "Every candidate, ranked",
+    "Latency, throughput and cost",
     "Hit rate by cutoff",
     "Where the first relevant unit landed",
     "Score gap",
@@ -36,6 +42,7 @@ PAGE_TITLES = [
     "Head to head: the two best candidates",
     "Rank matrix",
     "Per tag",
+    "Glossary",
     "Provenance",
 ]
 
@@ -97,13 +104,14 @@ def test_report_pdf_has_its_pages_in_order_and_none_is_blank(run: Path, tmp_path
         found = next((i for i in range(position, len(texts)) if title.lower() in texts[i].lower()), None)
         assert found is not None, f"no page titled {title!r} after page {position + 1}"
         position = found
-    assert "minilm" not in texts[0] and "hash/tok24/flat" in texts[0]  # the summary names this run's candidates
+    ranked = next(t for t in texts if t.startswith("Every candidate, ranked"))
+    assert "minilm" not in ranked and "hash/tok24/flat" in ranked  # the summary names this run's candidates
     from bench.evaluation.findings import diagnose, findings_lines
     from bench.results.schema import load_run
 
     stored = load_run(run)
     lines = findings_lines(diagnose(stored.summary, stored.records))
-    diagnosis = [t for t in texts if "Diagnosis: what the numbers suggest" in t]
+    diagnosis = [t for t in texts if t.startswith("Diagnosis: what the numbers suggest")]
     assert bool(diagnosis) == bool(lines)
     for line in lines:  # every finding is on the page (the PDF wraps long lines)
         assert " ".join(line.split()[:6]) in " ".join(" ".join(diagnosis).split())
@@ -193,3 +201,114 @@ def test_a_second_run_of_the_same_goldset_adds_a_history_page(tmp_path: Path):
     assert (second / "plots" / "history.png").stat().st_size > 0
     texts = [page.extract_text() for page in PdfReader(second / "report.pdf").pages]
     assert any("History: mrr@3" in t for t in texts)
+
+
+# --- report.pdf: the decision first, then details a reader can find and read --------------------------------
+
+
+def _pdf_texts(path: Path) -> list[str]:
+    from pypdf import PdfReader
+
+    return [page.extract_text() for page in PdfReader(path).pages]
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_page_one_says_what_to_use_how_sure_to_be_and_what_it_costs(run: Path):
+    summary = json.loads((run / "summary.json").read_text())
+    rec = summary["recommendation"] or {}
+    pick = rec.get("pick") or summary["candidates"][0]["id"]
+    first = _flat(_pdf_texts(run / "report.pdf")[0])
+    assert first.startswith("bench shootout " + run.name)
+    assert f"Use {pick}: mrr@3 " in first and "(95% interval " in first
+    assert "Tied with the best: " in first and "n = 6" in first  # the tied group and the test behind it
+    assert "p95 ms end to end" in first and "queries / s, 1 thread" in first
+    picked = next(c for c in summary["candidates"] if c["id"] == pick)
+    if picked["ops"].get("monthly_cost_usd") is not None:
+        from bench.formatting import usd
+
+        assert "monthly cost" in first and "Priced at " in first and usd(picked["ops"]["monthly_cost_usd"]) in first
+    else:
+        assert "monthly cost: set [scale] in bench.toml" in first
+    assert "Next things to try" in first and "How sure 6 questions" in first
+
+
+def test_every_page_is_numbered_and_shows_no_python_value(run: Path):
+    texts = _pdf_texts(run / "report.pdf")
+    for n, text in enumerate(texts, start=1):
+        assert f"page {n} of {len(texts)}" in text, n
+        found = PYTHON_LITERAL.search(text)
+        assert found is None, (n, found and text[max(0, found.start() - 60) : found.end() + 20])
+
+
+def test_the_contents_page_gives_the_page_each_section_starts_on(run: Path):
+    texts = [_flat(t) for t in _pdf_texts(run / "report.pdf")]
+    assert texts[1].startswith("Contents")
+    entries = [
+        (title, int(number))
+        for title, number in re.findall(r"^(.+?) (\d+)$", _pdf_texts(run / "report.pdf")[1], re.M)
+        if not re.search(r"page \d+ of", title) and title != "Contents"
+    ]
+    titles = [title for title, _ in entries]
+    for needed in ("Every candidate, ranked", "Head to head: all pairs on mrr@3", "Per tag: mean mrr@3", "Glossary"):
+        assert needed in titles
+    assert titles[-1] == "Provenance"
+    numbers = [number for _, number in entries]
+    assert numbers == sorted(numbers) and numbers[0] == 3
+    for title, number in entries:
+        assert texts[number - 1].startswith(title), (title, number)  # the section starts there
+        assert not texts[number - 2].startswith(title), (title, number)  # and not before
+
+
+def test_the_glossary_defines_every_metric_the_report_shows(run: Path):
+    texts = _pdf_texts(run / "report.pdf")
+    glossary = "\n".join(t for t in texts if t.startswith("Glossary"))
+    summary = json.loads((run / "summary.json").read_text())
+    for metric in summary["candidates"][0]["quality"]:
+        assert re.search(rf"^{re.escape(metric)} \S.{{30,}}", glossary, re.M), metric
+    for term in ("f1@3", "span_iou@3", "evidence_recall@3", "score gap", "end-to-end latency", "monthly cost"):
+        assert re.search(rf"^{re.escape(term)} \S.{{30,}}", glossary, re.M), term
+
+
+def test_the_per_tag_page_gives_each_tags_questions_and_findings(run: Path):
+    texts = [_flat(t) for t in _pdf_texts(run / "report.pdf")]
+    tags = next(t for t in texts if t.startswith("Per tag"))
+    assert "t n = 6" in tags  # the one tag of the tiny goldset, with its six questions
+    assert "The pick, " in tags and "Fewer than 10 questions: t (6)" in tags
+
+
+def test_a_run_stored_before_the_decision_keys_still_gets_its_decision_page(run: Path, tmp_path: Path):
+    """A run that predates the recommendation's tied group, test and monthly costs: page 1 works them out
+    or says what to set; its provenance says yes/no and – where the manifest holds booleans and nulls."""
+    from bench.report.writer import write_reports
+    from bench.results.schema import load_run
+
+    copy = tmp_path / run.name
+    shutil.copytree(run, copy)
+    stored = load_run(copy)
+    summary = stored.summary
+    old_rec = {key: (summary.recommendation or {}).get(key) for key in ("metric", "margin", "cost_key", "line")}
+    new_ops = ("monthly_", "end_to_end_", "qps_", "storage_gb", "index_hours", "cpu_seconds")
+    candidates = [
+        dataclasses.replace(c, ops={k: v for k, v in c.ops.items() if not k.startswith(new_ops)})
+        for c in summary.candidates
+    ]
+    old = dataclasses.replace(
+        stored,
+        summary=dataclasses.replace(summary, recommendation=old_rec, candidates=candidates),
+        manifest=dataclasses.replace(
+            stored.manifest, config={}, locked=True, lock={"locked": True, "problem": None, "files": ["a", "b"]}
+        ),
+    )
+    write_reports(copy, old)
+    texts = _pdf_texts(copy / "report.pdf")
+    first = _flat(texts[0])
+    best = summary.candidates[0].id
+    assert f"Use {best}: mrr@3 " in first  # no pick stored: the best
+    assert "Tied with the best: " in first and "Holm-corrected over the 6 pairs on mrr@3" in first
+    assert "monthly cost: set [scale] in bench.toml" in first and "p95" in first
+    provenance = _flat(texts[-1])
+    assert "lock: locked yes" in provenance and "lock: problem –" in provenance and "lock: files a, b" in provenance
+    assert not any(PYTHON_LITERAL.search(t) for t in texts)

@@ -1,0 +1,153 @@
+"""A candidate's operating figures as every report states them: one end-to-end latency (query
+embedding + search, + reranking when the pipeline reranks) with its parts, queries per second on
+one thread, monthly cost at the configured scale, and the scale itself in one line.
+
+Runs that predate a figure get it derived from what they stored (end-to-end latency from its
+parts, queries per second from the mean end-to-end latency); a figure that cannot be derived
+(monthly cost without a [scale]) reads as missing, never as zero.
+"""
+
+from __future__ import annotations
+
+from bench.evaluation.costs import end_to_end_ms
+from bench.formatting import ms, size, usd
+from bench.results.schema import CandidateResult, Manifest, RunSummary
+
+MISSING = "–"
+STEPS = (("query_embed", "embed"), ("search", "search"), ("rerank", "rerank"))
+SCALE_HINT = "monthly cost: set [scale] in bench.toml (documents, queries_per_month, replicas, prices)"
+
+
+def latency(c: CandidateResult, stat: str = "p95") -> float | None:
+    """End-to-end query latency in ms at ``stat`` (p50, p95, p99, mean)."""
+    stored = _number(c.ops.get(f"end_to_end_ms_{stat}"))
+    return stored if stored is not None else end_to_end_ms(c, stat)
+
+
+def latency_parts(c: CandidateResult, stat: str = "p95") -> list[tuple[str, float]]:
+    """(step, ms) of each step that applies: embed, search, rerank."""
+    return [(label, v) for key, label in STEPS if (v := _number(c.ops.get(f"{key}_ms_{stat}"))) is not None]
+
+
+def latency_text(c: CandidateResult, stat: str = "p95") -> str:
+    """``841.3 (embed 0.0 + search 1.0 + rerank 840.3)``; the total alone when it has one part."""
+    total = latency(c, stat)
+    if total is None:
+        return MISSING
+    parts = latency_parts(c, stat)
+    if len(parts) < 2:
+        return ms(total)
+    return f"{ms(total)} ({' + '.join(f'{label} {ms(v)}' for label, v in parts)})"
+
+
+def qps(c: CandidateResult) -> float | None:
+    """Queries a second answered one after another on one thread: stored, else 1000 / mean latency."""
+    stored = _number(c.ops.get("qps_single_thread"))
+    if stored is not None:
+        return stored
+    mean = latency(c, "mean")
+    return 1000.0 / mean if mean else None
+
+
+def qps_text(c: CandidateResult) -> str:
+    value = qps(c)
+    if value is None:
+        return MISSING
+    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}" if value >= 1 else f"{value:.2f}"
+
+
+def monthly(c: CandidateResult) -> float | None:
+    return _number(c.ops.get("monthly_cost_usd"))
+
+
+def priced(summary: RunSummary) -> bool:
+    """Whether this run's candidates carry a monthly cost."""
+    return any(monthly(c) is not None for c in summary.candidates)
+
+
+def monthly_text(c: CandidateResult) -> str:
+    return usd(monthly(c), MISSING)
+
+
+def usd_text(value) -> str:
+    return usd(_number(value), MISSING)
+
+
+def cost_per_1k_text(c: CandidateResult) -> str:
+    return usd(c.ops.get("cost_per_1k_queries_usd"), MISSING)
+
+
+def index_text(c: CandidateResult) -> str:
+    """The index as built here, and at the configured scale when the run projects it."""
+    here = size(_number(c.ops.get("index_bytes")), MISSING)
+    scaled = _number(c.ops.get("storage_gb_at_scale"))
+    if scaled is None or size(scaled * 1e9) == here:
+        return here
+    return f"{here} here, {size(scaled * 1e9)} at scale"
+
+
+def includes(summary: RunSummary) -> list[str]:
+    """What the monthly cost adds up, as the run says (the first candidate that says)."""
+    for c in summary.candidates:
+        parts = c.ops.get("monthly_cost_includes")
+        if isinstance(parts, list) and parts:
+            return [str(p) for p in parts]
+    return []
+
+
+def scale_line(summary: RunSummary, manifest: Manifest) -> str:
+    """The scale the monthly figures are priced at, in one sentence; the hint to set it when the run
+    has no monthly figures."""
+    if not priced(summary):
+        return SCALE_HINT
+    from bench.evaluation.scale import Scale  # the defaults a run without [scale] was priced at
+
+    configured = (manifest.config or {}).get("scale")
+    stored = (summary.recommendation or {}).get("scale")
+    table = stored if isinstance(stored, dict) else configured if isinstance(configured, dict) else {}
+    default = Scale()
+
+    def get(key: str):
+        value = table.get(key, getattr(default, key))
+        return getattr(default, key) if value is None and key not in ("documents", *UNPRICED) else value
+
+    docs, here = get("documents"), (manifest.corpus or {}).get("documents")
+    corpus = f"{docs:,} documents" if docs else "this corpus"
+    if here:
+        corpus += f" (this run: {here:,})" if docs else f" ({here:,} documents)"
+    parts = [
+        corpus,
+        f"{get('queries_per_month'):,} queries a month",
+        _plural(get("reindexes_per_month"), "re-index", "re-indexes") + " a month",
+        _plural(get("replicas"), "replica", "replicas"),
+    ]
+    prices = {key: get(key) for key in UNPRICED}
+    if prices["storage_usd_per_gb_month"] is not None:
+        parts.append(f"storage {usd(prices['storage_usd_per_gb_month'])} per GB-month")
+    if prices["hourly_usd"] is not None:
+        parts.append(f"compute {usd(prices['hourly_usd'])} an hour")
+    line = "Priced at " + ", ".join(parts)
+    if not isinstance(configured, dict):
+        line += " (the defaults: set [scale] in bench.toml)"
+    added = includes(summary)
+    if added:
+        line += f". Monthly cost = {' + '.join(added)}"
+    unpriced = [UNPRICED[key] for key, value in prices.items() if value is None]
+    if unpriced:
+        keys = " and ".join(key for key, value in prices.items() if value is None)
+        line += f"; {' and '.join(unpriced)} not priced (set {keys} in [scale])"
+    return line + "."
+
+
+UNPRICED = {"storage_usd_per_gb_month": "storage", "hourly_usd": "local compute"}
+
+
+def _plural(n, one: str, many: str) -> str:
+    text = f"{n:g}" if isinstance(n, (int, float)) else str(n)
+    return f"{text} {one if n == 1 else many}"
+
+
+def _number(value) -> float | None:
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return None
+    return float(value)

@@ -1,0 +1,271 @@
+"""Page 1 of report.pdf: the decision. What to use, its metric with the 95% interval, the candidates
+tied with the best and the test that tied them, why this one, the pick against the best and the
+cheapest (metric, monthly cost, p95 end-to-end latency, queries per second, index size), the
+scale it was priced at, the next things to try, and how sure to be.
+
+It reads the run's recommendation (summary.json) and fills in what an older run did not store:
+the tied group from the all-pairs tests, the interval from the bootstrap, the pick's reason from
+its recommendation line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bench.evaluation.costs import best_candidate
+from bench.evaluation.findings import RUN, Finding
+from bench.evaluation.metrics import metric_key
+from bench.formatting import p_value, with_ci
+from bench.report import ops_view
+from bench.report.pdf_layout import GREY, Para, Section, Table
+from bench.results.schema import CandidateResult, Manifest, RunSummary
+
+ALPHA = 0.05
+STEPS = 3  # next things to try on page 1
+
+
+@dataclass(frozen=True)
+class Decision:
+    pick: CandidateResult
+    metric: str
+    value: float
+    ci: tuple[float, float] | None  # the pick's 95% interval
+    best: CandidateResult
+    tied: list[str]  # tied with the best, the best itself left out; None-free
+    tested: bool  # whether a paired test decided the tied group
+    test: str
+    alpha: float
+    n: int | None
+    reason: str
+    questions_needed: int | None
+    p_value: float | None
+
+
+def decide(summary: RunSummary, manifest: Manifest, stats: dict) -> Decision | None:
+    """The recommendation as stored, completed from the run's statistics where it lacks a key."""
+    if not summary.candidates:
+        return None
+    rec = summary.recommendation or {}
+    ids = {c.id: c for c in summary.candidates}
+    stored = rec.get("metric")
+    metric = (
+        stored if isinstance(stored, str) and stored in summary.candidates[0].quality else metric_key("mrr", summary.k)
+    )
+    pick = ids.get(rec.get("pick") or "", summary.candidates[0])
+    best = ids.get(rec.get("best") or "") or best_candidate(summary.candidates, metric) or summary.candidates[0]
+    alpha = _number(rec.get("alpha")) or ALPHA
+    pairs = (stats.get("pairs") or {}).get(metric) or []
+    if isinstance(rec.get("tied"), list):
+        tied, tested = [t for t in rec["tied"] if t != best.id and t in ids], True
+    else:
+        tied, tested = _tied(best.id, pairs, alpha), bool(pairs)
+    n = rec.get("n_questions") or (pairs[0]["n"] if pairs else (manifest.goldset or {}).get("questions"))
+    test = rec.get("test") or (
+        f"Wilcoxon signed-rank, Holm-corrected over the {len(pairs)} pairs on {metric}" if pairs else "not tested"
+    )
+    value = _number(rec.get("value"))
+    ci = rec.get("ci") if isinstance(rec.get("ci"), list) else (stats.get("cis") or {}).get(pick.id, {}).get(metric)
+    reason = rec.get("reason") or rec.get("line") or ""
+    needed = rec.get("questions_needed")
+    return Decision(
+        pick=pick,
+        metric=metric,
+        value=value if value is not None else pick.quality.get(metric, float("nan")),
+        ci=_interval(ci),
+        best=best,
+        tied=tied,
+        tested=tested,
+        test=test,
+        alpha=alpha,
+        n=n if isinstance(n, int) else None,
+        reason=reason,
+        questions_needed=needed if isinstance(needed, int) and not isinstance(needed, bool) else None,
+        p_value=_number(rec.get("p_value")),
+    )
+
+
+def _tied(best: str, pairs: list[dict], alpha: float) -> list[str]:
+    """Candidates whose paired test against the best is not significant at ``alpha`` (Holm-corrected Wilcoxon)."""
+    out = []
+    for p in pairs:
+        if best in (p["a"], p["b"]) and p["wilcoxon_p_holm"] >= alpha:
+            out.append(p["b"] if p["a"] == best else p["a"])
+    return out
+
+
+def cheapest(summary: RunSummary) -> CandidateResult | None:
+    """The cheapest candidate a month (per 1,000 queries where the run has no monthly cost); equal
+    costs: the better-ranked."""
+    money = ops_view.monthly if ops_view.priced(summary) else (lambda c: _number(c.ops.get("cost_per_1k_queries_usd")))
+    known = [(cost, i, c) for i, c in enumerate(summary.candidates) if (cost := money(c)) is not None]
+    return min(known, key=lambda t: (t[0], t[1]))[2] if known else None
+
+
+def decision_section(
+    summary: RunSummary, manifest: Manifest, stats: dict, findings: dict[str, list[Finding]], title: str
+) -> Section:
+    d = decide(summary, manifest, stats)
+    if d is None:
+        return Section(title, [Para("This run has no candidates: nothing to decide.", size=11)], listed=False)
+    blocks: list = [Para(_lead(summary, manifest), size=9, colour=GREY, space_after=10)]
+    interval = f" (95% interval {d.ci[0]:.3f} to {d.ci[1]:.3f})" if d.ci else ""
+    blocks.append(Para(f"Use {d.pick.id}: {d.metric} {d.value:.3f}{interval}.", size=14, bold=True, space_after=8))
+    blocks.append(Para(_tied_line(d), size=9.5))
+    if d.reason:
+        blocks.append(Para(f"Why this one: {_sentence(d.reason)}", size=9.5, space_after=10))
+    blocks.append(_versus(summary, d, stats.get("cis") or {}))
+    blocks.append(Para(ops_view.scale_line(summary, manifest), size=8.5, colour=GREY, space_after=10))
+    steps = next_steps(summary, findings, d)
+    if steps:
+        blocks.append(Para("Next things to try", size=11, bold=True, keep_next=True, space_after=3))
+        blocks += [Para(s, size=9, bullet="•", space_after=3) for s in steps]
+        blocks[-1].space_after = 10
+    blocks.append(Para("How sure", size=11, bold=True, keep_next=True, space_after=3))
+    blocks.append(Para(_how_sure(summary, d), size=9.5))
+    return Section(title, blocks, listed=False)
+
+
+def _lead(summary: RunSummary, manifest: Manifest) -> str:
+    corpus, goldset = manifest.corpus or {}, manifest.goldset or {}
+    return (
+        f"{corpus.get('documents', '?')} documents, {goldset.get('questions', '?')} questions ({summary.unit} unit), "
+        f"{len(summary.candidates)} candidates compared at k = {summary.k}. Contents on page 2, terms in the glossary."
+    )
+
+
+def _tied_line(d: Decision) -> str:
+    n = f", n = {d.n}" if d.n else ""
+    if not d.tested:
+        return f"The best on {d.metric} is {_best_text(d)}; no paired test was run, so no tie is known."
+    who = ", ".join(d.tied) if d.tied else "none"
+    best = "It is the best" if d.pick.id == d.best.id else f"The best is {_best_text(d)}"
+    p = (
+        f"; the pick against the best: p = {p_value(d.p_value)}"
+        if d.p_value is not None and d.pick.id != d.best.id
+        else ""
+    )
+    return f"{best} on {d.metric}. Tied with the best: {who} ({d.test}, p ≥ {d.alpha:g}{n}){p}."
+
+
+def _best_text(d: Decision) -> str:
+    return f"{d.best.id} ({d.best.quality.get(d.metric, float('nan')):.3f})"
+
+
+def _versus(summary: RunSummary, d: Decision, cis: dict[str, dict[str, list[float]]]) -> Table:
+    """The pick, the best and the cheapest side by side; one row per candidate, its roles named."""
+    roles: dict[str, list[str]] = {}
+    for role, c in (("pick", d.pick), ("best", d.best), ("cheapest", cheapest(summary))):
+        if c is not None:
+            roles.setdefault(c.id, []).append(role)
+    monthly = ops_view.priced(summary)
+    header = [
+        "role",
+        "candidate",
+        f"{d.metric} [95% interval]",
+        "monthly cost" if monthly else "$ / 1k queries",
+        "p95 ms end to end (parts)",
+        "queries / s, 1 thread",
+        "index size",
+    ]
+    rows = []
+    for cid, named in roles.items():
+        c = summary.candidate(cid)
+        rows.append(
+            [
+                " · ".join(named),
+                cid,
+                with_ci(c.quality.get(d.metric, float("nan")), cis.get(cid, {}).get(d.metric)),
+                ops_view.monthly_text(c) if monthly else ops_view.cost_per_1k_text(c),
+                ops_view.latency_text(c),
+                ops_view.qps_text(c),
+                ops_view.index_text(c),
+            ]
+        )
+    return Table(header, rows, size=8.5, row_height=1.9, bold=frozenset({(0, 0), (0, 1)}), space_after=6)
+
+
+def next_steps(summary: RunSummary, findings: dict[str, list[Finding]], d: Decision, limit: int = STEPS) -> list[str]:
+    """The few findings most worth acting on, most useful first: warnings about the pick, the pick's
+    own findings, then the run's pipeline and chunker findings, questions every candidate misses,
+    warnings about the candidates tied with it, and the other warnings."""
+    pick, tied = d.pick.id, set(d.tied) | {d.best.id}
+    run = findings.get(RUN, [])
+    apart = [f for f in run if f.rule == "chunkers_apart"]
+    index = d.pick.id.split("/", 2)[-1]
+    ours = sorted(  # the pick's own model and index first, then its model
+        (f for f in apart if f.evidence.get("model") == d.pick.model),
+        key=lambda f: f.evidence.get("index") != index,
+    )
+    ordered: list[tuple[str, Finding]] = [
+        *((pick, f) for f in findings.get(pick, []) if f.severity == "warning"),
+        *((pick, f) for f in findings.get(pick, []) if f.severity != "warning"),
+        *((RUN, f) for f in run if f.rule == "pipelines"),
+        *((RUN, f) for f in (ours or apart)[:1]),
+        *((RUN, f) for f in run if f.rule not in ("pipelines", "chunkers_apart")),
+        *(
+            (cid, f)
+            for cid in findings
+            if cid in tied and cid != pick
+            for f in findings[cid]
+            if f.severity == "warning"
+        ),
+        *(
+            (cid, f)
+            for cid in findings
+            if cid not in tied and cid not in (pick, RUN)
+            for f in findings[cid]
+            if f.severity == "warning"
+        ),
+    ]
+    out: list[str] = []
+    seen: set[str] = set()
+    for who, f in ordered:
+        if f.text in seen:
+            continue
+        seen.add(f.text)
+        prefix = "" if who == RUN else "The pick: " if who == pick else f"{who}: "
+        out.append(prefix + ("warning: " if f.severity == "warning" else "") + f.text)
+        if len(out) == limit:
+            break
+    return out
+
+
+def _how_sure(summary: RunSummary, d: Decision) -> str:
+    n = d.n
+    text = f"{n} questions, each answered by every candidate, compared question by question." if n else ""
+    if d.ci:
+        text += f" The pick's {d.metric} lies between {d.ci[0]:.3f} and {d.ci[1]:.3f} in 95% of bootstrap resamples."
+    if d.tested and d.tied:
+        text += (
+            f" These questions cannot tell the best from the {len(d.tied)} tied with it: among them, cost and "
+            "latency decide, as they decided the pick."
+        )
+    if d.questions_needed is not None:
+        who = "the best and the runner-up" if d.pick.id == d.best.id else "the pick and the best"
+        text += (
+            f" About {d.questions_needed:,} questions would be needed to tell {who} apart at the difference "
+            f"observed (p < {d.alpha:g}, 80% power)" + (f"; the goldset has {n}." if n else ".")
+        )
+    timed = max((c.ops.get("latency_samples") or 0 for c in summary.candidates), default=0)
+    if timed and n and timed < n:
+        text += f" Latency is timed on single queries, some candidates on only the first {timed} questions."
+    return text.strip()
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith(".") else text + "."
+
+
+def _interval(ci) -> tuple[float, float] | None:
+    """``[lo, hi]`` as numbers; None when missing or undefined (NaN)."""
+    if not isinstance(ci, (list, tuple)) or len(ci) != 2:
+        return None
+    lo, hi = _number(ci[0]), _number(ci[1])
+    return None if lo is None or hi is None else (lo, hi)
+
+
+def _number(value) -> float | None:
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return None
+    return float(value)
