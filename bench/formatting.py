@@ -17,17 +17,42 @@ def number(value, fmt: str = "{}", missing: str = MISSING) -> str:
 
 
 def usd(value: float | None, unknown: str = "unknown", *, symbol: str = "$", keep_small: bool = True) -> str:
-    """Dollars to four places, ``$0.0011``; ``unknown`` when the cost is not known (never $0).
+    """Dollars with the precision that shows the amount: ``$0`` for nothing, two significant digits
+    below a dollar (``$0.25``, ``$0.0011``, ``$0.000021``: a small cost never reads as $0), cents up
+    to $100 (``$12.35``), whole dollars above (``$1,234``); ``unknown`` when the cost is not known.
 
-    Small non-zero amounts keep two significant digits (``$0.000021``) so that they never read as
-    $0; ``keep_small=False`` writes four places whatever the amount.
+    ``keep_small`` is accepted for older callers and changes nothing: no amount is cut to $0.0000.
     """
     if value is None:
         return unknown
-    if not keep_small or value == 0 or abs(value) >= 0.0001:
-        return f"{symbol}{value:.4f}"
-    digits = min(-math.floor(math.log10(abs(value))) + 1, 12)
-    return f"{symbol}{value:.{digits}f}"
+    if value == 0:
+        return f"{symbol}0"
+    sign, amount = ("-", -value) if value < 0 else ("", value)
+    if amount >= 99.995:
+        return f"{sign}{symbol}{amount:,.0f}"
+    if amount >= 0.995:
+        return f"{sign}{symbol}{amount:,.2f}"
+    if amount < 1e-9:  # below a billionth of a dollar a row of zeros says nothing
+        return f"{sign}{symbol}{amount:.1e}"
+    return f"{sign}{symbol}{amount:.{_decimals(amount, 2)}f}"
+
+
+def _decimals(amount: float, significant: int) -> int:
+    """Decimal places that show ``significant`` digits of ``0 < amount < 1`` once rounded (0.0999 → 0.10)."""
+    digits = significant - 1 - math.floor(math.log10(amount))
+    if round(amount, digits) >= 10 ** (significant - digits):
+        digits -= 1
+    return max(digits, 2)
+
+
+def usd_per_queries(cost_per_1k: float | None, unknown: str = "unknown", *, symbol: str = "$") -> str:
+    """A cost per 1,000 queries in the unit that reads: ``$2.00 per 1k queries`` from a cent per 1k up,
+    ``$21 per M queries`` below (the same money per million)."""
+    if cost_per_1k is None:
+        return unknown
+    if cost_per_1k == 0 or abs(cost_per_1k) >= 0.01:
+        return f"{usd(cost_per_1k, symbol=symbol)} per 1k queries"
+    return f"{usd(cost_per_1k * 1000, symbol=symbol)} per M queries"
 
 
 def usd_tick(x: float, _pos=None) -> str:
@@ -67,6 +92,19 @@ def ms_tick(x: float, _pos=None) -> str:
 def seconds(value: float | None, missing: str = MISSING) -> str:
     """Seconds to one decimal, ``3.2``."""
     return number(value, "{:.1f}", missing)
+
+
+def duration(value: float | None, missing: str = MISSING) -> str:
+    """Seconds in the unit that reads: ``0.03 s``, ``4.2 s``, ``17 s``, ``4.5 min``, ``3.1 h``, ``2.5 d``."""
+    if value is None:
+        return missing
+    if value == 0:
+        return "0 s"
+    for unit, scale, above in (("d", 86400, 172800), ("h", 3600, 3600), ("min", 60, 60)):
+        if value >= above:
+            amount = value / scale
+            return f"{amount:.1f} {unit}" if amount < 10 else f"{amount:,.0f} {unit}"
+    return f"{value:.2g} s" if value < 1 else f"{value:.1f} s" if value < 10 else f"{value:.0f} s"
 
 
 # --- shares and figures in running text ------------------------------------------------------------

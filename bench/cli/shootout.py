@@ -179,6 +179,8 @@ def report(run_ref: str, results: Path) -> None:
     out.print(shootout_table(run.summary, title=f"{path.name}: recomputed from stored rankings"))
     out.print(diagnostics_table(run.summary))
     _print_diagnosis(out, run.summary, run.records)
+    if run.summary.recommendation:
+        out.print(run.summary.recommendation.get("line", ""), markup=False)
     with err_console().status("writing rank_matrix.csv, plots, report.pdf and inspector.html"):
         written = write_reports(path, run)
     out.print(f"wrote {len(written.files)} files under {path} (report.pdf: {written.pdf_pages} pages)")

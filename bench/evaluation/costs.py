@@ -21,7 +21,7 @@ import functools
 import math
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -246,6 +246,7 @@ class Usage:
     embed_seconds: float
     reported_tokens: int | None  # what an API said it billed for this run's calls, when it says
     query_ms_mean: float | None  # one query: embedding plus search, measured
+    corpus_embed_seconds: float | None = None  # embedding the whole corpus (measured, kept or sampled)
 
 
 def candidate_costs(price: Price, usage: Usage, hourly: float | None) -> dict[str, Any]:
@@ -278,7 +279,10 @@ def candidate_costs(price: Price, usage: Usage, hourly: float | None) -> dict[st
     if price.estimate:
         seconds = usage.embed_seconds
         per_chunk_s = seconds / usage.chunks_embedded if usage.chunks_embedded else None
-        figures["index_cost_usd"] = compute_cost_usd(per_chunk_s * usage.n_chunks if per_chunk_s else None, hourly)
+        whole = usage.corpus_embed_seconds
+        if whole is None and per_chunk_s:
+            whole = per_chunk_s * usage.n_chunks
+        figures["index_cost_usd"] = compute_cost_usd(whole, hourly)
         figures["run_cost_usd"] = compute_cost_usd(seconds, hourly)
         if usage.query_ms_mean is not None:
             # 1,000 queries at the mean measured milliseconds each take that many seconds
@@ -286,14 +290,19 @@ def candidate_costs(price: Price, usage: Usage, hourly: float | None) -> dict[st
     return figures
 
 
-def end_to_end_ms(candidate: CandidateResult, stat: str = "p95") -> float | None:
+QUERY_STEPS = ("query_embed", "search", "rerank")  # what one query goes through, in order
+
+
+def end_to_end_ms(candidate: CandidateResult | Mapping[str, Any], stat: str = "p95") -> float | None:
     """Query latency end to end: embedding the question, searching the index and reranking, in ms;
     ``stat`` one of p50, p95, p99, mean (for a percentile, the sum of each step's: a bound on the whole's).
+    ``candidate`` is a candidate or its ``ops``.
 
     A step that does not apply (BM25 embeds nothing, most pipelines do not rerank) counts as 0; None
     when none was timed.
     """
-    parts = [candidate.ops.get(f"{step}_ms_{stat}") for step in ("query_embed", "search", "rerank")]
+    ops = candidate if isinstance(candidate, Mapping) else candidate.ops
+    parts = [ops.get(f"{step}_ms_{stat}") for step in QUERY_STEPS]
     return None if all(p is None for p in parts) else sum(p or 0.0 for p in parts)
 
 
@@ -367,7 +376,7 @@ def recommendation_line(
     """One sentence naming the cheapest candidate within ``margin`` of the best ``metric`` score.
 
     e.g. ``cheapest within 0.02 mrr@5 of the best (minilm/md256/flat 0.711): static/tok256/flat at
-    $0.0000 per 1k queries (mrr@5 0.705)``. Says so when the best is itself the cheapest, when costs
+    $0 per 1k queries (mrr@5 0.705)``. Says so when the best is itself the cheapest, when costs
     are unknown, and how many candidates in the margin were skipped for an unknown cost.
     """
     label = cost_label or COST_LABELS.get(cost_key, cost_key)

@@ -13,13 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.errors import BenchError
-from bench.evaluation import costs, diagnostics, metrics
+from bench.evaluation import diagnostics, metrics
 from bench.evaluation.metrics import Grades
 from bench.evaluation.spans import span_keys, span_metrics
 from bench.inputs.goldset import CHUNK
 from bench.results.schema import CandidateResult, EvidenceSpan, QuestionRecord, Retrieved
-
-COST_KEY = "cost_per_1k_queries_usd"
 
 
 @dataclass(frozen=True)
@@ -104,16 +102,3 @@ def rank_candidates(candidates: Sequence[CandidateResult], k: int) -> list[Candi
     mrr, recall = metrics.metric_key("mrr", k), metrics.metric_key("recall", k)
     ordered = sorted(candidates, key=lambda c: (-c.quality[mrr], -c.quality[recall], c.id))
     return [dataclasses.replace(c, rank=rank) for rank, c in enumerate(ordered, start=1)]
-
-
-def recommendation(candidates: Sequence[CandidateResult], k: int, margin: float) -> dict:
-    """The cheapest candidate per 1k queries whose mrr@k is within ``margin`` of the best."""
-    metric = metrics.metric_key("mrr", k)
-    pick = costs.cheapest_within(list(candidates), metric, margin, COST_KEY)
-    return {
-        "metric": metric,
-        "margin": margin,
-        "cost_key": COST_KEY,
-        "pick": pick.id if pick else None,
-        "line": costs.recommendation_line(list(candidates), metric, margin, COST_KEY),
-    }

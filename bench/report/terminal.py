@@ -4,14 +4,17 @@ statistics and pairwise comparisons. The caller passes each table to its own con
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from bench.embedders import MODELS
 from bench.evaluation.costs import end_to_end_ms, resolve_price
 from bench.evaluation.metrics import SPAN_METRICS, metric_key
-from bench.formatting import MISSING, ms, number, p_value, percent, rank, seconds, size, usd, with_ci
+from bench.formatting import MISSING, duration, ms, number, p_value, percent, rank, size, usd, with_ci
 from bench.inputs.goldset import CHUNK
 from bench.results.schema import RunSummary
 
@@ -22,51 +25,135 @@ def console(stderr: bool = False) -> Console:
     return Console(stderr=stderr) if stream.isatty() else Console(stderr=stderr, width=180)
 
 
-# The shootout table's quality columns: the headline metrics (metrics.HEADLINE) with hit rate beside
-# recall, then map; the order people read the table in, kept as it is.
-COLUMNS = ("mrr", "recall", "hit_rate", "ndcg", "precision", "map")
+WIDTH = 100  # the shootout tables are split to fit a terminal this wide, ids never cut
+
+# The shootout's columns in the order they are placed: what decides first (mrr, recall, monthly cost,
+# end-to-end latency), then the rest of the quality, then what a candidate takes to run at scale.
+# Columns that do not fit beside the ids go on to a further table, the ids repeated.
+QUALITY_FIRST = ("mrr", "recall")
+QUALITY_MORE = ("ndcg", "precision", "map")
 
 
-def shootout_table(summary: RunSummary, title: str = "") -> Table:
+@dataclass(frozen=True)
+class _Column:
+    header: str
+    cells: list[str]  # rich markup allowed; each one word, never wrapped
+    width: int  # of the widest plain cell or header word
+
+
+def shootout_table(summary: RunSummary, title: str = "") -> Group:
+    """The ranked candidates: quality, end-to-end latency p50/p95 and monthly cost first, then their
+    operating figures at the team's scale, in as many tables as fit ``WIDTH`` columns."""
     k = summary.k
-    table = Table(
-        title=title
-        or f"Candidates ranked by {metric_key('mrr', k)}, then {metric_key('recall', k)} ({summary.unit} unit)",
-        title_justify="left",
+    cands = summary.candidates
+    money = [
+        _column("$ / month", [usd(c.ops.get("monthly_cost_usd"), "?") for c in cands]),
+        _column("p50/p95 ms", [f"{ms(_e2e(c, 'p50'))}/{ms(_e2e(c, 'p95'))}" for c in cands]),  # embed+search+rerank
+    ]
+    ops = [
+        _column("chunks", [number(c.ops.get("n_chunks"), "{:,}") for c in cands]),
+        _column("q/s", [_qps(c.ops.get("qps_single_thread")) for c in cands]),
+        _column("storage", [size(_times(c.ops.get("storage_gb_at_scale"), 1e9)) for c in cands]),
+        _column("indexing", [duration(_times(c.ops.get("index_hours_at_scale"), 3600)) for c in cands]),
+        _column("$/M q", [usd(_times(c.ops.get("cost_per_1k_queries_usd"), 1000), "?") for c in cands]),
+    ]
+    columns = [*_quality(summary, QUALITY_FIRST), *money, *_quality(summary, QUALITY_MORE), *ops]
+    first = (
+        title or f"Candidates ranked by {metric_key('mrr', k)}, then {metric_key('recall', k)} ({summary.unit} unit)"
     )
-    table.add_column("#", justify="right")
-    # ids are what people copy into --only and exclude: never cut; the other columns' headers wrap instead
-    longest = max((len(c.id) for c in summary.candidates), default=0)
-    table.add_column("candidate", no_wrap=True, min_width=min(longest, 60))
-    for name in COLUMNS:
-        table.add_column(metric_key(name, k), justify="right")
-    table.add_column("chunks", justify="right")
-    table.add_column("embed s", justify="right")
-    table.add_column("query p50/p95 ms", justify="right", no_wrap=True)  # end to end: embed, search, rerank
-    table.add_column("index", justify="right")
-    table.add_column("$ index", justify="right", no_wrap=True)
-    table.add_column("$ / 1k q", justify="right", no_wrap=True)
-    best = {name: max(c.quality[metric_key(name, k)] for c in summary.candidates) for name in COLUMNS}
-    for c in summary.candidates:
-        cells = []
-        for name in COLUMNS:
-            value = c.quality[metric_key(name, k)]
-            text = f"{value:.3f}"
-            cells.append(f"[bold green]{text}[/]" if value == best[name] and value > 0 else text)
-        opsf = c.ops
-        embed = "cached" if opsf.get("dims") and not opsf.get("chunks_embedded") else seconds(opsf.get("embed_seconds"))
-        latency = f"{ms(end_to_end_ms(c, 'p50'))}/{ms(end_to_end_ms(c, 'p95'))}"
-        table.add_row(
-            str(c.rank),
-            c.id,
-            *cells,
-            str(opsf.get("n_chunks", "")),
-            embed,
-            latency,
-            size(opsf.get("index_bytes")),
-            usd(opsf.get("index_cost_usd"), "?"),
-            usd(opsf.get("cost_per_1k_queries_usd"), "?"),
-        )
+    tables = _tables(
+        [c.id for c in cands],
+        columns,
+        [first, f"Candidates, continued: figures at {_scale_text(summary)}"],
+        ranks=[str(c.rank) for c in cands],
+    )
+    notes = _latency_notes(summary) + _money_notes(summary)
+    if notes:
+        tables[0].caption = escape("; ".join(notes))
+    last = tables[-1].caption
+    tables[-1].caption = "; ".join(([last] if isinstance(last, str) else []) + [OPS_NOTE])
+    for table in tables:
+        table.caption_justify = "left"
+    return Group(*tables)
+
+
+OPS_NOTE = (
+    "storage: vectors and index on every replica; indexing: embedding and building the index on one machine; "
+    "q/s: queries a second one after another on one thread; $/M q: API and reranker bills per million queries"
+)
+
+
+def _column(header: str, cells: list[str], wrap: bool = False) -> _Column:
+    """A column as wide as its widest cell or its header (its widest header word with ``wrap``: a
+    header of several words then takes several lines)."""
+    words = [len(w) for w in header.split()] if wrap else [len(header)]
+    return _Column(header, cells, max([*words, *(len(Text.from_markup(c).plain) for c in cells)]))
+
+
+def _quality(summary: RunSummary, names: tuple[str, ...]) -> list[_Column]:
+    """One column per metric, the best value of each in bold green."""
+    out = []
+    for name in names:
+        key = metric_key(name, summary.k)
+        values = [c.quality[key] for c in summary.candidates]
+        best = max(values, default=0.0)
+        cells = [f"[bold green]{v:.3f}[/]" if v == best and v > 0 else f"{v:.3f}" for v in values]
+        out.append(_column(key.replace("precision", "prec"), cells))
+    return out
+
+
+def _tables(ids: list[str], columns: list[_Column], titles: list[str], ranks: list[str] | None = None) -> list[Table]:
+    """``columns`` beside the ids in as many tables as fit ``WIDTH`` (``_fit``); the first table is
+    titled ``titles[0]`` and has the ranks, when given; the others ``titles[1]``."""
+    longest = max([len("candidate"), *map(len, ids)])
+    groups = _fit(columns, longest, max(map(len, ranks), default=1) if ranks else None)
+    tables = []
+    for n, group in enumerate(groups):
+        table = Table(title=titles[min(n, len(titles) - 1)], title_justify="left")
+        lead = bool(ranks) and n == 0
+        if lead:
+            table.add_column("#", justify="right", width=max(map(len, ranks or []), default=1))
+        # ids are what people copy into --only and exclude: never cut. Every width is set, so the
+        # table is as wide as _fit planned whatever the console's width.
+        table.add_column("candidate", no_wrap=True, width=max([len("candidate"), *map(len, ids)]))
+        for col in group:
+            table.add_column(col.header, justify="right", width=col.width)
+        for row, cid in enumerate(ids):
+            table.add_row(*([ranks[row]] if lead and ranks else []), cid, *(col.cells[row] for col in group))
+        tables.append(table)
+    return tables
+
+
+def _fit(columns: list[_Column], longest: int, ranks: int | None) -> list[list[_Column]]:
+    """Columns in order, as many to a table as fit ``WIDTH`` beside the ids (each column takes its
+    width, two of padding and one rule; the first table also has the rank, ``ranks`` digits)."""
+    groups: list[list[_Column]] = [[]]
+    used = 1 + (longest + 3) + (ranks + 3 if ranks else 0)  # the outer rule, the ids, the rank
+    for col in columns:
+        if groups[-1] and used + col.width + 3 > WIDTH:
+            groups.append([])
+            used = 1 + (longest + 3)
+        groups[-1].append(col)
+        used += col.width + 3
+    return groups
+
+
+def _times(value: float | None, by: float) -> float | None:
+    return None if value is None else value * by
+
+
+def _e2e(c, stat: str) -> float | None:
+    stored = c.ops.get(f"end_to_end_ms_{stat}")
+    return stored if stored is not None else end_to_end_ms(c, stat)
+
+
+def _qps(value: float | None) -> str:
+    if value is None:
+        return MISSING
+    return f"{value:,.0f}" if value >= 10 else f"{value:.1f}" if value >= 1 else f"{value:.2f}"
+
+
+def _latency_notes(summary: RunSummary) -> list[str]:
     notes = []
     sampled = {(c.ops.get("latency_samples"), c.diagnostics.get("n_questions")) for c in summary.candidates}
     notes += [
@@ -80,10 +167,38 @@ def shootout_table(summary: RunSummary, title: str = "") -> Table:
     if kept:
         when = ", ".join(f"{model} at {measured}" for model, measured in sorted(kept.items()))
         notes.append(f"query latency timed earlier on this machine ({when}); --remeasure times it again")
-    if notes:
-        table.caption = "; ".join(notes)
-        table.caption_justify = "left"
-    return table
+    return notes
+
+
+def _money_notes(summary: RunSummary) -> list[str]:
+    """What the monthly cost adds up, and what it leaves out for want of a price."""
+    includes = next(
+        (c.ops["monthly_cost_includes"] for c in summary.candidates if c.ops.get("monthly_cost_includes")), None
+    )
+    if not includes:
+        return []
+    note = f"$ / month: {', '.join(includes)}"
+    missing = [p for p in ("storage", "compute") if p not in includes]
+    if missing:
+        keys = {"storage": "storage_usd_per_gb_month", "compute": "hourly_usd"}
+        note += f" (no {' or '.join(missing)} price: set {' and '.join(keys[m] for m in missing)} in [scale])"
+    if any(c.ops.get("monthly_cost_usd") is None for c in summary.candidates):
+        note += "; ?: not known (a price is missing, or the corpus embedding was never timed)"
+    return [note]
+
+
+def _scale_text(summary: RunSummary) -> str:
+    """The scale the figures are projected to, as the recommendation recorded it."""
+    at = (summary.recommendation or {}).get("scale")
+    if not isinstance(at, dict):
+        return "this corpus's size"
+    docs = at.get("documents")
+    corpus = f"{docs:,} documents" if docs else "this corpus"
+    replicas = at.get("replicas", 1)
+    return (
+        f"{corpus}, {at.get('queries_per_month', 0):,} queries a month, {at.get('reindexes_per_month', 0):g} "
+        f"re-indexes a month, {replicas} replica{'s' if replicas != 1 else ''}"
+    )
 
 
 def diagnostics_table(summary: RunSummary) -> Table:
@@ -120,22 +235,26 @@ def diagnostics_table(summary: RunSummary) -> Table:
     return table
 
 
-def plan_table(planned: list) -> Table:
-    """``bench run --dry-run``: what would run, and what a cold run would cost."""
-    table = Table(title="Dry run: the grid (tokens are cl100k; nothing was embedded)", title_justify="left")
-    for col in ("candidate", "chunks", "corpus tokens", "question tokens", "$/Mtok", "index cost $", "cold run $"):
-        table.add_column(col, justify="left" if col == "candidate" else "right")
-    for p in planned:
-        table.add_row(
-            p.candidate.id,
-            number(p.chunks, "{:,}"),
-            number(p.corpus_tokens, "{:,}"),
-            f"{p.question_tokens:,}",
-            number(p.price_per_mtok, "{:g}"),
-            usd(p.index_cost_usd, MISSING, symbol="", keep_small=False),  # the column header says $
-            usd(p.run_cost_usd, MISSING, symbol="", keep_small=False),
-        )
-    return table
+def plan_table(planned: list) -> Group:
+    """``bench run --dry-run``: what would run, what a cold run would cost, and the embedding bills a
+    month at ``[scale]`` (re-indexing and queries), in as many tables as fit ``WIDTH`` columns."""
+    columns = [
+        _column("chunks", [number(p.chunks, "{:,}") for p in planned], wrap=True),
+        _column("corpus tokens", [number(p.corpus_tokens, "{:,}") for p in planned], wrap=True),
+        _column("question tokens", [f"{p.question_tokens:,}" for p in planned], wrap=True),
+        _column("$/Mtok", [number(p.price_per_mtok, "{:g}") for p in planned], wrap=True),
+        _column("index cost", [usd(p.index_cost_usd, MISSING) for p in planned], wrap=True),
+        _column("cold run", [usd(p.run_cost_usd, MISSING) for p in planned], wrap=True),
+        _column("$ / month", [usd(getattr(p, "monthly_embedding_usd", None), MISSING) for p in planned], wrap=True),
+    ]
+    title = "Dry run: the grid (tokens are cl100k; nothing was embedded)"
+    tables = _tables([p.candidate.id for p in planned], columns, [title, "Dry run, continued"])
+    tables[-1].caption = escape(
+        "$ / month: embedding at [scale] (re-indexing and queries, a reranker priced per search included); "
+        "storage and compute are measured by the run"
+    )
+    tables[-1].caption_justify = "left"
+    return Group(*tables)
 
 
 def chunk_table(stats: list, skipped: list[str]) -> Table:

@@ -1,20 +1,27 @@
-"""Recompute a stored run's metrics from its rankings, and check them against what the run wrote."""
+"""Recompute a stored run's metrics from its rankings, its figures at the team's scale from its stored
+operating figures, and the recommendation; and check them against what the run wrote."""
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
 
-from bench.evaluation.scoring import rank_candidates, recommendation, score_candidate
+from bench.evaluation import scale
+from bench.evaluation.decision import recommendation
+from bench.evaluation.scoring import rank_candidates, score_candidate
 from bench.results import schema, store
 from bench.results.schema import QuestionRecord, StoredRun
 
 
 def recompute(run_ref: str, results: Path) -> tuple[StoredRun, StoredRun, list[str]]:
     """The stored run, the same run with every metric recomputed from per_question.jsonl, and every
-    figure that differs between them."""
+    figure that differs between them. A figure the run predates (a key it did not store) is filled
+    in, not counted as a difference."""
     stored = schema.load_run(store.find_run(run_ref, results))
     summary = stored.summary
+    config = stored.manifest.config or {}
+    at = scale.Scale.from_manifest(config.get("scale"))
+    documents = int((stored.manifest.corpus or {}).get("documents") or 0)
     by_candidate: dict[str, list[QuestionRecord]] = {}
     for rec in stored.records:
         by_candidate.setdefault(rec.candidate, []).append(rec)
@@ -31,31 +38,39 @@ def recompute(run_ref: str, results: Path) -> tuple[StoredRun, StoredRun, list[s
         fresh_records[cand.id] = records
         fresh.append(
             dataclasses.replace(
-                cand, quality=scores.quality, curve=scores.curve, diagnostics=scores.diagnostics, rank=None
+                cand,
+                quality=scores.quality,
+                curve=scores.curve,
+                diagnostics=scores.diagnostics,
+                ops={**cand.ops, **scale.at_scale(cand.ops, cand.search or "", documents, at)},
+                rank=None,
             )
         )
     ranked = rank_candidates(fresh, summary.k)
-    margin = summary.recommendation["margin"] if summary.recommendation else None
-    again = dataclasses.replace(
-        summary,
-        candidates=ranked,
-        recommendation=recommendation(ranked, summary.k, margin) if margin is not None else summary.recommendation,
-    )
     cursor: dict[str, int] = {}
     records = []
     for rec in stored.records:  # the stored order, each record recomputed
         i = cursor.get(rec.candidate, 0)
         cursor[rec.candidate] = i + 1
         records.append(fresh_records[rec.candidate][i] if rec.candidate in fresh_records else rec)
+    margin = (summary.recommendation or {}).get("margin", config.get("recommend_margin", 0.02))
+    prefer = config.get("prefer", "cost")
+    again = dataclasses.replace(
+        summary, candidates=ranked, recommendation=recommendation(ranked, records, summary.k, margin, prefer, at)
+    )
     recomputed = dataclasses.replace(stored, summary=again, records=records)
     differences = _differences(summary.to_dict(), again.to_dict()) + _record_differences(stored.records, records)
     return stored, recomputed, differences
 
 
 def _differences(a, b, where: str = "summary") -> list[str]:
+    if where == "summary.recommendation" and not (isinstance(a, dict) and "test" in a):
+        return []  # a run recommended by the older margin rule, before a paired test decided ties
     if isinstance(a, dict) and isinstance(b, dict):
         out = []
         for key in sorted(set(a) | set(b)):
+            if key in b and key not in a:
+                continue  # a figure added since the run was written
             out += _differences(a.get(key), b.get(key), f"{where}.{key}")
         return out
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):

@@ -39,6 +39,10 @@ OPS_KEYS = (
     "latency_samples", "peak_rss_mb",
     "rerank_top", "rerank_ms_mean", "rerank_ms_p50", "rerank_ms_p95", "rerank_ms_p99",
     "rerank_price_source", "rerank_cost_per_1k_queries_usd", "rerank_run_cost_usd",
+    "corpus_embed_seconds",
+    "end_to_end_ms_p50", "end_to_end_ms_p95", "qps_single_thread", "cpu_seconds_per_1k_queries",
+    "index_hours_at_scale", "storage_gb_at_scale", "monthly_embedding_usd", "monthly_storage_usd",
+    "monthly_compute_usd", "monthly_cost_usd", "monthly_cost_includes",
 )  # fmt: skip
 
 

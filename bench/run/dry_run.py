@@ -19,11 +19,12 @@ from bench.chunking.tokens import count_tokens, count_tokens_each
 from bench.config import Candidate, Config
 from bench.embedders import http_api, paths
 from bench.errors import BenchError
-from bench.evaluation import costs
+from bench.evaluation import costs, scale
 from bench.inputs.corpus import Corpus
 from bench.inputs.goldset import Goldset, load_goldset
 from bench.inputs.lock import check_lock
 from bench.report.corpus_view import print_warnings, read_corpus
+from bench.retrieval.rerankers import reranker_costs
 
 CONNECT_TIMEOUT_S = 3.0  # for each service's host to accept a connection
 
@@ -46,6 +47,7 @@ class PlannedCandidate:
     corpus_tokens: int | None
     question_tokens: int
     price_per_mtok: float | None
+    monthly_embedding_usd: float | None = None  # at [scale]: re-indexing and queries, reranking included
 
     @property
     def index_cost_usd(self) -> float | None:
@@ -60,24 +62,52 @@ class PlannedCandidate:
 
 
 def plan(
-    config: Config, candidates: list[Candidate], tables: dict[str, ChunkTable], goldset: Goldset
+    config: Config,
+    candidates: list[Candidate],
+    tables: dict[str, ChunkTable],
+    goldset: Goldset,
+    documents: int | None = None,
 ) -> list[PlannedCandidate]:
-    """Token counts are cl100k tokens: the billing unit of OpenAI models, an estimate for others."""
+    """Token counts are cl100k tokens: the billing unit of OpenAI models, an estimate for others.
+    ``documents``: the corpus's, for the monthly projection to ``[scale]``."""
     question_tokens = sum(count_tokens(q.text) for q in goldset.questions)
     corpus_tokens = {name: int(count_tokens_each(table.iter_texts()).sum()) for name, table in tables.items()}
+    mean_question = question_tokens / len(goldset.questions) if goldset.questions else None
+    factor = config.scale.factor(documents or 0)
     planned = []
     for cand in candidates:
         table = tables.get(cand.chunker)
+        price = _price_per_mtok(config, cand)
+        per_1k = _plus(costs.cost_per_1k_queries_usd(mean_question, price), _rerank_per_1k(config, cand))
+        index_cost = costs.index_cost_usd(corpus_tokens.get(cand.chunker), price)
         planned.append(
             PlannedCandidate(
                 candidate=cand,
                 chunks=len(table) if table is not None else None,
                 corpus_tokens=corpus_tokens.get(cand.chunker),
                 question_tokens=question_tokens,
-                price_per_mtok=_price_per_mtok(config, cand),
+                price_per_mtok=price,
+                monthly_embedding_usd=scale.monthly_embedding_usd(index_cost, per_1k, factor, config.scale),
             )
         )
     return planned
+
+
+def _rerank_per_1k(config: Config, cand: Candidate) -> float | None:
+    """A reranker's price per 1,000 queries where it is known before running: a price per search, or
+    none for a local model; a price per token or per hour needs the run's measurements."""
+    if not cand.reranker:
+        return 0.0
+    spec = config.reranker(cand.reranker)
+    if spec.price_per_mtok is not None or spec.hourly_usd is not None:
+        return None
+    if spec.kind == "bi-encoder" and spec.model and config.price(spec.model).price_per_mtok != 0:
+        return None  # its model's tokens: the passages it re-scores are counted only by the run
+    return reranker_costs(spec)["rerank_cost_per_1k_queries_usd"]
+
+
+def _plus(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a + b
 
 
 def _price_per_mtok(config: Config, cand: Candidate) -> float | None:
@@ -113,7 +143,7 @@ def dry_run(
     if problems:
         raise BenchError("\n".join(problems))
     tables, _ = tables_without_models(config, corpus)
-    return plan(config, candidates, tables, goldset)
+    return plan(config, candidates, tables, goldset, documents=len(corpus))
 
 
 def lock_problem(goldset: Goldset, corpus: Corpus, allow_unlocked: bool, console: Console) -> str | None:

@@ -39,12 +39,15 @@ def run_candidate(
     phases: measure.Phases,
     reranker: RerankerSpec | None = None,
     reranker_model_price: Price | None = None,
+    corpus_embed_seconds: list[float | None] | None = None,
 ) -> tuple[list[Retrieved], dict]:
     """Every question's ranking and expected units, and the candidate's operating figures.
 
     ``retriever`` is the whole pipeline; ``parts`` its built single-model first stages, whose
     sizes, tokens and money add up to the pipeline's (a reranker's own cost is added on top: a
-    bi-encoder's from ``reranker_model_price``, its model's price per token)."""
+    bi-encoder's from ``reranker_model_price``, its model's price per token).
+    ``corpus_embed_seconds``: per part, the seconds embedding the whole corpus takes
+    (``indexing_time``), None where unknown."""
     questions = [q.text for q in goldset.questions]
     with phases(f"search {cand.id}"):
         queries = retriever.encode(questions)
@@ -83,7 +86,8 @@ def run_candidate(
         search_latency, rerank_seconds = _search_latency(retriever, queries, n_timed, depth)
     query_ms = query_latency["query_embed_ms_mean"]
     total_ms = None if query_ms is None else query_ms + (search_latency["search_ms_mean"] or 0.0)
-    stages = [_stage_figures(part, table, questions, total_ms) for part in parts]
+    whole = corpus_embed_seconds or [None] * len(parts)
+    stages = [_stage_figures(part, table, questions, total_ms, s) for part, s in zip(parts, whole)]
     figures = {
         **(stages[0] if len(stages) == 1 else combine_stages(stages)),
         recall_vs_exact_key(depth): recall,
@@ -104,7 +108,9 @@ def run_candidate(
     return records, figures
 
 
-def _stage_figures(part: Part, table: ChunkTable, questions: list[str], query_ms: float | None) -> dict[str, Any]:
+def _stage_figures(
+    part: Part, table: ChunkTable, questions: list[str], query_ms: float | None, corpus_seconds: float | None
+) -> dict[str, Any]:
     """Sizes, build speed, tokens and money of one single-model first stage."""
     retriever, build = part.retriever, part.build
     query_stats = retriever.query_stats
@@ -128,6 +134,7 @@ def _stage_figures(part: Part, table: ChunkTable, questions: list[str], query_ms
         embed_seconds=build.embed_seconds,
         reported_tokens=None if build.billed_tokens is None else build.billed_tokens + (retriever.query_billed or 0),
         query_ms_mean=query_ms,
+        corpus_embed_seconds=corpus_seconds,
     )
     return {
         "n_chunks": len(table),
@@ -146,6 +153,7 @@ def _stage_figures(part: Part, table: ChunkTable, questions: list[str], query_ms
         "chunks_from_cache": build.embed.cached,
         "questions_embedded": query_stats.embedded if query_stats else None,
         "questions_from_cache": query_stats.cached if query_stats else None,
+        "corpus_embed_seconds": None if corpus_seconds is None else round(corpus_seconds, 4),
         "index_build_seconds": round(build.index_build_seconds, 4),
         "index_memory_mb": build.index_memory_mb,
         **tokens,
@@ -154,14 +162,14 @@ def _stage_figures(part: Part, table: ChunkTable, questions: list[str], query_ms
 
 
 # How a fusion's figures follow from its parts': sizes and counts add up (a part without one, BM25's
-# vectors say, adds nothing); money adds up but stays unknown when any part's is; figures about how a
-# model reads text come from the first part that has them (a fusion has at most a few dense parts).
+# vectors say, adds nothing); money, and the time to embed the corpus, add up but stay unknown when any
+# part's is; figures about how a model reads text come from the first part that has them.
 _ADDED = (
     "vector_bytes", "index_bytes", "embed_seconds", "chunks_embedded", "chunks_from_cache",
     "questions_embedded", "questions_from_cache", "index_build_seconds", "index_memory_mb",
     "index_tokens", "truncated_chunks", "billed_tokens",
 )  # fmt: skip
-_MONEY = ("index_cost_usd", "cost_per_1k_queries_usd", "run_cost_usd")
+_MONEY = ("index_cost_usd", "cost_per_1k_queries_usd", "run_cost_usd", "corpus_embed_seconds")
 
 
 def combine_stages(stages: list[dict[str, Any]]) -> dict[str, Any]:

@@ -29,8 +29,10 @@ from bench.embedders import paths
 from bench.embedders.cache import EmbeddingCache, NoCache
 from bench.engines import make_engine
 from bench.errors import BenchError
+from bench.evaluation import scale
+from bench.evaluation.decision import recommendation
 from bench.evaluation.relevance import judge
-from bench.evaluation.scoring import rank_candidates, recommendation, score_candidate
+from bench.evaluation.scoring import rank_candidates, score_candidate
 from bench.inputs.corpus import Corpus
 from bench.inputs.goldset import load_goldset
 from bench.inputs.lock import check_lock
@@ -38,7 +40,7 @@ from bench.report.corpus_view import print_warnings, read_corpus
 from bench.results import schema, store
 from bench.results.schema import CandidateResult, Manifest, QuestionRecord, RunSummary, StoredRun, UnitText
 from bench.retrieval.retrievers import BuildStats, Retriever
-from bench.run import retrieve
+from bench.run import indexing_time, retrieve
 from bench.run.models import ModelPool
 from bench.run.stages import BuiltStages, Part, pipeline_description
 
@@ -137,6 +139,7 @@ def run_shootout(
         timed = [q.text for q in goldset.questions[: config.latency_samples]]  # latency samples
         built = BuiltStages(config, candidates)
         warned: set[tuple[str, str]] = set()  # (model, chunker) truncation was warned about
+        corpus_seconds: dict[tuple[str, str, str], float | None] = {}  # per build: embedding the whole corpus
         for position, cand in enumerate(candidates):
             table = tables[cand.chunker]
             parts = []
@@ -150,6 +153,9 @@ def run_shootout(
                         _warn_truncation(console, part, config.model(part.model).max_tokens, stats)
                         warned.add((part.model, part.chunker))
                     built.add(part.key, retriever, stats)
+                    corpus_seconds[part.key] = indexing_time.corpus_embed_seconds(
+                        models, config.model(part.model), stats, table, phases
+                    )
                 retriever, stats = built[part.key]
                 retriever.set_search(config.search_params(part))  # one build serves every query setting
                 parts.append(Part(part, retriever, stats, config.price(part.model)))
@@ -170,7 +176,9 @@ def run_shootout(
                 phases,
                 reranker,
                 config.price(reranker.model) if reranker and reranker.model else None,
+                [corpus_seconds[part.key] for part in config.parts(cand)],
             )
+            ops.update(scale.at_scale(ops, cand.search, len(corpus), config.scale))
             built.release_after(position)
             with phases(f"score {cand.id}"):
                 scored, scores = score_candidate(
@@ -207,7 +215,9 @@ def run_shootout(
             ndcg_gain=config.ndcg_gain,
             min_overlap=config.min_overlap,
             candidates=ranked,
-            recommendation=recommendation(ranked, config.k, config.recommend_margin),
+            recommendation=recommendation(
+                ranked, records, config.k, config.recommend_margin, config.prefer, config.scale
+            ),
             chunkers=sizes,
         )
         manifest = Manifest(

@@ -287,7 +287,7 @@ def test_recommendation_line_names_best_and_pick():
     line = recommendation_line(cands, "mrr@5", 0.02, K)
     assert line == (
         "cheapest within 0.02 mrr@5 of the best (minilm/md256/flat 0.711): "
-        "static/tok256/flat at $0.0000 per 1k queries (mrr@5 0.705)"
+        "static/tok256/flat at $0 per 1k queries (mrr@5 0.705)"
     )
 
 
@@ -295,14 +295,14 @@ def test_recommendation_line_when_best_is_cheapest():
     cands = [_cand("minilm/md256/flat", 0.711, 0.0), _cand("openai/tok512/flat", 0.70, 0.00025)]
     line = recommendation_line(cands, "mrr@5", 0.02, K)
     assert line == (
-        "the best mrr@5, minilm/md256/flat (0.711), is also the cheapest within 0.02 of it: $0.0000 per 1k queries"
+        "the best mrr@5, minilm/md256/flat (0.711), is also the cheapest within 0.02 of it: $0 per 1k queries"
     )
 
 
 def test_recommendation_line_unknown_costs():
     cands = [_cand("a", 0.8, None), _cand("b", 0.79, 0.0001)]
     assert recommendation_line(cands, "mrr@5", 0.02, K).endswith(
-        "b at $0.0001 per 1k queries (mrr@5 0.790); 1 candidate in that margin with unknown cost skipped"
+        "b at $0.00010 per 1k queries (mrr@5 0.790); 1 candidate in that margin with unknown cost skipped"
     )
     line = recommendation_line([_cand("a", 0.8, None)], "mrr@5", 0.02, K)
     assert line.startswith("no recommendation: the cost per 1k queries is unknown for every candidate")
@@ -313,11 +313,11 @@ def test_recommendation_line_unknown_costs():
 def test_recommendation_line_marks_estimates_and_other_cost_keys():
     cands = [_cand("self/x/flat", 0.8, 0.0123, key="index_cost_usd", cost_estimate=True)]
     line = recommendation_line(cands, "mrr@5", 0.02, "index_cost_usd")
-    assert line.endswith("$0.0123 (compute estimate) to index the corpus")
+    assert line.endswith("$0.012 (compute estimate) to index the corpus")
 
 
 def test_usd_never_hides_small_costs():
-    assert usd(0.0) == "$0.0000"
+    assert usd(0.0) == "$0"
     assert usd(0.00105508) == "$0.0011"
     assert usd(0.000021) == "$0.000021"
     assert usd(0.00002) == "$0.000020"

@@ -181,7 +181,7 @@ def test_a_measured_loss_and_a_change_within_tolerance_are_said_plainly():
     t = text(diagnose(summary(dense, flat)), dense.id, "wrong_order")
     assert (
         "Reranking the top 20 with ce (minilm/md256/flat>ce@20) was measured: mrr@5 0.450 → 0.454 (+0.004) for "
-        "+120.0 ms p50 per query and +$0.2500 per 1k queries. It did not help (within ±0.005)." in t
+        "+120.0 ms p50 per query and +$0.25 per 1k queries. It did not help (within ±0.005)." in t
     )
     worse = reranked(dense, name="ce", kind="cross-encoder", mrr=0.40)
     t = text(diagnose(summary(dense, worse)), dense.id, "wrong_order")

@@ -131,10 +131,16 @@ def _load(run: Path) -> tuple[dict, list[dict]]:
 
 
 def _results(run: Path) -> tuple[dict, list[dict]]:
-    """Everything a run concluded (rankings with ids, scores and grades, metrics, ranks), without
-    its operational figures (timings, cache hits), which rightly differ run to run."""
+    """Everything a run concluded (rankings with ids, scores and grades, metrics, ranks, which candidates
+    tie with the best), without its operational figures (timings, cache hits), which rightly differ run
+    to run, and so without the pick among the tied, which a preference for cost or latency makes."""
     summary, rows = _load(run)
-    summary = {**summary, "candidates": [{k: v for k, v in c.items() if k != "ops"} for c in summary["candidates"]]}
+    tested = {k: summary["recommendation"][k] for k in ("metric", "best", "tied", "n_questions", "comparisons")}
+    summary = {
+        **summary,
+        "candidates": [{k: v for k, v in c.items() if k != "ops"} for c in summary["candidates"]],
+        "recommendation": tested,
+    }
     return summary, rows
 
 

@@ -198,9 +198,15 @@ def test_old_runs_without_pipelines_still_load(run, tmp_path):
 
 
 def test_recompute_agrees_with_a_run_that_has_pipelines(run):
+    from bench.evaluation.scale import SCALE_KEYS
+
     _, stored = run
-    _, _, differences = recompute(str(stored.path), stored.path.parent)
+    _, again, differences = recompute(str(stored.path), stored.path.parent)
     assert differences == []
+    for old, new in zip(stored.summary.candidates, again.summary.candidates):  # fusions and reranked too
+        assert {k: old.ops[k] for k in SCALE_KEYS} == {k: new.ops[k] for k in SCALE_KEYS}, old.id
+        assert old.ops["monthly_cost_includes"] == ["embedding"]  # no [scale] prices: embedding alone
+    assert again.summary.recommendation == stored.summary.recommendation
 
 
 def test_dry_run_lists_pipelines(tmp_path):
