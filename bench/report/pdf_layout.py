@@ -362,9 +362,9 @@ def draw(pages: list[Page], footer: str) -> list[Figure]:
         fig = Figure(figsize=PAGE)
         charted = any(op[0] == "chart" for op in page.ops)
         title = page.title.translate(CORE)
-        fig.text(
-            LEFT / W, _baseline(TOP, 16), title, fontsize=16, weight="bold", va="baseline", alpha=0 if charted else 1
-        )
+        fig.text(LEFT / W, _baseline(TOP, 16), title, fontsize=16, weight="bold", va="baseline", parse_math=False)
+        if charted:  # the chart draws its own title: this copy is there to be searched
+            fig.texts[-1].set_alpha(0.0)
         for op in page.ops:
             if op[0] == "text":
                 _, x, y, text, size, bold, colour, ha = op
@@ -377,6 +377,7 @@ def draw(pages: list[Page], footer: str) -> list[Figure]:
                     color=colour,
                     va="baseline",
                     ha=ha,
+                    parse_math=False,  # "$0.25 … $0.10" is money, not mathtext
                 )
             elif op[0] == "rect":
                 _, x, y, w, h, colour = op
@@ -394,7 +395,15 @@ def draw(pages: list[Page], footer: str) -> list[Figure]:
                 ax = fig.add_axes((0.03, 0.06, 0.94, 0.91))
                 ax.imshow(matplotlib.image.imread(io.BytesIO(op[1]), format="png")[..., :3], interpolation="none")
                 ax.axis("off")
-        fig.text(LEFT / W, _baseline(FOOTER, 7.5), footer.translate(CORE), fontsize=7.5, color=GREY, va="baseline")
+        fig.text(
+            LEFT / W,
+            _baseline(FOOTER, 7.5),
+            footer.translate(CORE),
+            fontsize=7.5,
+            color=GREY,
+            va="baseline",
+            parse_math=False,
+        )
         number = f"page {n} of {len(pages)}"
         fig.text(RIGHT / W, _baseline(FOOTER, 7.5), number, fontsize=7.5, color=GREY, va="baseline", ha="right")
         figures.append(fig)

@@ -8,12 +8,13 @@ joined, and every column says what its numbers count.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from bench.evaluation.metrics import metric_key
 from bench.formatting import p_value, rank, with_ci
 from bench.report import ops_view
-from bench.report.pdf_layout import Para, Section, Table
+from bench.report.pdf_layout import Para, Section, Table, paginate
 from bench.results.schema import Manifest, RunSummary
 
 MISSING = "–"
@@ -145,11 +146,17 @@ def intervals_section(summary: RunSummary, cis: dict) -> Section:
             "overlapping intervals do not settle a difference: the paired tests do."
         )
     ]
+    tables = []
     for lo in range(0, len(metrics), INTERVALS_PER_TABLE):
         group = metrics[lo : lo + INTERVALS_PER_TABLE]
         rows = [[c.id, *(with_ci(c.quality[m], cis.get(c.id, {}).get(m)) for m in group)] for c in summary.candidates]
-        blocks.append(Table(["candidate", *group], rows, size=7, row_height=1.7, space_after=10))
-    return Section("Bootstrap 95% intervals of the means", blocks)
+        tables.append(Table(["candidate", *group], rows, size=7, row_height=1.7, space_after=10))
+    title = "Bootstrap 95% intervals of the means"
+    for size, row_height in ((7.0, 1.7), (6.5, 1.55), (6.0, 1.45)):  # one page in smaller type, if that does it
+        tight = [dataclasses.replace(t, size=size, row_height=row_height) for t in tables]
+        if len(paginate([Section(title, blocks + tight)])) == 1:
+            return Section(title, blocks + tight)
+    return Section(title, blocks + tables)
 
 
 # ---------------------------------------------------------------------------------------------------

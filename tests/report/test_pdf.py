@@ -319,3 +319,20 @@ def test_wide_glossary_terms_and_pages_stay_within_the_width():
     items = [(f"{name}@5", "a definition " * 30) for name in ("hit_rate", "span_iou", "evidence_recall")]
     pages = paginate([Section("Glossary", [Terms(items)])])
     assert all(_inside(op) for ops in _texts(pages) for op in ops)
+
+
+def test_money_on_a_page_is_printed_as_written_not_as_mathtext(tmp_path):
+    import io
+
+    from matplotlib.backends.backend_pdf import PdfPages
+    from pypdf import PdfReader
+
+    from bench.report.pdf_layout import draw
+
+    pages = paginate([Section("Cost", [Para("storage $0.25 per GB-month, compute $0.10 an hour")])])
+    buffer = io.BytesIO()
+    with PdfPages(buffer) as pdf:
+        for fig in draw(pages, "footer"):
+            pdf.savefig(fig)
+    text = " ".join(PdfReader(buffer).pages[0].extract_text().split())
+    assert "storage $0.25 per GB-month, compute $0.10 an hour" in text and "page 1 of 1" in text
