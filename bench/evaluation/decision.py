@@ -30,6 +30,10 @@ POWER = 0.8  # of the questions-needed estimate
 SMALL_GOLDSET = significance.SMALL_SAMPLE  # below this many questions the goldset separates little
 TEST = "Wilcoxon signed-rank, two-sided, Holm-corrected over each candidate against the best"
 COST_KEY = "monthly_cost_usd"
+# Differences in cost or latency within these shares of the lowest do not decide: they are within
+# what timing the same candidate twice gives.
+COST_TOLERANCE = 0.05
+LATENCY_TOLERANCE = 0.10
 
 
 def recommendation(
@@ -68,7 +72,7 @@ def recommendation(
         row["tied"] = row["p_holm"] >= ALPHA
     by_id = {c.id: c for c in ranked}
     tied = [row["candidate"] for row in rows if row["tied"]]
-    pick = min([best, *(by_id[t] for t in tied)], key=_preference(prefer, metric))
+    pick = _pick([best, *(by_id[t] for t in tied)], prefer, metric)
     n = len(_present(values.get(best.id, {})))
     against = pick if pick is not best else (others[0] if others else None)
     row_of = {row["candidate"]: row for row in rows}
@@ -174,14 +178,25 @@ def _questions_needed(
 # --- the preference ------------------------------------------------------------------------------
 
 
-def _preference(prefer: str, metric: str) -> Callable[[CandidateResult], tuple]:
-    """The sort key that puts the preferred candidate first; unknown figures sort last."""
-    mrr = _score(metric)
+def _pick(group: list[CandidateResult], prefer: str, metric: str) -> CandidateResult:
+    """The preferred candidate of ``group`` (best first). Each figure of the preference in turn keeps
+    the candidates within its tolerance of the lowest (a figure nobody knows is passed over, one
+    somebody knows keeps only those who know it); the higher mrr@k, then the rank, decides the rest.
+    Measured seconds vary from run to run: a difference inside the tolerance is noise, not a reason
+    to give up quality."""
+    figures: list[tuple[Callable[[CandidateResult], float | None], float]] = []
     if prefer == "cost":
-        return lambda c: (_last(_monthly(c)), _last(_per_1k(c)), _last(_p95(c)), -mrr(c), _rank(c))
-    if prefer == "latency":
-        return lambda c: (_last(_p95(c)), -mrr(c), _rank(c))
-    return lambda c: (_rank(c),)
+        figures = [(_monthly, COST_TOLERANCE), (_per_1k, COST_TOLERANCE), (_p95, LATENCY_TOLERANCE)]
+    elif prefer == "latency":
+        figures = [(_p95, LATENCY_TOLERANCE)]
+    left = list(group)
+    for figure, tolerance in figures:
+        known = [(v, c) for c in left if (v := figure(c)) is not None]
+        if known:
+            lowest = min(v for v, _ in known)
+            left = [c for v, c in known if v <= lowest * (1 + tolerance) + 1e-12]
+    mrr = _score(metric)
+    return min(left, key=lambda c: (-mrr(c), _rank(c)))
 
 
 def _reason(
@@ -209,26 +224,26 @@ def _reason(
         return f"{lead} and every other candidate is significantly worse ({closest}); {pref}."
     group = f"the {len(tied)} candidate{'s' if len(tied) > 1 else ''} tied with it ({closest})"
     if prefer == "cost":
-        return f"{lead} and none of {group} costs less; {pref}."
+        return f"{lead} and none of {group} costs {COST_TOLERANCE:.0%} less; {pref}."
     if prefer == "latency":
-        return f"{lead} and none of {group} is faster at p95; {pref}."
+        return f"{lead} and none of {group} is {LATENCY_TOLERANCE:.0%} faster at p95; {pref}."
     return f"{lead}, which {pref} keeps over {group}."
 
 
 def _advantage(pick: CandidateResult, best: CandidateResult, prefer: str) -> str:
     """What the pick does better than the best: the first figure of the preference that differs."""
     a, b = _monthly(pick), _monthly(best)
-    if prefer == "cost" and a is not None and b is not None and a < b:
+    if prefer == "cost" and a is not None and b is not None and b > a * (1 + COST_TOLERANCE):
         return f"costs {usd(b - a)} a month less ({usd(a)} against {usd(b)})"
     if prefer == "cost" and a is not None and b is None:
         return f"its monthly cost is known ({usd(a)}) where the best's is not"
     a, b = _per_1k(pick), _per_1k(best)
-    if prefer == "cost" and a is not None and b is not None and a < b:
+    if prefer == "cost" and a is not None and b is not None and b > a * (1 + COST_TOLERANCE):
         return f"costs {usd((b - a) * 1000)} less per million queries"
     if prefer == "cost" and a is not None and b is None:
         return f"its cost per query is known ({usd(a * 1000)} per million) where the best's is not"
     a, b = _p95(pick), _p95(best)
-    if a is not None and b is not None and a < b:
+    if a is not None and b is not None and b > a * (1 + LATENCY_TOLERANCE):
         same = "costs the same and " if prefer == "cost" else ""
         return f"{same}answers in {a:.1f} ms at p95 against {b:.1f} ms"
     return "costs and answers the same"
@@ -279,10 +294,6 @@ def _p95(c: CandidateResult) -> float | None:
 
 def _rank(c: CandidateResult) -> float:
     return math.inf if c.rank is None else c.rank
-
-
-def _last(value: float | None) -> tuple[bool, float]:
-    return (value is None, value or 0.0)
 
 
 def _p(p: float) -> str:

@@ -120,6 +120,24 @@ def test_each_preference_picks_its_own_among_the_tied():
     assert lo < 50 / 60 < hi
 
 
+def test_a_difference_within_timing_noise_does_not_give_up_quality():
+    tied = _worse(range(0, 1), range(0, 0))
+    ops = {
+        "best": {"monthly_cost_usd": 2.3107, "cost_per_1k_queries_usd": 0.0, "end_to_end_ms_p95": 558.6},
+        "tied": {"monthly_cost_usd": 2.3100, "cost_per_1k_queries_usd": 0.0, "end_to_end_ms_p95": 558.5},
+    }
+    cands, records = _run({"best": BEST, "tied": tied}, ops)
+    for prefer in ("cost", "latency"):
+        rec = recommendation(cands, records, 5, 0.02, prefer)
+        assert rec["tied"] == ["tied"] and rec["pick"] == "best", prefer
+    assert "none of the 1 candidate tied with it" in recommendation(cands, records, 5, 0.02, "cost")["reason"]
+    # beyond the tolerance (5% of cost, 10% of latency) the cheaper or faster one is picked
+    ops["tied"] = {**ops["tied"], "monthly_cost_usd": 2.0, "end_to_end_ms_p95": 500.0}
+    cands, records = _run({"best": BEST, "tied": tied}, ops)
+    assert recommendation(cands, records, 5, 0.02, "cost")["pick"] == "tied"
+    assert recommendation(cands, records, 5, 0.02, "latency")["pick"] == "tied"
+
+
 def test_the_result_keeps_every_older_key():
     cands, records = _run({"best": BEST, "other": _worse(range(0, 1), range(0, 0))})
     rec = recommendation(cands, records, 5, 0.02, "cost")
