@@ -224,9 +224,9 @@ def _reason(
         return f"{lead} and every other candidate is significantly worse ({closest}); {pref}."
     group = f"the {len(tied)} candidate{'s' if len(tied) > 1 else ''} tied with it ({closest})"
     if prefer == "cost":
-        return f"{lead} and none of {group} costs {COST_TOLERANCE:.0%} less; {pref}."
+        return f"{lead} and none of {group} is {COST_TOLERANCE:.0%} or more cheaper; {pref}."
     if prefer == "latency":
-        return f"{lead} and none of {group} is {LATENCY_TOLERANCE:.0%} faster at p95; {pref}."
+        return f"{lead} and none of {group} is {LATENCY_TOLERANCE:.0%} or more faster at p95; {pref}."
     return f"{lead}, which {pref} keeps over {group}."
 
 
