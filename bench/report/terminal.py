@@ -16,6 +16,7 @@ from bench.evaluation.costs import end_to_end_ms, resolve_price
 from bench.evaluation.metrics import SPAN_METRICS, metric_key
 from bench.formatting import MISSING, duration, ms, number, p_value, percent, rank, size, usd, with_ci
 from bench.inputs.goldset import CHUNK
+from bench.report.fitted import FittedTable
 from bench.results.schema import RunSummary
 
 
@@ -201,25 +202,24 @@ def _scale_text(summary: RunSummary) -> str:
     )
 
 
-def diagnostics_table(summary: RunSummary) -> Table:
+def diagnostics_table(summary: RunSummary) -> FittedTable:
     """Why candidates score as they do: hit-rate curve points, misses, score gap, span metrics."""
     k, depth = summary.k, summary.depth
-    table = Table(
-        title="Diagnostics (score gap = best expected unit − top distractor; span metrics on characters)",
-        title_justify="left",
+    table = FittedTable(
+        title="Diagnostics (score gap = best expected unit − top distractor; span metrics on characters)"
     )
-    table.add_column("candidate")
+    table.add_column("candidate", key=True)
     cutoffs = sorted({1, k, depth})
     for cut in cutoffs:
-        table.add_column(f"hit@{cut}", justify="right")
-    table.add_column(f"miss@{depth}", justify="right")
-    table.add_column("gap mean", justify="right")
-    table.add_column("gap median", justify="right")
+        table.add_column(f"hit@{cut}")
+    table.add_column(f"miss@{depth}")
+    table.add_column("gap mean")
+    table.add_column("gap median")
     spans = [metric_key(name, k) for name in SPAN_METRICS]
     has_spans = summary.unit == CHUNK
     if has_spans:
         for key in spans:
-            table.add_column(key.replace("_", " ", 1), justify="right")
+            table.add_column(key.replace("_", " ", 1))
     for c in summary.candidates:
         d = c.diagnostics
         row = [
@@ -334,17 +334,16 @@ def _p(value: float) -> str:
     return f"[bold]{p_value(value)}[/]" if value < 0.05 else p_value(value)
 
 
-def pairs_table(pairs: list[dict], metric: str) -> Table:
+def pairs_table(pairs: list[dict], metric: str) -> FittedTable:
     """``bench compare RUN``: every pair on one metric, Holm-corrected across pairs."""
     n = pairs[0]["n"] if pairs else 0
-    table = Table(
+    table = FittedTable(
         title=f"Every pair on {metric}, paired over {n} questions "
-        f"(p-values Holm-corrected across {len(pairs)} pairs; bold: p < 0.05)",
-        title_justify="left",
+        f"(p-values Holm-corrected across {len(pairs)} pairs; bold: p < 0.05)"
     )
+    # A above B in one cell: two long pipeline ids side by side leave no room for the figures
+    table.add_column("A / B", key=True)
     for col in (
-        "A",
-        "B",
         "first rank W/T/L",
         "A wins/ties/losses",
         "mean A−B",
@@ -354,12 +353,11 @@ def pairs_table(pairs: list[dict], metric: str) -> Table:
         "rank-biserial",
         "Cohen's dz",
     ):
-        table.add_column(col, justify="left" if col in ("A", "B") else "right")
+        table.add_column(col)
     for p in pairs:
         fr = p["first_relevant_rank"]
         table.add_row(
-            p["a"],
-            p["b"],
+            f"{p['a']}\n{p['b']}",
             f"{fr['wins']}/{fr['ties']}/{fr['losses']}",
             f"{p['wins']}/{p['ties']}/{p['losses']}",
             f"{p['mean_diff']:+.3f}",
@@ -371,18 +369,17 @@ def pairs_table(pairs: list[dict], metric: str) -> Table:
         )
     if n and n < 30:
         table.caption = f"only {n} questions: trust the Wilcoxon signed-rank test"
-        table.caption_justify = "left"
     return table
 
 
 def head_to_head_table(h2h: dict) -> Group:
     """``bench compare RUN --a ID --b ID``: every headline metric, wins, tests, intervals."""
     fr = h2h["first_relevant_rank"]
-    table = Table(
+    table = FittedTable(
         title=f"{h2h['a']} (A) vs {h2h['b']} (B), {h2h['n_questions']} questions; first relevant rank: "
-        f"A better on {fr['wins']}, equal on {fr['ties']}, worse on {fr['losses']}",
-        title_justify="left",
+        f"A better on {fr['wins']}, equal on {fr['ties']}, worse on {fr['losses']}"
     )
+    metrics = h2h["metrics"]
     for col in (
         "metric",
         "A wins/ties/losses",
@@ -394,8 +391,8 @@ def head_to_head_table(h2h: dict) -> Group:
         "rank-biserial",
         "Cohen's dz",
     ):
-        table.add_column(col, justify="left" if col == "metric" else "right")
-    for metric, m in h2h["metrics"].items():
+        table.add_column(col, key=col == "metric")
+    for metric, m in metrics.items():
         table.add_row(
             metric,
             f"{m['wins']}/{m['ties']}/{m['losses']}",
@@ -408,7 +405,6 @@ def head_to_head_table(h2h: dict) -> Group:
             f"{m['cohens_dz']:+.2f}",
         )
     table.caption = "p-values Holm-corrected across these metrics; bold: p < 0.05. " + h2h["advice"]
-    table.caption_justify = "left"
     parts: list = [table]
     if h2h.get("disagreements"):
         worst = Table(
