@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, JustifyMethod, RenderResult
 from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 _UNBOUNDED = 100_000  # columns, for measuring a table's natural width
 
@@ -81,10 +83,18 @@ class FittedTable:
         return [sorted([*keys, *part]) for part in parts]
 
     def _least_width(self, console: Console, columns: list[int]) -> int:
-        table = self._table(sorted(columns), "", "")
+        table = self._table(sorted(columns), "", "", tight=True)
         return Measurement.get(console, console.options.update(max_width=_UNBOUNDED), table).minimum
 
-    def _table(self, columns: list[int], title: str, caption: str) -> Table:
+    def _least(self, i: int) -> int:
+        """Column ``i``'s least width: its longest word (header and cells), or its longest line for a key."""
+        c = self._columns[i]
+        texts = [Text.from_markup(c.header).plain, *(Text.from_markup(r.cells[i]).plain for r in self._rows)]
+        pieces = [line for t in texts for line in t.splitlines()] if c.key else [w for t in texts for w in t.split()]
+        return max([c.min_width or 0, *(cell_len(w) for w in pieces)])
+
+    def _table(self, columns: list[int], title: str, caption: str, tight: bool = False) -> Table:
+        """``tight``: every column at its least width, so that rich has nothing left to crop."""
         table = Table(
             title=title or None,
             caption=caption or None,
@@ -94,7 +104,8 @@ class FittedTable:
         )
         for i in columns:
             c = self._columns[i]
-            table.add_column(c.header, justify=c.justify, no_wrap=c.key, min_width=c.min_width)
+            width = self._least(i) if tight else None
+            table.add_column(c.header, justify=c.justify, no_wrap=c.key, min_width=c.min_width, width=width)
         for row in self._rows:
             table.add_row(*(row.cells[i] for i in columns), end_section=row.end_section)
         return table
@@ -103,7 +114,9 @@ class FittedTable:
         parts = self.parts(console, options.max_width)
         for n, columns in enumerate(parts):
             title = self.title if n == 0 else f"{self.title} (continued)" if self.title else "(continued)"
-            yield self._table(columns, title, self.caption if n == len(parts) - 1 else "")
+            natural = Measurement.get(console, options.update(max_width=_UNBOUNDED), self._table(columns, "", ""))
+            tight = natural.maximum > options.max_width  # rich would squeeze it, and may crop while it does
+            yield self._table(columns, title, self.caption if n == len(parts) - 1 else "", tight)
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         every = list(range(len(self._columns)))
