@@ -22,7 +22,7 @@ from bench.errors import BenchError
 from bench.evaluation import costs, scale
 from bench.inputs.corpus import Corpus
 from bench.inputs.goldset import Goldset, load_goldset
-from bench.inputs.lock import check_lock
+from bench.inputs.lock import LockStatus, check_lock
 from bench.report.corpus_view import print_warnings, read_corpus
 from bench.retrieval.rerankers import reranker_costs
 
@@ -149,17 +149,27 @@ def dry_run(
 def lock_problem(goldset: Goldset, corpus: Corpus, allow_unlocked: bool, console: Console) -> str | None:
     """The lock as ``bench run`` checks it: the line that refuses the run, else None (a goldset
     without a lock, or one let through by ``allow_unlocked``, is warned about on ``console``)."""
+    try:
+        run_lock(goldset, corpus, allow_unlocked, console, "the run would go unlocked")
+    except BenchError as e:
+        return str(e)
+    return None
+
+
+def run_lock(goldset: Goldset, corpus: Corpus, allow_unlocked: bool, console: Console, unlocked: str) -> LockStatus:
+    """The goldset's lock checked against the corpus: a BenchError when it no longer matches (unless
+    ``allow_unlocked``, then a warning that begins with ``unlocked``), a warning when there is none."""
     lock = check_lock(goldset, corpus)
     if lock.problem and not allow_unlocked:
-        return lock.problem
+        raise BenchError(lock.problem)
     if not lock.locked and not lock.problem:
         console.print(
             f"[yellow]warning:[/] {escape(str(goldset.path))} is not locked; "
             f"lock the reviewed goldset with `bench goldset lock {escape(str(goldset.path))}`"
         )
     elif lock.problem:
-        console.print(f"[yellow]warning:[/] the run would go unlocked: {escape(lock.problem)}")
-    return None
+        console.print(f"[yellow]warning:[/] {unlocked}: {escape(lock.problem)}")
+    return lock
 
 
 def service_problems(config: Config, candidates: list[Candidate], timeout_s: float = CONNECT_TIMEOUT_S) -> list[str]:

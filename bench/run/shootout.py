@@ -28,19 +28,18 @@ from bench.config import Candidate, Config
 from bench.embedders import paths
 from bench.embedders.cache import EmbeddingCache, NoCache
 from bench.engines import make_engine
-from bench.errors import BenchError
 from bench.evaluation import scale
 from bench.evaluation.decision import recommendation
 from bench.evaluation.relevance import judge
 from bench.evaluation.scoring import rank_candidates, score_candidate
 from bench.inputs.corpus import Corpus
 from bench.inputs.goldset import load_goldset
-from bench.inputs.lock import check_lock
 from bench.report.corpus_view import print_warnings, read_corpus
 from bench.results import schema, store
 from bench.results.schema import CandidateResult, Manifest, QuestionRecord, RunSummary, StoredRun, UnitText
 from bench.retrieval.retrievers import BuildStats, Retriever
 from bench.run import indexing_time, retrieve
+from bench.run.dry_run import run_lock
 from bench.run.models import ModelPool
 from bench.run.stages import BuiltStages, Part, pipeline_description
 
@@ -101,16 +100,7 @@ def run_shootout(
         goldset = load_goldset(config.goldset, corpus)
     print_warnings(console, corpus)
     with phases("check lock"):
-        lock = check_lock(goldset, corpus)
-    if lock.problem and not allow_unlocked:
-        raise BenchError(lock.problem)
-    if not lock.locked and not lock.problem:
-        console.print(
-            f"[yellow]warning:[/] {goldset.path} is not locked; "
-            f"lock the reviewed goldset with `bench goldset lock {goldset.path}`"
-        )
-    elif lock.problem:
-        console.print(f"[yellow]warning:[/] running unlocked: {lock.problem}")
+        lock = run_lock(goldset, corpus, allow_unlocked, console, "running unlocked")
     candidates = config.candidates(only, skip)
     run_id = store.new_run_id(config.results, config.hash, started)
     depth = config.retrieval_depth
