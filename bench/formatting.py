@@ -144,6 +144,21 @@ def p_value(value: float) -> str:
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
+TEST_COLUMNS = ("Wilcoxon p", "t-test p", "randomisation p", "rank-biserial", "Cohen's dz")
+
+
+def test_cells(result: dict, p_cell=p_value) -> list[str]:
+    """A paired comparison's Holm-corrected p-values (each through ``p_cell``, which may mark the
+    significant ones) and effect sizes, in the order of ``TEST_COLUMNS``."""
+    return [
+        p_cell(result["wilcoxon_p_holm"]),
+        p_cell(result["t_p_holm"]),
+        p_cell(result["randomisation_p_holm"]),
+        f"{result['rank_biserial']:+.2f}",
+        f"{result['cohens_dz']:+.2f}",
+    ]
+
+
 def rank(first_relevant_rank: int | None) -> str:
     return "miss" if first_relevant_rank is None else str(first_relevant_rank)
 

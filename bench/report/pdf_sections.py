@@ -12,7 +12,7 @@ import dataclasses
 import math
 
 from bench.evaluation.metrics import metric_key
-from bench.formatting import p_value, rank, with_ci
+from bench.formatting import TEST_COLUMNS, p_value, rank, test_cells, with_ci
 from bench.report import ops_view
 from bench.report.pdf_layout import Para, Section, Table, paginate
 from bench.results.schema import Manifest, RunSummary
@@ -171,11 +171,7 @@ def pairs_section(metric: str, pairs: list[dict], others: str) -> Section:
         "first relevant rank: wins / ties / losses",
         f"{metric}: wins / ties / losses",
         "mean A − B",
-        "Wilcoxon p",
-        "t-test p",
-        "randomisation p",
-        "rank-biserial",
-        "Cohen's dz",
+        *TEST_COLUMNS,
     ]
     rows = [
         [
@@ -184,11 +180,7 @@ def pairs_section(metric: str, pairs: list[dict], others: str) -> Section:
             _wtl(p["first_relevant_rank"]),
             _wtl(p),
             f"{p['mean_diff']:+.3f}",
-            _p(p["wilcoxon_p_holm"]),
-            _p(p["t_p_holm"]),
-            _p(p["randomisation_p_holm"]),
-            f"{p['rank_biserial']:+.2f}",
-            f"{p['cohens_dz']:+.2f}",
+            *test_cells(p, _p),
         ]
         for p in pairs
     ]
@@ -250,11 +242,7 @@ def head_to_head_sections(h2h: dict, others: str) -> list[Section]:
         "wins / ties / losses",
         "mean A [95% interval]",
         "mean B [95% interval]",
-        "Wilcoxon p",
-        "t-test p",
-        "randomisation p",
-        "rank-biserial",
-        "Cohen's dz",
+        *TEST_COLUMNS,
     ]
     rows = [
         [
@@ -262,11 +250,7 @@ def head_to_head_sections(h2h: dict, others: str) -> list[Section]:
             _wtl(m),
             with_ci(m["mean_a"], m["ci_a"]),
             with_ci(m["mean_b"], m["ci_b"]),
-            _p(m["wilcoxon_p_holm"]),
-            _p(m["t_p_holm"]),
-            _p(m["randomisation_p_holm"]),
-            f"{m['rank_biserial']:+.2f}",
-            f"{m['cohens_dz']:+.2f}",
+            *test_cells(m, _p),
         ]
         for metric, m in h2h["metrics"].items()
     ]

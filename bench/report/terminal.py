@@ -14,7 +14,20 @@ from rich.text import Text
 from bench.embedders import MODELS
 from bench.evaluation.costs import end_to_end_ms, resolve_price
 from bench.evaluation.metrics import SPAN_METRICS, metric_key
-from bench.formatting import MISSING, duration, ms, number, p_value, percent, rank, size, usd, with_ci
+from bench.formatting import (
+    MISSING,
+    TEST_COLUMNS,
+    duration,
+    ms,
+    number,
+    p_value,
+    percent,
+    rank,
+    size,
+    test_cells,
+    usd,
+    with_ci,
+)
 from bench.inputs.goldset import CHUNK
 from bench.report.fitted import FittedTable
 from bench.results.schema import RunSummary
@@ -347,11 +360,7 @@ def pairs_table(pairs: list[dict], metric: str) -> FittedTable:
         "first rank W/T/L",
         "A wins/ties/losses",
         "mean A−B",
-        "Wilcoxon p",
-        "t-test p",
-        "randomisation p",
-        "rank-biserial",
-        "Cohen's dz",
+        *TEST_COLUMNS,
     ):
         table.add_column(col)
     for p in pairs:
@@ -361,11 +370,7 @@ def pairs_table(pairs: list[dict], metric: str) -> FittedTable:
             f"{fr['wins']}/{fr['ties']}/{fr['losses']}",
             f"{p['wins']}/{p['ties']}/{p['losses']}",
             f"{p['mean_diff']:+.3f}",
-            _p(p["wilcoxon_p_holm"]),
-            _p(p["t_p_holm"]),
-            _p(p["randomisation_p_holm"]),
-            f"{p['rank_biserial']:+.2f}",
-            f"{p['cohens_dz']:+.2f}",
+            *test_cells(p, _p),
         )
     if n and n < 30:
         table.caption = f"only {n} questions: trust the Wilcoxon signed-rank test"
@@ -385,11 +390,7 @@ def head_to_head_table(h2h: dict) -> Group:
         "A wins/ties/losses",
         "mean A [95% CI]",
         "mean B [95% CI]",
-        "Wilcoxon p",
-        "t-test p",
-        "randomisation p",
-        "rank-biserial",
-        "Cohen's dz",
+        *TEST_COLUMNS,
     ):
         table.add_column(col, key=col == "metric")
     for metric, m in metrics.items():
@@ -398,11 +399,7 @@ def head_to_head_table(h2h: dict) -> Group:
             f"{m['wins']}/{m['ties']}/{m['losses']}",
             with_ci(m["mean_a"], m["ci_a"]),
             with_ci(m["mean_b"], m["ci_b"]),
-            _p(m["wilcoxon_p_holm"]),
-            _p(m["t_p_holm"]),
-            _p(m["randomisation_p_holm"]),
-            f"{m['rank_biserial']:+.2f}",
-            f"{m['cohens_dz']:+.2f}",
+            *test_cells(m, _p),
         )
     table.caption = "p-values Holm-corrected across these metrics; bold: p < 0.05. " + h2h["advice"]
     parts: list = [table]
