@@ -93,7 +93,7 @@ class Config:
     rerankers: tuple[RerankerSpec, ...] = ()  # from `rerankers` and [reranker.NAME]
     cache_override: Path | None = None  # --cache-dir: beats $BENCH_CACHE_DIR and cache_dir
     priced: frozenset = frozenset()  # models whose [model.NAME] table sets price_per_mtok
-    recommend_margin: float = 0.02  # "cheapest candidate within this much mrr@k of the best"
+    recommend_margin: float = 0.02  # kept as the recommendation's `margin`; a paired test decides ties
     k: int = 5
     depth: int | None = None
     min_overlap: float = 0.5
