@@ -27,11 +27,10 @@ import json
 import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler
 
 import numpy as np
 
-from tests.helpers import LocalServer
+from tests.helpers import JsonHandler, LocalServer
 
 
 def vector_for(text: str, dims: int) -> np.ndarray:
@@ -70,30 +69,12 @@ class FakeEmbeddingServer(LocalServer):
     def _handler_class(self):
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args) -> None:  # quiet
-                pass
-
-            def setup(self) -> None:
-                super().setup()  # headers and body go out in two writes: don't let Nagle hold the body
-                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
+        class Handler(JsonHandler):
             def handle(self) -> None:
                 try:
                     super().handle()
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
                     pass
-
-            def _send(self, code: int, body: bytes, headers: dict[str, str] | None = None) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(body)
 
             def _error(self, code: int, message: str, headers: dict[str, str] | None = None) -> None:
                 self._send(code, json.dumps({"error": {"message": message, "type": "test"}}).encode(), headers)

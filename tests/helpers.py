@@ -387,6 +387,29 @@ def random_text(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n))
 
 
+class JsonHandler(BaseHTTPRequestHandler):
+    """A quiet HTTP/1.1 handler of a local test service that answers JSON (or raw bytes)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def setup(self) -> None:
+        super().setup()  # headers and body go out in two writes: don't let Nagle hold the body
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def _send(self, code: int, reply: object, headers: dict[str, str] | None = None) -> None:
+        body = reply if isinstance(reply, bytes) else json.dumps(reply).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+
 class LocalServer:
     """A threaded HTTP server on 127.0.0.1 (a free port) for ``with``; subclasses give the handler."""
 

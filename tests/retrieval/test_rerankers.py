@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import socket
 import threading
-from http.server import BaseHTTPRequestHandler
 
 import numpy as np
 import pytest
@@ -25,7 +23,7 @@ from bench.retrieval.rerankers import (
     reranker_costs,
     reranker_spec_from_config,
 )
-from tests.helpers import LocalServer
+from tests.helpers import JsonHandler, LocalServer
 
 KEY_ENV = "BENCH_TEST_RERANK_KEY"
 KEY = "rk-test-DO-NOT-LEAK-8d3f1a"
@@ -160,26 +158,7 @@ class FakeRerankServer(LocalServer):
     def _handler(self):
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args) -> None:
-                pass
-
-            def setup(self) -> None:
-                super().setup()
-                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-            def _send(self, code: int, reply, headers: dict | None = None) -> None:
-                body = reply if isinstance(reply, bytes) else json.dumps(reply).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(body)
-
+        class Handler(JsonHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
                 with server._lock:
