@@ -175,7 +175,7 @@ _MONEY = ("index_cost_usd", "cost_per_1k_queries_usd", "run_cost_usd", "corpus_e
 def combine_stages(stages: list[dict[str, Any]]) -> dict[str, Any]:
     """One pipeline's figures from those of its single-model first stages (see ``_ADDED``)."""
     out: dict[str, Any] = {}
-    for key in {k for stage in stages for k in stage}:
+    for key in dict.fromkeys(k for stage in stages for k in stage):  # in the parts' order: the same every run
         values = [stage.get(key) for stage in stages]
         present = [v for v in values if v is not None]
         if key in _ADDED:
