@@ -45,12 +45,25 @@ def numbered_lines(text: str) -> list[tuple[int, str]]:
     return [(n, line.rstrip("\r")) for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def loads_strict(text: str | bytes) -> Any:
+    """``json.loads`` without Python's extensions: ``NaN``, ``Infinity`` and ``-Infinity`` are refused
+    (ValueError), since no other JSON reader accepts them and no figure bench reads may be one."""
+    return json.loads(text, parse_constant=_no_constant)
+
+
 def json_object(line: str, where: str, expected: str) -> dict:
-    """One JSONL line as a dict; ``expected`` names its fields for the error message."""
+    """One JSONL line as a dict; ``expected`` names its fields for the error message. NaN and
+    ±Infinity are refused, as standard JSON refuses them."""
     try:
-        row = json.loads(line)
+        row = loads_strict(line)
     except json.JSONDecodeError as e:
         raise BenchError(f"{where}: invalid JSON ({e.msg}); each line must be one JSON object") from None
+    except ValueError as e:
+        raise BenchError(f"{where}: invalid JSON ({e}); write a number, or null where a value is unknown") from None
     if not isinstance(row, dict):
         raise BenchError(
             f"{where}: a JSON {_JSON_KINDS.get(type(row), 'value')}, not an object; "

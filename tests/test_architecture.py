@@ -36,6 +36,8 @@ ALLOWED = {
         "config",
         "run",
     },
+    # the answer layer reads runs, asks chat models as the drafter does, and adds to the reports
+    "answers": {"inputs", "evaluation", "results", "report", "drafting"},
 }
 TOP = {"api", "cli", "__main__"}  # the entry points may import anything; so may `bench` itself, lazily
 

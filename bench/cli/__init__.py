@@ -2,10 +2,20 @@
 
 Commands live beside the stage they drive: ``shootout`` (run, chunk, report), ``runs`` (compare,
 history, check, export), ``goldset`` (validate, lock, stats, import), ``draft`` (goldset draft),
-``review`` (goldset review), ``corpus`` (stats, text) and ``models``.
+``review`` (goldset review), ``corpus`` (stats, text), ``models``, and ``answers`` (score, agree)
+with ``answers_chat`` (answers generate, answers judge).
 """
 
-from bench.cli import corpus, draft, goldset, models, review, runs, shootout  # noqa: F401  (each registers its commands)
+from bench.cli import (  # noqa: F401  (each registers its commands)
+    answers,
+    corpus,
+    draft,
+    goldset,
+    models,
+    review,
+    runs,
+    shootout,
+)
 from bench.cli.app import EXIT_BAD_INPUT, main
 
 __all__ = ["EXIT_BAD_INPUT", "main"]

@@ -43,6 +43,7 @@ class Question:
     text: str
     evidence: tuple[Evidence, ...]
     tags: tuple[str, ...] = ()
+    answer: str = ""  # a reference answer, where the goldset gives one: answers' claim recall is measured on it
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,9 @@ def _parse_question(line: str, where: str, corpus: Corpus) -> Question:
     tags = row.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise BenchError(f'{where}: question {qid!r}: "tags" must be a list of strings')
+    answer = row.get("answer", "")
+    if not isinstance(answer, str):
+        raise BenchError(f'{where}: question {qid!r}: "answer" (the reference answer) must be a string')
     items, problems = [], []
     for i, item in enumerate(evidence):
         try:
@@ -152,7 +156,7 @@ def _parse_question(line: str, where: str, corpus: Corpus) -> Question:
             problems.append(str(e))
     if problems:
         raise _LineErrors(problems)
-    return Question(id=qid, text=question, evidence=tuple(items), tags=tuple(tags))
+    return Question(id=qid, text=question, evidence=tuple(items), tags=tuple(tags), answer=answer.strip())
 
 
 def _parse_evidence(item: object, where: str, corpus: Corpus) -> Evidence:
