@@ -91,7 +91,9 @@ def open_run(ref: str | Path, results: Path, candidate: str | None) -> RunContex
         raise BenchError(f"{run.path}: the run has no candidates; rerun `bench run`")
     chosen = candidate or ids[0]
     if chosen not in ids:
-        raise BenchError(f"--candidate {chosen!r}: not in run {run.run_id}; {suggest(chosen, ids)}choose one of its candidates")
+        raise BenchError(
+            f"--candidate {chosen!r}: not in run {run.run_id}; {suggest(chosen, ids)}choose one of its candidates"
+        )
     texts = {(t.doc_id, t.start, t.end): t.text for t in run.texts}
     records = {r.question_id: r for r in run.records_of(chosen)}
     return RunContexts(run, chosen, int(run.summary.k), records, texts)

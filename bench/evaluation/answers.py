@@ -124,7 +124,7 @@ def mean_with_interval(values: Iterable[float | None], seed: int = 0) -> dict:
     if not len(present):
         return {"mean": None, "ci": None, "n": 0}
     lo, hi = bootstrap_ci(present, seed=seed)
-    return {"mean": float(present.mean()), "ci": [lo, hi], "n": int(len(present))}
+    return {"mean": float(present.mean()), "ci": [lo, hi], "n": len(present)}
 
 
 def summarise(scores: Sequence[AnswerScore], retrieval: Mapping[str, Retrieval] | None = None) -> dict:
@@ -184,7 +184,7 @@ def findings(summary: dict, k: int | None) -> list[str]:
         count = len(summary["no_claim_answers"])
         out.append(
             f"{count} answer{'s' if count != 1 else ''} made no factual claim (a refusal or "
-            "\"I don't know\"); counted apart, not scored as grounded."
+            '"I don\'t know"); counted apart, not scored as grounded.'
         )
     return out
 

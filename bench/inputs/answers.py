@@ -26,7 +26,7 @@ from bench import files
 from bench.errors import BenchError
 
 META_SUFFIX = ".meta.json"
-HUMAN, JUDGE = "human", "judge"  # who labelled a file's claims
+HUMAN, JUDGE, UNLABELLED = "human", "judge", "unlabelled"  # who labelled a file's claims
 _FIELDS = '"question_id" and "answer"'
 _KNOWN = {"question_id", "answer", "contexts", "context_units", "claims", "addresses_question", "reference_claims"}
 
@@ -83,7 +83,10 @@ class AnswersFile:
 
     @property
     def labelled_by(self) -> str:
-        return str(self.meta.get("labels", HUMAN))
+        """HUMAN for a file without a meta (labelled by hand), else what its meta says."""
+        if "labels" not in self.meta:
+            return HUMAN
+        return str(self.meta["labels"] or UNLABELLED)
 
     def by_question(self) -> dict[str, Answer]:
         return {a.question_id: a for a in self.answers}
@@ -121,7 +124,8 @@ def load_answers(path: str | Path) -> AnswersFile:
         try:
             meta = files.loads_strict(text)
         except ValueError as e:
-            raise BenchError(f"{meta_path(path)}: not valid JSON ({e}); delete it if the answers are labelled by hand") from None
+            fix = "delete it if the answers are labelled by hand"
+            raise BenchError(f"{meta_path(path)}: not valid JSON ({e}); {fix}") from None
         if not isinstance(meta, dict):
             raise BenchError(f"{meta_path(path)}: not a JSON object; delete it if the answers are labelled by hand")
     return AnswersFile(path, tuple(answers), meta)

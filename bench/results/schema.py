@@ -18,7 +18,16 @@ from typing import Any, ClassVar, cast
 from bench import files
 from bench.errors import BenchError
 from bench.inputs.corpus import pages_label
-from bench.results.store import MANIFEST, PER_QUESTION, SUMMARY, TEXTS, load_json, load_jsonl
+from bench.results.store import (
+    ANSWERS_PER_QUESTION,
+    ANSWERS_SUMMARY,
+    MANIFEST,
+    PER_QUESTION,
+    SUMMARY,
+    TEXTS,
+    load_json,
+    load_jsonl,
+)
 
 # The index name of lexical (BM25) candidates, which rank with their own inverted index; runs
 # written before `lexical` was stored are told by it.
@@ -269,6 +278,18 @@ def load_texts(folder: Path) -> list[UnitText]:
     if not path.is_file():  # runs before texts.jsonl existed
         return []
     return [_parsed(f"{path}:{n}", UnitText, row) for n, row in enumerate(load_jsonl(path), start=1)]
+
+
+def load_answers_summary(folder: Path) -> dict[str, Any] | None:
+    """The answer layer's summary (`bench answers score`), None when the run's answers were never scored."""
+    path = folder / ANSWERS_SUMMARY
+    return load_json(path) if path.is_file() else None
+
+
+def load_answer_rows(folder: Path) -> list[dict[str, Any]]:
+    """The answer layer's figures per question; empty when the run's answers were never scored."""
+    path = folder / ANSWERS_PER_QUESTION
+    return load_jsonl(path) if path.is_file() else []
 
 
 def load_run(folder: Path) -> StoredRun:

@@ -30,6 +30,8 @@ except ImportError:  # Windows: abandoned staging folders are left for the user 
     fcntl = None
 
 MANIFEST, SUMMARY, PER_QUESTION = "manifest.json", "summary.json", "per_question.jsonl"
+# The answer layer, scored after the run (`bench answers score`) and read beside it.
+ANSWERS_SUMMARY, ANSWERS_PER_QUESTION = "answers_summary.json", "answers_per_question.jsonl"
 TEXTS = "texts.jsonl"  # the text of every unit a ranking or an expected list names, once each
 PARTIAL = ".partial"  # suffix of a staging folder, ``.<run_id>.partial``
 WRITER = ".writer"  # in a staging folder: the writer's pid, locked for as long as the writer lives
