@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench.evaluation.metrics import ANSWER_METRICS
 from bench.evaluation.significance import bootstrap_ci
 from bench.inputs.answers import Answer
 
-GROUNDEDNESS, RELEVANCE, CLAIM_RECALL = "groundedness", "answer_relevance", "claim_recall"
-ANSWER_METRICS = (GROUNDEDNESS, RELEVANCE, CLAIM_RECALL)
+GROUNDEDNESS, RELEVANCE, CLAIM_RECALL = ANSWER_METRICS
 # Which layer failed a question, checked in the order a question flows: an answer built without its
 # evidence fails at retrieval whatever it then says.
 RETRIEVAL, GENERATION, QUESTION_HANDLING, OK, UNKNOWN = "retrieval", "generation", "question handling", "ok", "unknown"

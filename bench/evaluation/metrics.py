@@ -65,6 +65,8 @@ class MetricName:
 
 
 KNOWN_METRICS = (*QUALITY_METRICS, *SPAN_METRICS)
+# The answer layer's means (bench.evaluation.answers): no cutoff, and never folded into retrieval's.
+ANSWER_METRICS = ("groundedness", "answer_relevance", "claim_recall")
 
 
 def metric_key(name: str, k: int) -> str:
@@ -81,9 +83,17 @@ def parse_metric(
     metrics ``where`` holds: "this run", "the baseline")."""
     given = text.strip()
     name, at, cutoff = given.partition("@")
+    if name in ANSWER_METRICS and not at:
+        if available is not None and name not in available:
+            raise BenchError(
+                f"{option} {given}: not in {where}, which has no scored answers; score them with "
+                "`bench answers score FILE --run RUN`, or choose a retrieval metric"
+            )
+        return name
+    known = (*KNOWN_METRICS, *ANSWER_METRICS)
     if name not in KNOWN_METRICS:
-        choices = f"choose one of {', '.join(available)}" if available else f"known: {', '.join(KNOWN_METRICS)}"
-        raise BenchError(f"{option} {given}: unknown metric {name!r}; {suggest(name, KNOWN_METRICS)}{choices}")
+        choices = f"choose one of {', '.join(available)}" if available else f"known: {', '.join(known)}"
+        raise BenchError(f"{option} {given}: unknown metric {name!r}; {suggest(name, known)}{choices}")
     bare = not at or cutoff == "k"
     try:
         key = str(MetricName.parse(name if bare else given, 1 if k is None else k))

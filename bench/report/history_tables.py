@@ -81,12 +81,18 @@ def _candidates_table(run: RunInfo) -> FittedTable:
     table.add_column("candidate", key=True)
     for name in HEADLINE:
         table.add_column(name.replace("_", " "))
+    answered = list(run.answers)  # the answer layer: its own columns, beside retrieval's, never summed
+    if answered:
+        table.caption = f"answers scored for {escape(str(run.answers_candidate))}: {escape(run.answers_status)}"
+    for name in answered:
+        table.add_column(f"answers: {name.replace('_', ' ')}")
     best = max((q.get(mrr, float("-inf")) for q in run.candidates.values()), default=None)
     for cid in run.candidates:
         metrics = run.headline(cid)
         cells = [number(v, "{:.3f}") for v in metrics.values()]
         if metrics[mrr] == best and len(run.candidates) > 1:
             cells[0] = f"[bold]{cells[0]}[/]"
+        cells += [number(run.answers[name], "{:.3f}") if cid == run.answers_candidate else "" for name in answered]
         table.add_row(escape(cid), *cells)
     return table
 

@@ -7,13 +7,13 @@ has. A metric is comparable between two runs only when they share the corpus and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
 from bench.errors import BenchError
-from bench.evaluation.metrics import HEADLINE, MetricName
+from bench.evaluation.metrics import ANSWER_METRICS, HEADLINE, MetricName
 from bench.registry import suggest
 from bench.results import schema, store
 from bench.results.schema import Manifest, RunSummary
@@ -38,6 +38,12 @@ class RunInfo:
     unit: str
     locked: bool
     candidates: dict[str, dict[str, float]]  # candidate id -> quality, in the run's rank order
+    # The answer layer, where its answers were scored: the candidate that gave the contexts, the
+    # means (also in that candidate's ``candidates`` entry, so trends and the gate see them), and
+    # the labels' calibration ("labelled by people", "calibrated", "uncalibrated").
+    answers_candidate: str | None = None
+    answers: dict[str, float] = field(default_factory=dict)
+    answers_status: str = ""
 
     def headline(self, candidate: str) -> dict[str, float | None]:
         """The headline metrics at this run's k (``mrr@k``, ``recall@k`` …) of one candidate."""
@@ -79,8 +85,9 @@ class CandidateTrend(NamedTuple):
 
 
 def metric_name(name: str, k: int) -> str:
-    """``mrr`` -> ``mrr@k``; a name that already carries a cutoff is kept."""
-    return name if "@" in name else str(MetricName(name, k))
+    """``mrr`` -> ``mrr@k``; a name that already carries a cutoff, or an answer metric (none has
+    one), is kept."""
+    return name if "@" in name or name in ANSWER_METRICS else str(MetricName(name, k))
 
 
 def same_metric(name: str, k_from: int, k_to: int) -> str:
@@ -136,13 +143,16 @@ def as_datetime(moment: datetime | str) -> datetime | None:
     return moment if isinstance(moment, datetime) else None
 
 
-def run_info(folder: Path, summary: RunSummary, manifest: Manifest) -> RunInfo:
+def run_info(
+    folder: Path, summary: RunSummary, manifest: Manifest, answers: dict | None = None
+) -> RunInfo:
     """A RunInfo from a run's summary and manifest; BenchError when they lack what every run has."""
     run_id = manifest.run_id or folder.name
     corpus, goldset = manifest.fingerprint("corpus"), manifest.fingerprint("goldset")
     if corpus is None or goldset is None:
         missing = "corpus" if corpus is None else "goldset"
         raise BenchError(f"{folder}: {store.MANIFEST} has no {missing} sha256; the run folder is damaged")
+    candidates = {c.id: {m: v for m, v in c.quality.items() if _is_number(v)} for c in summary.candidates}
     return RunInfo(
         path=folder,
         run_id=run_id,
@@ -154,8 +164,24 @@ def run_info(folder: Path, summary: RunSummary, manifest: Manifest) -> RunInfo:
         k=int(summary.k),
         unit=summary.unit or (manifest.goldset or {}).get("unit", "?"),
         locked=bool(manifest.locked),
-        candidates={c.id: {m: v for m, v in c.quality.items() if _is_number(v)} for c in summary.candidates},
+        candidates=candidates,
+        **_answer_layer(answers, candidates),
     )
+
+
+def _answer_layer(answers: dict | None, candidates: dict[str, dict[str, float]]) -> dict:
+    """The RunInfo fields of a scored answer layer; its means join the answering candidate's metrics."""
+    if not isinstance(answers, dict) or answers.get("candidate") not in candidates:
+        return {}
+    cid = answers["candidate"]
+    means = {
+        name: figure["mean"]
+        for name, figure in (answers.get("metrics") or {}).items()
+        if name in ANSWER_METRICS and isinstance(figure, dict) and _is_number(figure.get("mean"))
+    }
+    candidates[cid].update(means)
+    status = (answers.get("calibration") or {}).get("status", "")
+    return {"answers_candidate": cid, "answers": means, "answers_status": str(status)}
 
 
 def _is_number(value) -> bool:
@@ -163,7 +189,9 @@ def _is_number(value) -> bool:
 
 
 def read_run(folder: Path) -> RunInfo:
-    return run_info(folder, schema.load_summary(folder), schema.load_manifest(folder))
+    return run_info(
+        folder, schema.load_summary(folder), schema.load_manifest(folder), schema.load_answers_summary(folder)
+    )
 
 
 def _order(run: RunInfo) -> tuple:
