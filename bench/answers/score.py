@@ -40,10 +40,11 @@ def calibration(
     answers: AnswersFile,
     min_claims: int = figures.MIN_CALIBRATION_CLAIMS,
     min_kappa: float = figures.MIN_CALIBRATION_KAPPA,
+    agreement_file: Path | None = None,
 ) -> dict[str, Any]:
     """Whether the file's labels may be trusted as they are: people's labels are; a judge's only once
     `bench answers agree` found a person's sample of at least ``min_claims`` claims agreeing with this
-    judge and rubric at Cohen's κ ≥ ``min_kappa``."""
+    judge and rubric at Cohen's κ ≥ ``min_kappa``: ``agreement_file``, by default the one beside the file."""
     labels = answers.labelled_by
     if labels != JUDGE:
         return {"status": PEOPLE, "labels": labels}
@@ -56,7 +57,9 @@ def calibration(
         "min_claims": min_claims,
         "min_kappa": min_kappa,
     }
-    path = agreement_path(answers.path)
+    path = agreement_file or agreement_path(answers.path)
+    if agreement_file is not None and not path.is_file():
+        raise BenchError(f"--calibration {path}: not found; give the file `bench answers agree` wrote")
     if not path.is_file():
         out["why"] = f"no human sample compared yet: run `bench answers agree HUMAN {answers.path}`"
         return out
@@ -88,6 +91,7 @@ def score_file(
     *,
     min_claims: int = figures.MIN_CALIBRATION_CLAIMS,
     min_kappa: float = figures.MIN_CALIBRATION_KAPPA,
+    agreement_file: Path | None = None,
 ) -> Scored:
     """Score an answers file, against ``source`` (a run's candidate) when given, and write the two files."""
     answers = load_answers(path)
@@ -127,7 +131,7 @@ def score_file(
         "labels": answers.labelled_by,
         "judge": answers.meta.get("judge"),
         "generator": answers.meta.get("generator"),
-        "calibration": calibration(answers, min_claims, min_kappa),
+        "calibration": calibration(answers, min_claims, min_kappa, agreement_file),
         **summary,
     }
     summary["findings"] = figures.findings(summary, k)

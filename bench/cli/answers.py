@@ -41,6 +41,12 @@ _min_kappa = click.option(
 )
 @_min_claims
 @_min_kappa
+@click.option(
+    "--calibration",
+    type=click.Path(path_type=Path),
+    metavar="FILE",
+    help="A judge's agreement with people (from `bench answers agree`; default: the one beside FILE).",
+)
 @click.option("--no-report", is_flag=True, help="Do not rewrite the run's report.pdf and inspector.html.")
 @results_option()
 def score(
@@ -49,6 +55,7 @@ def score(
     candidate: str | None,
     min_claims: int,
     min_kappa: float,
+    calibration: Path | None,
     no_report: bool,
     results: Path,
 ) -> None:
@@ -64,7 +71,7 @@ def score(
     if candidate is None and run_ref == meta.get("run_id"):
         candidate = meta.get("candidate")
     source = open_run(run_ref, results, candidate) if run_ref else None
-    scored = score_file(file, source, min_claims=min_claims, min_kappa=min_kappa)
+    scored = score_file(file, source, min_claims=min_claims, min_kappa=min_kappa, agreement_file=calibration)
     print_answers(out_console(), scored.summary, scored.rows)
     if source is not None and not no_report:
         from bench.report.writer import write_reports
