@@ -6,6 +6,7 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -45,14 +46,30 @@ def numbered_lines(text: str) -> list[tuple[int, str]]:
     return [(n, line.rstrip("\r")) for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
 
 
+class _NotANumber(ValueError):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
+    raise _NotANumber(name)
+
+
+_STRING_OR_CONSTANT = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)')
 
 
 def loads_strict(text: str | bytes) -> Any:
     """``json.loads`` without Python's extensions: ``NaN``, ``Infinity`` and ``-Infinity`` are refused
-    (ValueError), since no other JSON reader accepts them and no figure bench reads may be one."""
-    return json.loads(text, parse_constant=_no_constant)
+    (a JSONDecodeError at the constant's line), since no other JSON reader accepts them and no
+    figure bench reads may be one."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except _NotANumber as e:
+        doc = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        # The first constant outside a string is where the parser met it.
+        at = next((m.start(1) for m in _STRING_OR_CONSTANT.finditer(doc) if m.group(1)), 0)
+        raise json.JSONDecodeError(f"{e.name} is not a JSON number", doc, at) from None
 
 
 def json_object(line: str, where: str, expected: str) -> dict:
@@ -61,9 +78,12 @@ def json_object(line: str, where: str, expected: str) -> dict:
     try:
         row = loads_strict(line)
     except json.JSONDecodeError as e:
-        raise BenchError(f"{where}: invalid JSON ({e.msg}); each line must be one JSON object") from None
-    except ValueError as e:
-        raise BenchError(f"{where}: invalid JSON ({e}); write a number, or null where a value is unknown") from None
+        fix = (
+            "write a number, or null where a value is unknown"
+            if "JSON number" in e.msg
+            else "each line must be one JSON object"
+        )
+        raise BenchError(f"{where}: invalid JSON ({e.msg}); {fix}") from None
     if not isinstance(row, dict):
         raise BenchError(
             f"{where}: a JSON {_JSON_KINDS.get(type(row), 'value')}, not an object; "

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import codecs
 import hashlib
-import json
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -21,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.errors import BenchError
-from bench.files import json_object
+from bench.files import json_object, loads_strict
 from bench.inputs.formats import for_suffix, suffixes
 from bench.inputs.lazy import Lazy
 
@@ -261,7 +260,7 @@ class _JsonlFile:
         with open(self.file, "rb") as f:
             f.seek(int(self.offsets[i]))
             line = f.read(int(self.lengths[i]))
-        return _document(json.loads(line.decode("utf-8")), self.beir)
+        return _document(loads_strict(line.decode("utf-8")), self.beir)
 
 
 def _load_jsonl(corpus_path: Path, file: Path, beir: bool) -> Corpus:

@@ -99,9 +99,14 @@ def load_baseline(ref: str, results: Path) -> dict:
 
 def read_baseline(path: Path) -> dict:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        data = files.loads_strict(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise BenchError(f"{path}:{e.lineno}: not valid JSON ({e.msg}); {_HOW}") from None
+    except (OSError, UnicodeDecodeError, ValueError) as e:
         raise BenchError(f"{path}: not a readable JSON file ({e}); {_HOW}") from None
+    bad = _non_numbers(data.get("metrics") if isinstance(data, dict) else None)
+    if bad:
+        raise BenchError(f"{path}: metric {bad} is not a number; {_HOW}")
     if not isinstance(data, dict) or "bench_baseline" not in data:
         raise BenchError(f'{path}: not a bench baseline (no "bench_baseline" key); {_HOW}')
     if data["bench_baseline"] != BASELINE_FORMAT:
@@ -115,6 +120,17 @@ def read_baseline(path: Path) -> dict:
         what = f"lacks {', '.join(missing)}" if missing else 'has a malformed "metrics"'
         raise BenchError(f"{path}: the baseline {what}; re-save it with `bench check RUN --save-baseline {path}`")
     return data
+
+
+def _non_numbers(metrics: object) -> str | None:
+    """The first "candidate metric" of a baseline whose value is not a finite number, if any."""
+    if not isinstance(metrics, dict):
+        return None
+    for cid, quality in metrics.items():
+        for name, value in quality.items() if isinstance(quality, dict) else ():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                return f"{cid} {name} = {value!r}"
+    return None
 
 
 def _fingerprint(baseline: dict) -> dict:
