@@ -8,6 +8,7 @@ with ``answers_chat`` (answers generate, answers judge).
 
 from bench.cli import (  # noqa: F401  (each registers its commands)
     answers,
+    answers_chat,
     corpus,
     draft,
     goldset,

@@ -1,0 +1,147 @@
+"""Answers written by a chat model from a run's contexts: for each question of a candidate, in goldset
+order, the question and that candidate's top k texts (numbered) go to the model with the answer
+prompt (``prompts/answer_v1.md``), which asks it to answer only from them.
+
+The answers file names each answer's contexts by unit id, so that scoring reads the same texts from
+the run; each row keeps the model's raw reply and usage under ``generation``. An empty reply (a
+refusal) is kept as the answer "" with ``"refused": true``. Replies are appended to
+``<out>.replies.jsonl`` as they arrive: the same command after a failure sends only what is missing.
+The file is unlabelled (``"labels": null`` in its meta) until a judge or a person labels it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from bench.answers.calls import Asker, Request, Tally, load_template, numbered, replies_path
+from bench.answers.contexts import RunContexts
+from bench.drafting.chat import ChatClient, ReplyLog, redact_url
+from bench.errors import BenchError
+from bench.formatting import plural
+from bench.inputs.answers import Answer, meta_path, save_answers
+
+PROMPT = Path(__file__).with_name("prompts") / "answer_v1.md"
+PROMPT_NEEDS = {"system": (), "user": ("question", "contexts")}
+
+
+@dataclass
+class GenerateReport:
+    out: Path
+    meta: Path
+    replies: Path
+    answered: int
+    refused: int
+    not_asked: tuple[str, ...]  # question ids left out: the budget ran out first
+    tally: Tally
+
+
+def generate_answers(
+    run: RunContexts,
+    out: Path,
+    *,
+    base_url: str,
+    model: str,
+    api_key_env: str = "OPENAI_API_KEY",
+    prompt: Path | None = None,
+    concurrency: int = 4,
+    max_cost: float | None = None,
+    price_in: float = 0.0,
+    price_out: float = 0.0,
+    force: bool = False,
+    console: Console | None = None,
+    temperature: float = 0.0,
+    max_tokens: int = 800,
+    max_attempts: int = 6,
+    timeout_s: float = 120.0,
+) -> GenerateReport:
+    """Ask ``model`` to answer each of the candidate's questions from its top k; write the answers file ``out``.
+
+    Prices are USD per million tokens; ``max_cost`` leaves out the questions whose call (estimated
+    at prompt characters / 4 plus ``max_tokens`` of reply) would take the cost past it.
+    """
+    out, console = Path(out), console or Console(stderr=True)
+    if concurrency < 1:
+        raise BenchError(f"--concurrency {concurrency} must be at least 1")
+    if max_cost is not None and max_cost < 0:
+        raise BenchError(f"--max-cost {max_cost:g} must not be negative")
+    if out.exists() and not force:
+        raise BenchError(
+            f"{out} exists; pass --force to replace it (replies already paid for are reused), or give another --out"
+        )
+    if not run.records:
+        raise BenchError(f"{run.run.path}: candidate {run.candidate} answered no questions; rerun `bench run`")
+    template = load_template(prompt or PROMPT, PROMPT_NEEDS)
+    client = ChatClient(
+        base_url, model, api_key_env=api_key_env, temperature=temperature, max_tokens=max_tokens,
+        timeout_s=timeout_s, max_attempts=max_attempts, json_mode=False,
+    )  # fmt: skip
+    planned = []
+    for record in run.records.values():  # in the run's (the goldset's) order
+        units = run.top(record)
+        contexts = numbered([run.text(u) for u in units])
+        messages = template.messages("user", question=record.question, contexts=contexts)
+        about = {"question_id": record.question_id, "prompt_version": template.version}
+        planned.append(
+            (record.question_id, tuple(u.id for u in units), Request(client.request_key(messages), messages, about))
+        )
+    asker = Asker(client, ReplyLog(replies_path(out)), concurrency, max_cost, (price_in, price_out))
+    with console.status(f"asking {model} to answer {plural(len(planned), 'question')}") as status:
+        asker.status = status
+        rows = asker.ask((r for _, _, r in planned), f"answering with {model}")
+    answers, not_asked = [], []
+    for qid, unit_ids, request in planned:
+        row = rows.get(request.key)
+        if row is None:
+            not_asked.append(qid)
+            continue
+        reply = str(row.get("reply") or "")
+        generation = {"model": model, "prompt_version": template.version, "reply": reply, "usage": row.get("usage")}
+        extra: dict[str, Any] = {"generation": generation}
+        if not reply.strip():
+            extra["refused"] = True
+        answers.append(Answer(qid, reply.strip(), context_units=unit_ids, extra=extra))
+    if not answers:
+        raise BenchError(
+            f"--max-cost {max_cost:g} is less than one call is estimated to cost; raise it, or leave it out"
+        )
+    tally = asker.tally
+    meta: dict[str, Any] = {
+        "generated": True,
+        "labels": None,  # nobody has labelled the claims yet: a judge or a person does
+        "run_id": run.run_id,
+        "run_path": str(run.run.path),
+        "candidate": run.candidate,
+        "k": run.k,
+        "goldset": run.run.manifest.goldset,
+        "generator": {
+            "model": model, "base_url": redact_url(client.base_url), "temperature": temperature,
+            "max_tokens": max_tokens,
+        },
+        "prompt": template.describe(with_text=True),
+        "replies": replies_path(out).name,
+        "answered": len(answers),
+        "refused": sum(1 for a in answers if a.extra.get("refused")),
+        "not_asked": not_asked,
+        **tally.to_meta((price_in, price_out), max_cost),
+    }  # fmt: skip
+    save_answers(out, answers, meta)
+    report = GenerateReport(
+        out, meta_path(out), replies_path(out), len(answers), meta["refused"], tuple(not_asked), tally
+    )
+    _print_summary(console, report)
+    return report
+
+
+def _print_summary(console: Console, r: GenerateReport) -> None:
+    refused = f" ({r.refused} refused: empty reply)" if r.refused else ""
+    console.print(f"answered {plural(r.answered, 'question')}{refused}")
+    if r.not_asked:
+        console.print(
+            f"not asked: {plural(len(r.not_asked), 'question')} ({', '.join(r.not_asked[:5])}"
+            f"{', …' if len(r.not_asked) > 5 else ''}): the next call would pass --max-cost"
+        )
+    console.print(r.tally.summary())
