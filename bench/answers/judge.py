@@ -301,33 +301,17 @@ def _split(judging: _Judging, cases: list[_Case]) -> None:
     """Step one: the answers' and the references' claims, and the relevance verdicts (all independent)."""
     asks: list[tuple[_Case, str, Request]] = []
     for case in cases:
+        q, a = case.question, case.answer.answer
         if case.empty:
             case.record["empty_answer"] = True
             case.claims = [] if case.claims is None else case.claims
         elif case.claims is None:
-            asks.append(
-                (
-                    case,
-                    "claims",
-                    judging.request("claims", case, "claims", question=case.question, answer=case.answer.answer),
-                )
-            )
+            asks.append((case, "claims", judging.request("claims", case, "claims", question=q, answer=a)))
         if not case.empty:
-            asks.append(
-                (
-                    case,
-                    "relevance",
-                    judging.request("relevance", case, "relevance", question=case.question, answer=case.answer.answer),
-                )
-            )
+            asks.append((case, "relevance", judging.request("relevance", case, "relevance", question=q, answer=a)))
         if case.reference_claims is None and case.reference:
-            asks.append(
-                (
-                    case,
-                    "reference",
-                    judging.request("claims", case, "reference claims", question=case.question, answer=case.reference),
-                )
-            )
+            split = judging.request("claims", case, "reference claims", question=q, answer=case.reference)
+            asks.append((case, "reference", split))
     rows = judging.asker.ask((r for _, _, r in asks), f"splitting into claims with {judging.client.model}")
     for case, what, request in asks:
         if what == "relevance":
@@ -344,22 +328,14 @@ def _decide(judging: _Judging, cases: list[_Case]) -> list[Answer]:
     """Step two: one verdict per claim (supported by the contexts) and per reference claim (stated by the answer)."""
     asks: list[tuple[_Case, str, int, Request]] = []
     for case in cases:
-        contexts = numbered(case.contexts)
+        contexts, q, a = numbered(case.contexts), case.question, case.answer.answer
         for i, claim in enumerate(case.claims or (), 1):
             asks.append(
                 (case, "support", i, judging.request("support", case, f"claim {i}", contexts=contexts, claim=claim))
             )
-        if not case.empty:
-            for i, claim in enumerate(case.reference_claims or (), 1):
-                request = judging.request(
-                    "reference",
-                    case,
-                    f"reference claim {i}",
-                    question=case.question,
-                    answer=case.answer.answer,
-                    claim=claim,
-                )
-                asks.append((case, "reference", i, request))
+        for i, claim in enumerate(() if case.empty else case.reference_claims or (), 1):
+            stated = judging.request("reference", case, f"reference claim {i}", question=q, answer=a, claim=claim)
+            asks.append((case, "reference", i, stated))
     rows = judging.asker.ask((r for *_, r in asks), f"deciding claims with {judging.client.model}")
     verdicts: dict[tuple[int, str, int], tuple[bool | None, dict]] = {}
     for case, what, i, request in asks:
