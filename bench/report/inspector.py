@@ -32,6 +32,12 @@ DOM contract (tests and other tools rely on it):
 - a long text shows ``.unit-preview`` (the window around its highlighted evidence, ``…`` where cut) in place
   of ``.unit-text`` until ``button.more`` expands the entry; a long text without evidence is clamped.
 - ``data-span`` is ``doc_id:start-end``, the same for a unit wherever it appears.
+- only when the run's answers were scored (`bench answers score`): ``select#answer-filter`` among the controls
+  (``""`` every question, ``any`` a layer failed, else the first layer that failed: ``retrieval``,
+  ``generation``, ``question handling``; each option names its count), and in each answered question's
+  article a ``section.answer-layer[data-candidate][data-layer]`` with ``.answer-labels`` (``.uncalibrated``
+  for a judge's labels not yet calibrated), ``.answer-verdict`` (``.failed``, ``.passed`` or ``.unknown``),
+  ``.groundedness``, ``.relevance``, ``.claim-recall`` and ``li.unsupported-claim`` items.
 """
 
 from __future__ import annotations
@@ -45,10 +51,12 @@ from importlib import resources
 from pathlib import Path
 from urllib.parse import quote
 
+from bench.evaluation.answers import CLAIM_RECALL, GROUNDEDNESS, RELEVANCE
 from bench.evaluation.costs import end_to_end_p95_ms
 from bench.evaluation.metrics import metric_key
 from bench.files import write_atomic
 from bench.inputs.goldset import DOCUMENT
+from bench.report.answers_view import AnswerLayer, labels_short, uncalibrated
 from bench.results.schema import (
     CandidateResult,
     Manifest,
@@ -72,10 +80,15 @@ def permalink(question_id: str, page: str = "inspector.html") -> str:
 
 
 def write_inspector(
-    path: Path, summary: RunSummary, records: list[QuestionRecord], texts: list[UnitText], manifest: Manifest
+    path: Path,
+    summary: RunSummary,
+    records: list[QuestionRecord],
+    texts: list[UnitText],
+    manifest: Manifest,
+    answers: AnswerLayer | None = None,
 ) -> None:
     """Write the inspector page for a finished run; same inputs give the same bytes."""
-    write_atomic(path, render_html(inspector_data(summary, records, texts, manifest)))
+    write_atomic(path, render_html(inspector_data(summary, records, texts, manifest, answers)))
 
 
 class _Tables:
@@ -171,11 +184,45 @@ def _question(record: QuestionRecord, tables: _Tables) -> dict:
     return {"id": record.question_id, "text": record.question, "tags": list(record.tags), "evidence": evidence}
 
 
+def _answers(layer: AnswerLayer, question_index: dict[str, int]) -> dict:
+    """The answer layer of the scored candidate: one entry per question (``None`` where none was answered)."""
+    rows: list[dict | None] = [None] * len(question_index)
+    for row in layer.rows:
+        qi = question_index.get(row.get("question_id", ""))
+        if qi is None:
+            continue
+        rows[qi] = {
+            "groundedness": _score(row.get(GROUNDEDNESS)),
+            "relevance": _score(row.get(RELEVANCE)),
+            "claim_recall": _score(row.get(CLAIM_RECALL)),
+            "claims": row.get("claims", 0),
+            "supported": row.get("supported", 0),
+            "undecided": row.get("undecided", 0),
+            "no_claims": bool(row.get("no_claims")),
+            "layer": row.get("layer"),
+            "failing": list(row.get("failing") or []),
+            "unsupported": list(row.get("unsupported_claims") or []),
+        }
+    summary = layer.summary
+    return {
+        "candidate": summary.get("candidate") or "",
+        "file": Path(str(summary.get("answers_file") or "")).name,
+        "labels": labels_short(summary),
+        "uncalibrated": uncalibrated(summary),
+        "rows": rows,
+    }
+
+
 def inspector_data(
-    summary: RunSummary, records: list[QuestionRecord], texts: list[UnitText], manifest: Manifest
+    summary: RunSummary,
+    records: list[QuestionRecord],
+    texts: list[UnitText],
+    manifest: Manifest,
+    answers: AnswerLayer | None = None,
 ) -> dict:
     """The blob the page embeds: run facts, candidates in rank order, questions, and per candidate one
-    result per question (``None`` where the run stored none) whose units index the interned tables."""
+    result per question (``None`` where the run stored none) whose units index the interned tables; with
+    ``answers``, the scored candidate's answer layer per question too."""
     k, unit = summary.k, summary.unit
     mrr, recall, hit_rate = metric_key("mrr", k), metric_key("recall", k), metric_key("hit_rate", k)
     tables = _Tables(texts, unit == DOCUMENT)
@@ -193,7 +240,7 @@ def inspector_data(
         if ci is not None:
             results[ci][question_index[record.question_id]] = _result(record, k, tables)
     corpus, goldset = manifest.corpus or {}, manifest.goldset or {}
-    return {
+    data = {
         "run": {
             "id": manifest.run_id or "",
             "started": manifest.started or "",
@@ -221,6 +268,9 @@ def inspector_data(
         "units": tables.units,
         "results": results,
     }
+    if answers is not None:  # left out otherwise, so a run without answers gets the page it always had
+        data["answers"] = _answers(answers, question_index)
+    return data
 
 
 def script_json(data: dict) -> str:

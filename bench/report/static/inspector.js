@@ -11,6 +11,8 @@
                     outcome: byId("outcome-filter")};
   const list = byId("questions");
   const candidateIndex = new Map(data.candidates.map((c, i) => [c.id, i]));
+  const ANSWERS = data.answers || null;  // the answer layer of one candidate, once its answers were scored
+  const FAILED_LAYERS = ["retrieval", "generation", "question handling"];
 
   // Untrusted text only ever reaches the page through textContent and attribute values.
   function el(tag, className, text) {
@@ -194,11 +196,53 @@
     return col;
   }
 
+  // The answer layer of the scored candidate: which layer failed first, and the figures that say so.
+  function answerBox(qi) {
+    const row = ANSWERS.rows[qi];
+    const box = el("section", "answer-layer");
+    box.dataset.candidate = ANSWERS.candidate;
+    box.dataset.layer = row.layer;
+    const head = el("h4", null, `answer layer · ${ANSWERS.candidate} `);
+    const labels = el("span", "answer-labels", `labels: ${ANSWERS.labels}`);
+    if (ANSWERS.uncalibrated) {
+      labels.classList.add("uncalibrated");
+      labels.title = "a judge labelled these claims, and no person's sample has calibrated it yet";
+    }
+    head.append(labels);
+    let verdict;
+    if (FAILED_LAYERS.includes(row.layer)) {
+      const also = row.failing.slice(1);
+      verdict = el("p", "answer-verdict failed",
+                   `✗ failed first at ${row.layer}${also.length ? `; also ${also.join(", ")}` : ""}`);
+    }
+    else if (row.layer === "ok") verdict = el("p", "answer-verdict passed", "✓ passed every layer");
+    else verdict = el("p", "answer-verdict unknown", "? not known: a layer was not measured");
+    const figures = el("p", "answer-figures");
+    const grounded = row.no_claims ? "no factual claim (counted apart, not as grounded)"
+      : row.groundedness === null ? "groundedness –"
+      : `groundedness ${fmt(row.groundedness)} (${row.supported} of ${row.claims} claims supported)`;
+    const relevant = row.relevance === null ? "–" : row.relevance ? "yes" : "no";
+    figures.append(el("span", "groundedness", grounded), " · ",
+                   el("span", "relevance", `addresses the question: ${relevant}`));
+    if (row.claim_recall !== null) {
+      figures.append(" · ", el("span", "claim-recall", `claim recall ${fmt(row.claim_recall)}`));
+    }
+    if (row.undecided) figures.append(" · ", el("span", "undecided", `${row.undecided} undecided`));
+    box.append(head, verdict, figures);
+    if (row.unsupported.length) {
+      box.append(el("h5", null, `claims the contexts do not support (${row.unsupported.length})`));
+      const items = el("ul", "unsupported-claims");
+      for (const claim of row.unsupported) items.append(el("li", "unsupported-claim", claim));
+      box.append(items);
+    }
+    return box;
+  }
+
   // Percent-encoded UTF-8 with only letters, digits and _.-~ left as they are (Python's quote(id, safe="")).
   const encodeId = (id) => encodeURIComponent(id).replace(/[!'()*]/g,
     (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
-  function shell(q) {
+  function shell(q, qi) {
     const art = el("article", "question");
     art.dataset.qid = q.id;
     const head = el("header", "question-head");
@@ -220,7 +264,9 @@
       items.append(item);
     }
     evidence.append(items);
-    art.append(head, evidence, el("div", "columns"));
+    art.append(head, evidence);
+    if (ANSWERS && ANSWERS.rows[qi]) art.append(answerBox(qi));
+    art.append(el("div", "columns"));
     return art;
   }
 
@@ -261,6 +307,30 @@
     "b-not-a": (qi, a, b) => b !== null && !isMiss(b, qi) && isMiss(a, qi),
     "missed-by-all": (qi) => missedByAll[qi],
   };
+  // "Answer layer failed": any layer, or the first one that failed; only for a run whose answers were scored.
+  const answerLayer = (qi) => (ANSWERS && ANSWERS.rows[qi] ? ANSWERS.rows[qi].layer : null);
+  const ANSWER_FILTERS = {
+    "": () => true,
+    "any": (qi) => FAILED_LAYERS.includes(answerLayer(qi)),
+    ...Object.fromEntries(FAILED_LAYERS.map((layer) => [layer, (qi) => answerLayer(qi) === layer])),
+  };
+
+  function answerControl() {
+    const box = el("label", null, "Answer layer failed ");
+    box.title = `the first layer that failed each question answered in ${ANSWERS.file} (${ANSWERS.candidate})`;
+    const select = el("select");
+    select.id = "answer-filter";
+    select.append(option("", "every question"));
+    for (const value of ["any", ...FAILED_LAYERS]) {
+      const n = data.questions.filter((q, qi) => ANSWER_FILTERS[value](qi)).length;
+      select.append(option(value, `${value === "any" ? "any layer" : value} (${n})`));
+    }
+    box.append(select);
+    controls.misses.closest("label").before(box);
+    return select;
+  }
+
+  const answerFilter = ANSWERS ? answerControl() : null;
   const OUTCOME_LABELS = {"": "every question", "a-not-b": "A finds, B misses", "b-not-a": "B finds, A misses",
                           "missed-by-all": "missed by every candidate"};
 
@@ -288,10 +358,11 @@
     markLeaders(a, b);
     const tag = controls.tag.value, needle = controls.search.value.trim().toLowerCase();
     const missesOnly = controls.misses.checked, outcome = OUTCOMES[controls.outcome.value];
+    const answered = ANSWER_FILTERS[answerFilter ? answerFilter.value : ""];
     let shown = 0;
     data.questions.forEach((q, qi) => {
       const visible = (!tag || q.tags.includes(tag)) && (!needle || haystacks[qi].includes(needle))
-        && (!missesOnly || isMiss(a, qi) || (b !== null && isMiss(b, qi))) && outcome(qi, a, b);
+        && (!missesOnly || isMiss(a, qi) || (b !== null && isMiss(b, qi))) && outcome(qi, a, b) && answered(qi);
       shells[qi].hidden = !visible;
       if (visible) {
         show(qi, a, b);
@@ -312,6 +383,7 @@
     if (run.corpus) parts.push(`corpus ${run.corpus}${fingerprint}`);
     if (run.goldset) parts.push(`goldset ${run.goldset}`);
     if (run.started) parts.push(`started ${run.started}`);
+    if (ANSWERS) parts.push(`answers ${ANSWERS.file} scored for ${ANSWERS.candidate}`);
     byId("run-meta").textContent = parts.join(" · ");
     byId("depth-label").textContent = String(DEPTH);
   }
@@ -375,6 +447,7 @@
     if (shells[qi].hidden) {
       controls.tag.value = controls.search.value = controls.outcome.value = "";
       controls.misses.checked = false;
+      if (answerFilter) answerFilter.value = "";
       update();
     }
     shells[qi].classList.add("linked");
@@ -402,6 +475,7 @@
       c.addEventListener("change", update);
     }
     controls.search.addEventListener("input", update);
+    if (answerFilter) answerFilter.addEventListener("change", update);
     window.addEventListener("hashchange", openFromHash);
     list.addEventListener("click", (event) => {
       const button = event.target.closest("button.more");
