@@ -22,6 +22,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 from bench import files
 from bench.evaluation.findings import Finding
 from bench.report import pdf_sections as sections
+from bench.report.pdf_answers import answers_section, with_answer_terms
 from bench.report.pdf_decision import Decision, decide, decision_section
 from bench.report.pdf_glossary import glossary_section
 from bench.report.pdf_layout import PAGE, Chart, Section, book, draw, texts
@@ -37,7 +38,8 @@ def write_pdf(
 
     ``plots``: name → (title, PNG bytes) of the rendered charts; ``stats``: ``cis``, ``pairs``
     (metric → all pairs), ``head_to_head`` and ``per_tag`` from ``bench.evaluation.significance``,
-    ``diagnosis`` (plain lines) and ``findings`` (by candidate) from ``bench.evaluation.findings``.
+    ``diagnosis`` (plain lines) and ``findings`` (by candidate) from ``bench.evaluation.findings``, and
+    ``answers`` (an ``AnswerLayer``) when the run's answers were scored.
     """
     run_id = manifest.run_id or "?"
     day = (manifest.started or "")[:10]
@@ -74,6 +76,9 @@ def _details(
     out = [sections.ranked_section(summary, cis, _roles(decision)), sections.operations_section(summary, manifest)]
     if stats.get("diagnosis"):
         out.append(sections.diagnosis_section(stats["diagnosis"]))
+    answers = stats.get("answers")
+    if answers is not None:
+        out.append(answers_section(answers))
     out += [_chart(*plots[name]) for name in CHARTS if name in plots]
     if summary.candidates:
         out.append(sections.intervals_section(summary, cis))
@@ -99,7 +104,10 @@ def _details(
         out.append(tags)
     if "history" in plots:
         out.append(_chart(*plots["history"]))
-    out += [glossary_section(summary), sections.provenance_section(manifest)]
+    glossary = glossary_section(summary)
+    if answers is not None:
+        glossary = with_answer_terms(glossary, answers.summary)
+    out += [glossary, sections.provenance_section(manifest)]
     return out
 
 

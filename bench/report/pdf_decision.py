@@ -17,6 +17,7 @@ from bench.evaluation.findings import RUN, Finding
 from bench.evaluation.metrics import metric_key
 from bench.formatting import p_value, with_ci
 from bench.report import ops_view
+from bench.report.answers_view import headline as answers_headline
 from bench.report.pdf_layout import GREY, Para, Section, Table
 from bench.results.schema import CandidateResult, Manifest, RunSummary
 
@@ -115,6 +116,9 @@ def decision_section(
         blocks.append(Para(f"Why this one: {_sentence(d.reason)}", size=9.5, space_after=10))
     blocks.append(_versus(summary, d, stats.get("cis") or {}))
     blocks.append(Para(ops_view.scale_line(summary, manifest), size=8.5, colour=GREY, space_after=10))
+    answers = stats.get("answers")
+    if answers is not None:  # the answer layer beside retrieval, never folded into the decision's metric
+        blocks.append(Para(answers_headline(answers.summary), size=9.5, space_after=10))
     steps = next_steps(summary, findings, d)
     if steps:
         blocks.append(Para("Next things to try", size=11, bold=True, keep_next=True, space_after=3))

@@ -1,5 +1,6 @@
 """Everything a run hands to people, from the stored results alone: rank_matrix.csv, statistics.json,
-plots/*.png, report.pdf and inspector.html. ``bench run`` writes them at the end; ``bench report`` again."""
+plots/*.png, report.pdf and inspector.html, the last two with the answer layer once `bench answers score` scored
+the run's answers. ``bench run`` writes them at the end; ``bench report`` again."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from bench.evaluation import significance
 from bench.evaluation.findings import diagnose, findings_lines
 from bench.evaluation.metrics import headline, metric_key
 from bench.report import plots
+from bench.report.answers_view import AnswerLayer
 from bench.report.inspector import write_inspector
 from bench.report.jobs import Jobs
 from bench.report.pdf import write_pdf
@@ -42,13 +44,14 @@ def write_reports(folder: Path, run: StoredRun | None = None) -> Written:
     compared = _headline(summary)
     mrr = metric_key("mrr", summary.k)
     trends = history_for_report(folder.parent, summary, manifest, mrr)
+    answers = AnswerLayer.load(folder)  # `bench answers score` wrote it there; None when it never ran
     jobs: dict[str, Callable[[], object]] = {
         f"plot:{name}": partial(plots.drawn, name, summary, records, matrix) for name in plots.names(matrix)
     }
     if any(len(t.points) >= 2 for t in trends):
         jobs["plot:history"] = partial(plots.drawn_history, summary, trends, mrr)
     jobs |= {f"pairs:{m}": partial(significance.all_pairs, summary, records, metric=m) for m in compared}
-    jobs["inspector"] = partial(write_inspector, folder / INSPECTOR, summary, records, run.texts, manifest)
+    jobs["inspector"] = partial(write_inspector, folder / INSPECTOR, summary, records, run.texts, manifest, answers)
     running = Jobs(jobs)  # drawn and tested on the other cores while this process does the rest
 
     significance.write_rank_matrix_csv(folder / RANK_MATRIX, *matrix)
@@ -70,6 +73,8 @@ def write_reports(folder: Path, run: StoredRun | None = None) -> Written:
     )
     written.append(folder / STATISTICS)
     stats["diagnosis"], stats["findings"] = diagnosis, findings
+    if answers is not None:
+        stats["answers"] = answers
     rendered = {
         name.removeprefix("plot:"): cast(tuple[str, bytes], value)
         for name, value in done.items()
