@@ -92,6 +92,6 @@ def agree(human: Path, judge: Path, min_claims: int, min_kappa: float) -> None:
     same answers (HUMAN): agreement, Cohen's κ, the confusion matrix and every disagreement. Enough
     agreement marks the judge's scores calibrated."""
     from bench.answers.score import agree as compare_labels
-    from bench.report.answers_view import print_agreement
+    from bench.report.agreement_view import print_agreement
 
     print_agreement(out_console(), compare_labels(human, judge, min_claims=min_claims, min_kappa=min_kappa))

@@ -31,7 +31,6 @@ from bench.evaluation.answers import (
 from bench.evaluation.metrics import metric_key
 from bench.formatting import MISSING, plural, with_ci
 from bench.inputs.answers import JUDGE, UNLABELLED
-from bench.report.agreement_view import print_agreement
 from bench.report.fitted import FittedTable
 from bench.results import schema
 
@@ -40,7 +39,6 @@ __all__ = [
     "answers_lines",
     "answers_tables",
     "failed_rows",
-    "print_agreement",
     "print_answers",
 ]
 
