@@ -210,9 +210,8 @@ def share(value: object, hits: object = None, total: object = None, missing: str
 
 
 def failed_at(row: dict) -> str:
-    """The first layer that failed, then any other: ``generation; also question handling``."""
-    failing = list(row.get("failing") or [row.get("layer")])
-    return failing[0] + (f"; also {', '.join(failing[1:])}" if len(failing) > 1 else "")
+    """The layers that failed, the first first: ``retrieval, generation``."""
+    return ", ".join(row.get("failing") or [row.get("layer")])
 
 
 # --- the terminal -------------------------------------------------------------------------------------------

@@ -75,7 +75,7 @@ def test_the_pdf_gains_an_answer_layer_section_with_both_layers_side_by_side(rep
         assert finding in section
     assert "Questions that failed a layer (3 of 5)" in section
     assert LONG_ID in section and "Carrying days over needs a manager's approval" in section
-    assert "retrieval; also generation" in section  # q4, written from a distractor
+    assert "retrieval, generation" in section  # q4, written from a distractor
     assert 'No factual claim (a refusal or "I don\'t know"; counted apart, not as grounded): q3.' in section
     contents = _starting(pages, "Contents")[0]
     assert "Answer layer" in contents

@@ -173,7 +173,7 @@ def test_failures_table_gives_each_failed_questions_figures(scored):
     assert _cells(text, LONG_ID) == ["1.000", "yes", "0.500 (1/2)", "yes", "generation"]
     assert _cells(text, "q3") == ["1.000", "yes", "—", "no", "question handling"]
     # the candidate found the evidence, but the answer was written from a distractor
-    assert _cells(text, "q4") == ["1.000", "no", "0.000 (0/1)", "yes", "retrieval; also generation"]
+    assert _cells(text, "q4") == ["1.000", "no", "0.000 (0/1)", "yes", "retrieval, generation"]
     assert _cells(text, "q1") == [] and _cells(text, "q5") == []  # passed, or not known
     layers = people.summary["layers"]
     assert layers == {"retrieval": 1, "generation": 1, "question handling": 1, "ok": 1, "unknown": 1}
