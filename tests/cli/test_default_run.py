@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -89,3 +90,33 @@ def test_a_warm_rerun_never_loads_the_model(default_run):
     cold = {c["id"]: c["quality"] for c in json.loads((cold_run / "summary.json").read_text())["candidates"]}
     for c in json.loads((warm_run / "summary.json").read_text())["candidates"]:
         assert c["quality"] == cold[c["id"]]  # identical figures from the cache
+
+
+def test_the_bundled_hand_labelled_answers_read_beside_retrieval_in_the_terminal_and_the_pdf(default_run, tmp_path):
+    from pypdf import PdfReader
+
+    from tests.helpers import run_cli
+
+    root, _ = default_run
+    [run] = finished_runs(root / "results")
+    results = tmp_path / "results"
+    shutil.copytree(run, results / run.name)  # the shared run's reports stay as they are
+    answers = REPO / "goldsets" / "northwind.answers.jsonl"
+    candidate = "minilm+bm25/md256/flat@convex0.7"
+    done = run_cli(
+        "answers", "score", str(answers), "--run", "latest", "--candidate", candidate, "--results", str(results)
+    )
+    assert done.returncode == 0, done.stderr
+    out = " ".join(done.stdout.split())
+    # Both layers, each with its own rows, over the same 24 questions; no combined score.
+    assert "same 24 questions (never one score)" in out
+    assert "│ retrieval │ recall@5 │" in out and "│ answers │ groundedness │" in out
+    summary = json.loads((results / run.name / "answers_summary.json").read_text())
+    assert summary["n_answers"] == 24 and summary["claims"] >= 40
+    ground = summary["metrics"]["groundedness"]
+    assert f"{ground['mean']:.3f} [{ground['ci'][0]:.3f}, {ground['ci'][1]:.3f}]" in out
+    assert summary["layers"]["retrieval"] > 0 and summary["layers"]["generation"] > 0
+    assert summary["layers"]["question handling"] > 0 and summary["no_claim_answers"]
+    pdf = "\n".join(page.extract_text() for page in PdfReader(results / run.name / "report.pdf").pages)
+    assert f"Answers ({candidate}, 24 questions, labelled by people): groundedness {ground['mean']:.3f}" in pdf
+    assert "Answer layer" in pdf and "Which layer failed first" in pdf
