@@ -4,7 +4,7 @@ A PDF is parsed once: later loads find its text under ``<cache>/extracted/<sha25
 bytes>.<extractor>-<version>.json``, so a rerun extracts nothing and sees the very same text. A new
 extractor version (a library upgrade) is a new key, so the text is extracted again rather than
 mixed with an older extraction. An entry that cannot be read back (cut short, edited) is extracted
-again and rewritten.
+again and rewritten. Limits are no part of the key: they refuse a document, never change its text.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from bench.files import write_json
-from bench.inputs.formats import Extracted, Extractor
+from bench.inputs.formats import LIMITS, Extracted, Extractor, Limits, time_limit
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
 
@@ -52,13 +52,20 @@ class ExtractionCache:
                 pass
         self._memory[key] = extracted
 
-    def extract(self, extractor: Extractor, data: bytes, source_sha256: str) -> Extracted:
-        """The file's text: from the cache, else extracted now (``Unreadable`` propagates) and kept."""
+    def extract(self, extractor: Extractor, data: bytes, source_sha256: str, limits: Limits = LIMITS) -> Extracted:
+        """The file's text: from the cache, else extracted now within ``limits`` (``Unreadable``, a
+        document over them included, propagates) and kept."""
         if not extractor.cached:
-            return extractor.extract(data)
+            return _within(extractor, data, limits)
         key = self.key(extractor, source_sha256)
         found = self.get(key)
         if found is None:
-            found = extractor.extract(data)
+            found = _within(extractor, data, limits)
             self.put(key, found)
         return found
+
+
+def _within(extractor: Extractor, data: bytes, limits: Limits) -> Extracted:
+    limits.check_size(len(data))
+    with time_limit(limits):
+        return extractor.extract(data, limits)

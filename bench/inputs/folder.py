@@ -2,7 +2,9 @@
 
 Files are read in path order. A file no format claims, one that cannot be read (corrupt, encrypted,
 a link leaving the folder) and one with no text (a scan, an empty file) are left out with the
-reason, so the run can say what it did not see; hidden files and folders (``.git``, ``.DS_Store``)
+reason, so the run can say what it did not see; so is one over the ``Limits`` on a document (a
+zip bomb, a PDF of a million pages), refused before it can take the run's memory or time. Hidden
+files and folders (``.git``, ``.DS_Store``)
 are not documents and are passed over. Extracted text comes from the extraction cache when the
 file's bytes and the extractor's version are those it was cached under.
 """
@@ -18,7 +20,7 @@ from pathlib import Path
 from bench.errors import BenchError
 from bench.inputs.corpus import NO_TEXT, UNREADABLE, UNSUPPORTED, Corpus, Document, LeftOut, no_documents
 from bench.inputs.extraction_cache import ExtractionCache
-from bench.inputs.formats import Extracted, Extractor, Unreadable, for_suffix
+from bench.inputs.formats import LIMITS, Extracted, Extractor, Limits, Unreadable, for_suffix
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,8 +30,13 @@ class _Source:
     sha256: str
 
 
-def load_folder(root: Path, cache: ExtractionCache, progress: Callable[[int, int], None] | None = None) -> Corpus:
-    """Every document of ``root``; ``progress(done, total)`` is called after each file."""
+def load_folder(
+    root: Path,
+    cache: ExtractionCache,
+    progress: Callable[[int, int], None] | None = None,
+    limits: Limits = LIMITS,
+) -> Corpus:
+    """Every document of ``root`` within ``limits``; ``progress(done, total)`` is called after each file."""
     root_resolved = root.resolve()
     files = sorted(f for f in _walk(root))
     sources: dict[str, _Source] = {}
@@ -38,7 +45,7 @@ def load_folder(root: Path, cache: ExtractionCache, progress: Callable[[int, int
     for done, file in enumerate(files, start=1):
         rel = file.relative_to(root).as_posix()
         try:
-            found = _read(file, root_resolved, cache)
+            found = _read(file, root_resolved, cache, limits)
         except _LeftOut as e:
             left_out.append(LeftOut(rel, str(e), e.kind))
         else:
@@ -58,7 +65,7 @@ def load_folder(root: Path, cache: ExtractionCache, progress: Callable[[int, int
 
     def read(i: int) -> Document:
         source = sources[ids[i]]
-        extracted = _reread(source, cache)
+        extracted = _reread(source, cache, limits)
         return Document(ids[i], extracted.text, pages=extracted.pages, page_label=source.extractor.page_label)
 
     return Corpus(
@@ -94,7 +101,7 @@ class _LeftOut(Exception):
         self.kind = kind
 
 
-def _read(file: Path, root: Path, cache: ExtractionCache) -> tuple[_Source, Extracted]:
+def _read(file: Path, root: Path, cache: ExtractionCache, limits: Limits) -> tuple[_Source, Extracted]:
     extractor = for_suffix(file.suffix)
     if extractor is None:
         raise _LeftOut(f"no format reads {file.suffix or 'files without a suffix'}", UNSUPPORTED)
@@ -103,19 +110,22 @@ def _read(file: Path, root: Path, cache: ExtractionCache) -> tuple[_Source, Extr
     if not file.is_file():
         raise _LeftOut("not a regular file (a folder link, a broken link or a device); remove it", UNREADABLE)
     try:
+        limits.check_size(file.stat().st_size)  # before reading: a file of gigabytes is never in memory
         data = file.read_bytes()
     except OSError as e:
         raise _LeftOut(f"cannot read it ({e.strerror}); check its permissions", UNREADABLE) from None
+    except Unreadable as e:
+        raise _LeftOut(str(e), UNREADABLE) from None
     if not data.strip():
         raise _LeftOut("an empty file; add its text or remove it", NO_TEXT)
     source = _Source(file, extractor, hashlib.sha256(data).hexdigest())
     try:
-        return source, cache.extract(extractor, data, source.sha256)
+        return source, cache.extract(extractor, data, source.sha256, limits)
     except Unreadable as e:
         raise _LeftOut(str(e), UNREADABLE) from None
 
 
-def _reread(source: _Source, cache: ExtractionCache) -> Extracted:
+def _reread(source: _Source, cache: ExtractionCache, limits: Limits) -> Extracted:
     """A document's text after loading: plain text from its file, extracted text from the cache (or
     extracted again, when the cache entry went away)."""
     if source.extractor.cached:
@@ -127,6 +137,6 @@ def _reread(source: _Source, cache: ExtractionCache) -> Extracted:
         data = source.file.read_bytes()
         if source.extractor.cached and hashlib.sha256(data).hexdigest() != source.sha256:
             raise changed
-        return cache.extract(source.extractor, data, source.sha256)
+        return cache.extract(source.extractor, data, source.sha256, limits)
     except (OSError, Unreadable):
         raise changed from None

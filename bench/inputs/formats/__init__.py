@@ -7,16 +7,30 @@ suffix in ``EXTRACTORS``; a file whose suffix no extractor claims is skipped, an
 
 An extractor raises ``Unreadable`` with a one-line reason a user can act on (a corrupt, encrypted
 or mislabelled file). A file that reads but holds no text (a scanned PDF) returns empty text and a
-note saying why, so the corpus can leave it out with that reason.
+note saying why, so the corpus can leave it out with that reason. A file over one of the ``Limits``
+(a zip bomb, a PDF of too many pages) is Unreadable too, its reason naming the setting to raise.
 """
 
 from __future__ import annotations
 
 from bench.inputs.formats import epub, html, office, pdf, text
 from bench.inputs.formats.base import Extracted, Extractor, Unreadable, looks_like, mislabelled
+from bench.inputs.formats.limits import LIMITS, Limits, time_limit
 from bench.registry import Registry
 
-__all__ = ["EXTRACTORS", "Extracted", "Extractor", "Unreadable", "for_suffix", "looks_like", "mislabelled", "suffixes"]
+__all__ = [
+    "EXTRACTORS",
+    "LIMITS",
+    "Extracted",
+    "Extractor",
+    "Limits",
+    "Unreadable",
+    "for_suffix",
+    "looks_like",
+    "mislabelled",
+    "suffixes",
+    "time_limit",
+]
 
 # Each format's module builds its Extractor; the libraries it needs load on first extraction.
 EXTRACTORS: Registry[Extractor] = Registry("document format")

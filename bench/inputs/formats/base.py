@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bench.inputs.formats.limits import Limits
 
 
 class Unreadable(Exception):
@@ -33,11 +37,12 @@ class Extractor:
     changes the text re-extracts and makes the goldset's lock say the corpus changed.
     ``page_label`` is how a unit's pages read ("p." for PDF pages, "slide" for slides); empty when the
     format has no pages. ``cached``: whether extraction is worth caching (not for plain text).
+    ``extract`` raises ``Unreadable`` for a document over the ``Limits`` it is given.
     """
 
     name: str
     suffixes: tuple[str, ...]
-    extract: Callable[[bytes], Extracted]
+    extract: Callable[[bytes, Limits], Extracted]
     version: str
     page_label: str = ""
     cached: bool = True

@@ -14,7 +14,8 @@ from urllib.parse import unquote
 from bench.inputs.formats.base import Extracted, Extractor, Unreadable
 from bench.inputs.formats.html import OUTPUT_VERSION as HTML_VERSION
 from bench.inputs.formats.html import decode, to_markdown, versions
-from bench.inputs.formats.office import failed, one_line, open_zip
+from bench.inputs.formats.limits import LIMITS, Limits
+from bench.inputs.formats.office import failed, one_line, open_zip, read_member
 
 OUTPUT_VERSION = "1"  # bump when the text this module gives changes for the same bytes
 MAX_PART_BYTES = 64 * 2**20  # a chapter larger than this unpacked is a zip bomb, not prose
@@ -28,18 +29,18 @@ _NS = {
 }
 
 
-def extract_epub(data: bytes) -> Extracted:
+def extract_epub(data: bytes, limits: Limits = LIMITS) -> Extracted:
     """The book's chapters in spine order, separated by blank lines."""
-    book = open_zip(data, "an EPUB book", ".epub")
+    book = open_zip(data, "an EPUB book", ".epub", limits)
     try:
-        return _extract(book)
+        return _extract(book, limits)
     except Unreadable:
         raise
     except Exception as e:  # a damaged member, bad XML in a chapter
         raise failed("an EPUB book", e) from None
 
 
-def _extract(book: zipfile.ZipFile) -> Extracted:
+def _extract(book: zipfile.ZipFile, limits: Limits) -> Extracted:
     names = set(book.namelist())
     if "META-INF/container.xml" not in names:
         raise Unreadable(
@@ -68,7 +69,7 @@ def _extract(book: zipfile.ZipFile) -> Extracted:
             notes.append(f"chapter {path} is listed in the book but missing from it")
             continue
         html, _ = decode(_read(book, path))
-        text = to_markdown(html)
+        text = to_markdown(html, limits)
         if text:
             chapters.append(text)
     return Extracted("\n\n".join(chapters), notes=tuple(notes))
@@ -83,7 +84,7 @@ def _refuse_drm(encryption: Any) -> None:
 def _read(book: zipfile.ZipFile, name: str) -> bytes:
     if book.getinfo(name).file_size > MAX_PART_BYTES:
         raise Unreadable(f"an EPUB book with a part over {MAX_PART_BYTES // 2**20} MiB unpacked ({name}); not read")
-    return book.read(name)
+    return read_member(book, name, MAX_PART_BYTES)
 
 
 def _xml(book: zipfile.ZipFile, name: str) -> Any:

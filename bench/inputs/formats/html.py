@@ -15,6 +15,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from bench.inputs.formats.base import Extracted, Extractor
+from bench.inputs.formats.limits import LIMITS, Limits
 
 if TYPE_CHECKING:
     from bs4 import BeautifulSoup, Tag
@@ -41,6 +42,9 @@ _FURNITURE_NAMES = frozenset({
 })  # fmt: skip
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 _FORM_SHARE = 0.5  # an element holding most of the page's text wraps the page (an ASP.NET form), it is no menu
+# Browsers nest no deeper than this (Blink's parser); below it an element keeps its text, not its
+# shape, so the furniture rules, which look up and down the tree, stay linear in the page's size.
+MAX_DEPTH = 512
 
 
 def versions(*dists: str) -> str:
@@ -104,6 +108,7 @@ def content(soup: BeautifulSoup) -> Tag:
     for tag in [t for t in soup.descendants if isinstance(t, Tag) and (t.name in _INVISIBLE or _hidden(t))]:
         if not tag.decomposed:  # not inside one already taken out
             tag.decompose()
+    _flatten_below(soup, MAX_DEPTH)
     root = _root(soup)
     whole = len(root.get_text())
     for tag in [t for t in root.descendants if isinstance(t, Tag) and _furniture(t)]:
@@ -118,6 +123,24 @@ def content(soup: BeautifulSoup) -> Tag:
         if _ELEMENT.get(tag.name) or tag.get("role") in _ROLES or size < _DIALOG_MAX_CHARS:
             tag.decompose()
     return root
+
+
+def _flatten_below(soup: BeautifulSoup, depth: int) -> None:
+    """Each element at ``depth`` that holds elements keeps only its strings, in order."""
+    from bs4 import NavigableString, Tag
+
+    depths = {id(soup): 0}
+    boundary = []
+    for tag in soup.descendants:
+        if isinstance(tag, Tag):
+            depths[id(tag)] = d = depths[id(tag.parent)] + 1
+            if d == depth and any(isinstance(child, Tag) for child in tag.contents):
+                boundary.append(tag)
+    for tag in boundary:
+        strings = list(tag.strings)
+        tag.clear()
+        for string in strings:
+            tag.append(NavigableString(string))
 
 
 def _furniture(tag: Tag) -> bool:
@@ -224,16 +247,18 @@ def markdown(node: Tag) -> str:
     """The element as tidy markdown: no trailing spaces, at most one blank line in a row."""
     try:
         text = str(_converter().convert_soup(node)).translate(_TIDY)
-    except (
-        RecursionError
-    ):  # markdownify recurses per element: a page nested hundreds deep keeps its text, not its shape
+    except RecursionError:  # markdownify recurses per element: a page nested deep keeps its text, not its shape
         text = "\n\n".join(" ".join(s.split()) for s in node.stripped_strings).translate(_TIDY)
     lines = [line.rstrip() for line in text.split("\n")]
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")
 
 
-def to_markdown(html: str) -> str:
-    """An HTML document's content as markdown (see ``content``); empty when it shows no text."""
+def to_markdown(html: str, limits: Limits = LIMITS) -> str:
+    """An HTML document's content as markdown (see ``content``); empty when it shows no text.
+    Unreadable when it has more elements than ``limits`` allow (counted before parsing)."""
+    elements = html.count("<") - html.count("</")  # at least as many as the parser makes
+    if elements > limits.max_html_elements:
+        raise limits.over(f"markup of about {elements:,} elements", "max_html_elements")
     soup = parse(html)
     text = markdown(content(soup))
     if not text and soup.get_text(strip=True):  # everything was furniture: keep it rather than lose the text
@@ -244,10 +269,10 @@ def to_markdown(html: str) -> str:
     return text
 
 
-def extract(data: bytes) -> Extracted:
+def extract(data: bytes, limits: Limits = LIMITS) -> Extracted:
     """A web page's content as markdown, and a note when its encoding had to be guessed."""
     html, notes = decode(data)
-    return Extracted(to_markdown(html), notes=notes)
+    return Extracted(to_markdown(html, limits), notes=notes)
 
 
 EXTRACTORS = (

@@ -16,6 +16,7 @@ from typing import Any
 from bench.inputs.formats.base import Extracted, Extractor, Unreadable, mislabelled
 from bench.inputs.formats.html import OUTPUT_VERSION as HTML_VERSION
 from bench.inputs.formats.html import to_markdown, versions
+from bench.inputs.formats.limits import LIMITS, MB, RATIO_FLOOR, Limits
 
 OUTPUT_VERSION = "1"  # bump when the text this module gives changes for the same bytes
 MAX_ROWS_PER_SHEET = 100_000  # beyond this a sheet is data, not a document; the rest is left out, and said so
@@ -25,9 +26,9 @@ _ZIP_KINDS = (("word/", "a Word document", ".docx"), ("ppt/", "a PowerPoint deck
               ("xl/", "an Excel workbook", ".xlsx"), ("mimetype", "an EPUB book", ".epub"))  # fmt: skip
 
 
-def open_zip(data: bytes, expected: str, suffix: str) -> zipfile.ZipFile:
+def open_zip(data: bytes, expected: str, suffix: str, limits: Limits = LIMITS) -> zipfile.ZipFile:
     """The file as a zip, or Unreadable saying what it is instead (an old or encrypted Office file,
-    another format renamed, a damaged zip)."""
+    another format renamed, a damaged zip, a zip bomb)."""
     if data.startswith(OLE_MAGIC):
         raise Unreadable(
             f"an OLE compound file, not {expected}: either password-protected (open it, remove the "
@@ -36,11 +37,44 @@ def open_zip(data: bytes, expected: str, suffix: str) -> zipfile.ZipFile:
     if not data.startswith(b"PK"):
         raise mislabelled(data, expected, suffix)
     try:
-        return zipfile.ZipFile(io.BytesIO(data))
+        archive = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, ValueError, OSError):
         raise Unreadable(
             f"{expected} ({suffix}) cut short or damaged (not a whole zip); copy or save it again"
         ) from None
+    _check_unpacked(archive, limits)
+    return archive
+
+
+def _check_unpacked(archive: zipfile.ZipFile, limits: Limits) -> None:
+    """Unreadable when the members would unpack beyond the limits, by the sizes the zip declares.
+
+    Every library here reads members through ``zipfile``, which never gives more than a member's
+    declared size (a member that would unpack to more fails its checksum instead), so the declared
+    sizes bound what is really unpacked; ``read_member`` counts the bytes as well."""
+    members = archive.infolist()
+    total = sum(m.file_size for m in members)
+    if total > limits.max_unpacked_mb * MB:
+        what = f"a zip bomb or a huge file: it unpacks to {total / MB:,.0f} MB"
+        raise limits.over(what, "max_unpacked_mb", " MB", fix="replace it")
+    for m in members:
+        if m.file_size > RATIO_FLOOR and m.file_size > limits.max_zip_ratio * max(m.compress_size, 1):
+            ratio = m.file_size / max(m.compress_size, 1)
+            what = f"a zip bomb: {m.filename} unpacks to {ratio:,.0f} times its packed size"
+            raise limits.over(what, "max_zip_ratio", "", fix="replace it")
+
+
+def read_member(archive: zipfile.ZipFile, name: str, limit: int) -> bytes:
+    """A member's bytes, read in pieces and refused past ``limit`` bytes unpacked, whatever its
+    declared size says."""
+    parts, size = [], 0
+    with archive.open(name) as member:
+        while piece := member.read(MB):
+            size += len(piece)
+            if size > limit:
+                raise Unreadable(f"a zip bomb: {name} unpacks to over {limit / MB:,.0f} MB; replace it")
+            parts.append(piece)
+    return b"".join(parts)
 
 
 def require_part(archive: zipfile.ZipFile, part: str, expected: str, suffix: str) -> None:
@@ -103,11 +137,11 @@ def table(rows: Sequence[Sequence[str]]) -> str:
 # --- DOCX -----------------------------------------------------------------------------------------
 
 
-def extract_docx(data: bytes) -> Extracted:
+def extract_docx(data: bytes, limits: Limits = LIMITS) -> Extracted:
     """A Word document through mammoth's HTML: headings, lists and tables by paragraph style."""
     import mammoth
 
-    archive = open_zip(data, "a Word document", ".docx")
+    archive = open_zip(data, "a Word document", ".docx", limits)
     require_part(archive, "word/document.xml", "a Word document", ".docx")
     # Images become bare <img> tags (the markdown drops them) rather than base64 data: faster.
     no_images = mammoth.images.img_element(lambda image: {})
@@ -115,17 +149,17 @@ def extract_docx(data: bytes) -> Extracted:
         html = mammoth.convert_to_html(io.BytesIO(data), convert_image=no_images).value
     except Exception as e:  # mammoth raises whatever its XML and zip reading meet
         raise failed("a Word document", e) from None
-    return Extracted(to_markdown(html))
+    return Extracted(to_markdown(html, limits))
 
 
 # --- PPTX -----------------------------------------------------------------------------------------
 
 
-def extract_pptx(data: bytes) -> Extracted:
+def extract_pptx(data: bytes, limits: Limits = LIMITS) -> Extracted:
     """Slides as ``## title`` sections: text frames (bullets by level), tables, groups, then notes."""
     from pptx import Presentation
 
-    archive = open_zip(data, "a PowerPoint deck", ".pptx")
+    archive = open_zip(data, "a PowerPoint deck", ".pptx", limits)
     require_part(archive, "ppt/presentation.xml", "a PowerPoint deck", ".pptx")
     try:
         deck = Presentation(io.BytesIO(data))
@@ -206,11 +240,11 @@ def _flat(text: str) -> str:
 # --- XLSX -----------------------------------------------------------------------------------------
 
 
-def extract_xlsx(data: bytes) -> Extracted:
+def extract_xlsx(data: bytes, limits: Limits = LIMITS) -> Extracted:
     """Each sheet as ``## name`` and a markdown table of its used rows (cached values, not formulas)."""
     import openpyxl
 
-    archive = open_zip(data, "an Excel workbook", ".xlsx")
+    archive = open_zip(data, "an Excel workbook", ".xlsx", limits)
     require_part(archive, "xl/workbook.xml", "an Excel workbook", ".xlsx")
     try:
         book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import bisect
 import io
+import itertools
 import re
 import statistics
+import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,6 +25,7 @@ from importlib.metadata import version as _dist_version
 from typing import Any
 
 from bench.inputs.formats.base import Extracted, Extractor, Unreadable, mislabelled
+from bench.inputs.formats.limits import LIMITS, Limits
 
 _OUTPUT_VERSION = "1"  # bump when the text this module makes from the same library output changes
 
@@ -54,14 +57,14 @@ class _Page:
     has_chars: bool = False
 
 
-def extract(data: bytes) -> Extracted:
+def extract(data: bytes, limits: Limits = LIMITS) -> Extracted:
     """The PDF's text as markdown-like blocks, the offset where each page starts, and notes."""
     if b"%PDF-" not in data[:1024]:
         raise mislabelled(data, "a PDF", ".pdf")
     if b"%%EOF" not in data[-_EOF_WINDOW:]:
         # pdfminer would rebuild a truncated file from the objects it finds and silently lose pages
         raise Unreadable("cannot read it as a PDF (truncated: no end-of-file marker); re-export it or remove it")
-    pages, sizes = _read(data)
+    pages, sizes = _read(data, limits)
     body = sizes.most_common(1)[0][0] if sizes else 0.0
     levels = _heading_levels(pages, body)
     text, starts = "", []
@@ -82,23 +85,37 @@ def extract(data: bytes) -> Extracted:
     return Extracted(text, tuple(starts), notes)
 
 
-def _read(data: bytes) -> tuple[list[_Page], Counter[float]]:
+def _read(data: bytes, limits: Limits) -> tuple[list[_Page], Counter[float]]:
     """Every page's blocks, and the count of characters of each font size in the document."""
     import pdfplumber
-    from pdfminer.pdfdocument import PDFEncryptionError, PDFPasswordIncorrect
+    from pdfminer.pdfdocument import PDFDocument, PDFEncryptionError, PDFPasswordIncorrect
+    from pdfminer.pdfpage import PDFPage
+    from pdfminer.pdfparser import PDFParser
     from pdfplumber.utils.exceptions import PdfminerException
 
     sizes: Counter[float] = Counter()
+    deadline = time.monotonic() + limits.max_seconds
     try:
+        # counted before pdfplumber lists (and on closing, visits) them all: millions stop at the limit
+        document = PDFDocument(PDFParser(io.BytesIO(data)))
+        if sum(1 for _ in itertools.islice(PDFPage.create_pages(document), limits.max_pages + 1)) > limits.max_pages:
+            raise limits.over("a PDF with too many pages", "max_pages", " pages")
+        del document
         # all_texts: text inside form XObjects (whole pages, for some producers) is grouped too
         with pdfplumber.open(io.BytesIO(data), laparams={"all_texts": True}) as pdf:
             pages = []
             for page in pdf.pages:
+                if time.monotonic() > deadline:  # where the timer signal cannot stop it (another thread)
+                    raise limits.too_slow()
                 pages.append(_read_page(page, sizes))
                 page.close()  # drop the page's cached objects: memory stays flat on long files
+    except Unreadable:
+        raise
     except Exception as e:  # pdfminer raises many kinds (syntax, type, key, value, EOF, ...)
         wrapped = isinstance(e, PdfminerException) and e.args and isinstance(e.args[0], BaseException)
         cause = e.args[0] if wrapped else e
+        if isinstance(cause, RecursionError):  # a page tree or object nested thousands deep
+            raise Unreadable("cannot read it as a PDF (objects nested too deeply); re-export it or remove it") from None
         if isinstance(cause, PDFPasswordIncorrect):
             raise Unreadable("encrypted with a password; save an unencrypted copy") from None
         if isinstance(cause, PDFEncryptionError):

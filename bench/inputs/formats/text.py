@@ -7,14 +7,16 @@ import codecs
 import unicodedata
 
 from bench.inputs.formats.base import Extracted, Extractor, Unreadable
+from bench.inputs.formats.limits import LIMITS, Limits
 
 # Characters Windows-1252 text holds beyond letters: typographic quotes, dashes, symbols.
 _TYPOGRAPHY = set("‘’‚“”„–—…•€£¥§©®°±×÷¶·«»¿¡™¢")
 _PLAUSIBLE = 0.9  # share of non-ASCII characters that must be letters or typography
 
 
-def decode(data: bytes) -> Extracted:
-    """The bytes as text with LF line ends, and a note when they were not UTF-8."""
+def decode(data: bytes, limits: Limits = LIMITS) -> Extracted:
+    """The bytes as text with LF line ends, and a note when they were not UTF-8. Only the file's
+    size is limited (before it is read)."""
     notes: tuple[str, ...] = ()
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         try:
