@@ -4,6 +4,8 @@ or LF, JSONL) and writing bench's own files atomically, so a reader never sees h
 from __future__ import annotations
 
 import codecs
+import contextlib
+import errno
 import json
 import os
 import re
@@ -12,7 +14,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from bench.errors import BenchError
+from bench.errors import UNSUPPORTED, BenchError, fault_of, os_fault
+
+# A file the user named that cannot be read is bad input; these mean the machine failed to read it.
+_READ_FAULTS = frozenset({errno.EMFILE, errno.ENFILE, errno.EIO})
 
 
 def read_text(path: Path) -> str:
@@ -20,6 +25,8 @@ def read_text(path: Path) -> str:
     try:
         data = Path(path).read_bytes()
     except OSError as e:
+        if e.errno in _READ_FAULTS:
+            raise os_fault(e.errno, path) from e
         raise BenchError(f"{path}: cannot read it ({e.strerror}); check that it is a readable file") from None
     bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
@@ -100,19 +107,41 @@ os.umask(_UMASK)
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write to a temporary file beside ``path``, fsync, then rename over it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write to a temporary file beside ``path``, fsync, then rename over it. A full disk, a missing
+    permission, a filesystem that cannot rename over a file is an EnvironmentFault naming ``path``
+    (and, for a full disk, the bytes it needed); the temporary file never outlives the call."""
+    payload = data.encode() if isinstance(data, str) else data
+    tmp: str | None = None
     try:
-        os.fchmod(fd, 0o666 & ~_UMASK)  # as an ordinary file would be, not mkstemp's owner-only
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with contextlib.suppress(OSError):  # a filesystem without modes (FAT, some shares) keeps its own
+                os.fchmod(fd, 0o666 & ~_UMASK)  # as an ordinary file would be, not mkstemp's owner-only
+            _write_all(fd, payload)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.replace(tmp, path)
+        except OSError as e:
+            if e.errno in UNSUPPORTED:
+                raise os_fault(e.errno, path, doing="renaming a file over another") from e
+            raise
+    except BaseException as e:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        fault = fault_of(e, path, len(payload)) if isinstance(e, OSError) else None
+        if fault is not None:
+            raise fault from e
         raise
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte is written: near a full disk a write may take only part."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def write_json(path: Path, obj) -> None:
@@ -127,5 +156,9 @@ def read_json(path: Path, fix: str) -> Any:
     """A JSON file bench wrote; unreadable or malformed is a BenchError ending with ``fix``."""
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except OSError as e:
+        if e.errno in _READ_FAULTS:
+            raise os_fault(e.errno, path) from e
+        raise BenchError(f"{path}: unreadable ({e}); {fix}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise BenchError(f"{path}: unreadable ({e}); {fix}") from None

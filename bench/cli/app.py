@@ -1,4 +1,5 @@
-"""The command group: one line and exit code 2 for bad input, 130 for Ctrl-C; the consoles commands print on."""
+"""The command group: one line and exit code 2 for bad input, 3 for a fault of the machine (disk, permissions,
+filesystem, limits), 130 for Ctrl-C; the consoles commands print on."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from pathlib import Path
 import click
 
 from bench import __version__
-from bench.errors import BenchError
+from bench.errors import BenchError, EnvironmentFault, fault_of
 
 EXIT_BAD_INPUT = 2
+EXIT_ENVIRONMENT = 3  # the input was fine; the disk, a permission, the filesystem or a limit was not
 
 
 def results_option(help: str = "Folder holding runs, for RUN given as an id or 'latest'."):
@@ -32,19 +34,35 @@ def out_console():
 
 
 class _Group(click.Group):
-    """Turns BenchError into one line on stderr (a line per problem when it lists several) and exit
-    code 2; Ctrl-C into exit 130."""
+    """One line on stderr per problem and an exit code for what is no bug of bench's: BenchError (bad
+    input) exits 2; EnvironmentFault, or an OS, SQLite or safetensors error that means a full disk, a
+    missing permission, a filesystem without a feature or a process limit, exits 3; Ctrl-C 130."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except EnvironmentFault as e:
+            _say(e)
+            ctx.exit(EXIT_ENVIRONMENT)
         except BenchError as e:
-            for line in str(e).splitlines() or [""]:
-                click.echo(f"bench: error: {line}", err=True)
+            _say(e)
             ctx.exit(EXIT_BAD_INPUT)
         except KeyboardInterrupt:
             click.echo("bench: interrupted; nothing half-written was kept", err=True)
             ctx.exit(130)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as e:
+            fault = fault_of(e)
+            if fault is None:
+                raise
+            _say(fault)
+            ctx.exit(EXIT_ENVIRONMENT)
+
+
+def _say(error: Exception) -> None:
+    for line in str(error).splitlines() or [""]:
+        click.echo(f"bench: error: {line}", err=True)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

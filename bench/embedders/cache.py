@@ -5,8 +5,12 @@ and an SQLite file maps each key to its row (with a checksum), keeps each text's
 that model's tokenizer and the model's query-latency samples on this machine, so a run answered
 from the cache never loads the model. Each batch is committed as soon as it is embedded, so an
 interrupted run loses at most the batch in flight (batches an API already answered are kept),
-and a chunking sweep embeds only texts it has not seen. An entry whose row is missing or whose
-checksum does not match is treated as missing.
+and a chunking sweep embeds only texts it has not seen.
+
+Damage between runs costs only time: an entry whose row is missing (a vector file cut short) or
+whose checksum does not match is embedded again, and an SQLite file that is not a database or
+fails SQLite's check is moved aside (``.corrupt``) and rebuilt; each is one warning. A full disk,
+a missing permission or a filesystem SQLite cannot lock on is an EnvironmentFault naming the file.
 
 A table's vectors are assembled, in its order, into a memory-mapped scratch file once they no
 longer fit comfortably in memory; the file is unlinked at once and disappears with its last map.
@@ -15,12 +19,14 @@ longer fit comfortably in memory; the file is unlinked at once and disappears wi
 from __future__ import annotations
 
 import hashlib
+import logging
 import mmap
 import os
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +34,7 @@ import numpy as np
 
 from bench.embedders import PASSAGE, Embedder
 from bench.embedders.engine import Engine, LocalEngine
-from bench.errors import PartialEmbeddingError
+from bench.errors import CACHE_ELSEWHERE, UNSUPPORTED, PartialEmbeddingError, fault_of
 from bench.inputs.lazy import Lazy
 
 _LOOKUP_BATCH = 500  # keys per SQL lookup
@@ -39,6 +45,9 @@ IN_MEMORY_BYTES = 64 << 20  # a table's vectors up to this size stay in memory; 
 _TOKENS = "tokens"  # a count is keyed by the text the model reads: the role's prefix is in it
 _BUSY_SECONDS = 120
 _FORMAT = "2"  # in file names: vectors as rows of a float32 file
+_DAMAGED = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
+
+log = logging.getLogger(__name__)
 
 
 def _when_unlocked(statement) -> None:
@@ -77,11 +86,38 @@ def new_vectors(n: int, dims: int, folder: Path | None = None) -> np.ndarray:
     """A zeroed (n, dims) float32 array: in memory when small, else an unlinked memory-mapped file in ``folder``."""
     if n * dims * 4 <= IN_MEMORY_BYTES:
         return np.zeros((n, dims), dtype=np.float32)
-    if folder is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=folder, prefix="vectors-", suffix=".f32") as f:
-        f.truncate(n * dims * 4)
-        return np.memmap(f.name, dtype=np.float32, mode="r+", shape=(n, dims))  # outlives the unlinked name
+    with _faults(folder or Path(tempfile.gettempdir()), n * dims * 4, CACHE_ELSEWHERE if folder else None):
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix="vectors-", suffix=".f32") as f:
+            _reserve(f.fileno(), n * dims * 4)
+            return np.memmap(f.name, dtype=np.float32, mode="r+", shape=(n, dims))  # outlives the unlinked name
+
+
+def _reserve(fd: int, n_bytes: int) -> None:
+    """Allocate a file's blocks now, so a full disk is an error here: a memory map over a sparse file
+    on a full disk kills the process (SIGBUS) at some later write, which nothing can report."""
+    if hasattr(os, "posix_fallocate"):
+        try:
+            os.posix_fallocate(fd, 0, n_bytes)
+            return
+        except OSError as e:
+            if e.errno not in UNSUPPORTED:
+                raise
+    os.ftruncate(fd, n_bytes)  # a filesystem without allocation: sparse, as before
+
+
+@contextmanager
+def _faults(path: Path, needed: int | None = None, switch: str | None = CACHE_ELSEWHERE) -> Iterator[None]:
+    """An OS or SQLite failure of the machine's (a full disk, a permission, a limit) as one line naming
+    ``path``, the bytes the step wrote and how to move the cache."""
+    try:
+        yield
+    except (OSError, sqlite3.OperationalError) as e:
+        fault = fault_of(e, path, needed, switch)
+        if fault is None:
+            raise
+        raise fault from e
 
 
 def drop_pages(vectors: np.ndarray) -> None:
@@ -99,11 +135,16 @@ class _VectorFile:
         self.path, self.dims = path, dims
 
     def write(self, first_row: int, vectors: np.ndarray) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            os.pwrite(fd, np.ascontiguousarray(vectors, dtype=np.float32).tobytes(), first_row * self.dims * 4)
-        finally:
-            os.close(fd)
+        data = memoryview(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+        offset = first_row * self.dims * 4
+        with _faults(self.path, len(data)):
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            try:
+                while data:  # near a full disk a write may take only part
+                    written = os.pwrite(fd, data, offset)
+                    data, offset = data[written:], offset + written
+            finally:
+                os.close(fd)
 
     def read(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The rows asked for, and which of them the file holds (a short file, e.g. after a crash)."""
@@ -118,9 +159,15 @@ class _VectorFile:
         return out, present
 
 
+class _Damaged(Exception):
+    """SQLite's check found the file damaged."""
+
+
 class EmbeddingCache:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
+        self._checked: set[Path] = set()  # SQLite files checked whole by this process
+        self._warned: set[Path] = set()  # vector files whose damage was reported
 
     def _name(self, model_key: str) -> str:
         return f"{hashlib.sha256(model_key.encode()).hexdigest()[:20]}-{_FORMAT}"
@@ -128,12 +175,45 @@ class EmbeddingCache:
     def _vector_file(self, model_key: str, dims: int) -> _VectorFile:
         return _VectorFile(self.root / f"{self._name(model_key)}.{dims}d.f32", dims)
 
+    def _db_path(self, model_key: str) -> Path:
+        return self.root / f"{self._name(model_key)}.sqlite"
+
     def _connect(self, model_key: str) -> sqlite3.Connection:
-        self.root.mkdir(parents=True, exist_ok=True)
+        """The model's SQLite file, opened and set up; a damaged one is moved aside and started afresh."""
+        path = self._db_path(model_key)
+        with _faults(path):
+            self.root.mkdir(parents=True, exist_ok=True)
+            try:
+                return self._open(path, model_key)
+            except (sqlite3.DatabaseError, _Damaged) as e:
+                if isinstance(e, sqlite3.DatabaseError) and getattr(e, "sqlite_errorname", "") not in _DAMAGED:
+                    raise
+                reason = str(e)
+            for suffix in ("", "-wal", "-shm"):
+                part = Path(f"{path}{suffix}")
+                if part.exists():
+                    os.replace(part, f"{part}.corrupt")
+            log.warning(f"bench: warning: {path}: damaged ({reason}); moved aside to {path.name}.corrupt and rebuilt")
+            return self._open(path, model_key)
+
+    def _open(self, path: Path, model_key: str) -> sqlite3.Connection:
         # Two runs may share a cache: WAL lets readers and a writer overlap, and a writer waits
         # for the other's batch to commit instead of failing.
-        db = sqlite3.connect(self.root / f"{self._name(model_key)}.sqlite", timeout=_BUSY_SECONDS)
+        db = sqlite3.connect(path, timeout=_BUSY_SECONDS)
+        try:
+            self._set_up(db, path, model_key)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _set_up(self, db: sqlite3.Connection, path: Path, model_key: str) -> None:
         _when_unlocked(lambda: db.execute("PRAGMA journal_mode=WAL"))
+        if path not in self._checked:  # once a process: damage from before this run is found up front
+            verdict = db.execute("PRAGMA quick_check(1)").fetchone()
+            if verdict != ("ok",):
+                raise _Damaged(verdict[0] if verdict else "no verdict")
+            self._checked.add(path)
         # In WAL mode NORMAL never corrupts the file; a power cut may lose the last batches, which
         # are then embedded again. A commit per batch then costs no disk flush.
         db.execute("PRAGMA synchronous=NORMAL")
@@ -153,7 +233,6 @@ class EmbeddingCache:
                 db.execute(f"DELETE FROM {table}")
             db.execute("UPDATE meta SET model_key = ?", (model_key,))
         db.commit()
-        return db
 
     def embed(
         self,
@@ -171,8 +250,12 @@ class EmbeddingCache:
         stats = EmbedStats()
         model_key = embedder.spec.cache_key
         file = self._vector_file(model_key, dims)
+        db_path = self._db_path(model_key)
         with self._connect(model_key) as db:
-            first, repeats, lengths = self._fill_cached(db, file, texts, role, out)
+            with _faults(db_path):
+                first, repeats, lengths, damaged = self._fill_cached(db, file, texts, role, out)
+            if damaged:
+                self._warn_damaged(file, damaged)
             stats.cached = len(texts) - len(first) - sum(len(r) for r in repeats.values())
             if progress and stats.cached:
                 progress(stats.cached)
@@ -194,10 +277,12 @@ class EmbeddingCache:
                     break
                 except PartialEmbeddingError as partial:  # keep what the API already answered (and billed)
                     batch = keys_of[handed[0]]
-                    self._append(db, file, [batch[j] for j in partial.positions.tolist()], partial.vectors)
+                    with _faults(db_path):
+                        self._append(db, file, [batch[j] for j in partial.positions.tolist()], partial.vectors)
                     raise
                 batch = keys_of[i]
-                self._append(db, file, batch, vectors)
+                with _faults(db_path):
+                    self._append(db, file, batch, vectors)
                 written = 0
                 for key, vec in zip(batch, vectors):
                     row = first[key]
@@ -213,13 +298,14 @@ class EmbeddingCache:
 
     def _fill_cached(
         self, db: sqlite3.Connection, file: _VectorFile, texts: Sequence[str], role: str, out: np.ndarray
-    ) -> tuple[dict[bytes, int], dict[int, list[int]], np.ndarray]:
+    ) -> tuple[dict[bytes, int], dict[int, list[int]], np.ndarray, int]:
         """Copy every cached vector into ``out``; return the texts still to embed (key -> first
-        row), the rows that repeat an earlier text (first row -> later rows) and each row's
-        length in characters."""
+        row), the rows that repeat an earlier text (first row -> later rows), each row's length
+        in characters, and how many entries pointed at a row missing or damaged on disk."""
         first: dict[bytes, int] = {}
         repeats: dict[int, list[int]] = {}
         lengths = np.zeros(len(texts), dtype=np.int64)
+        damaged = 0
         for lo in range(0, len(texts), _WINDOW):
             window_texts = _slice(texts, lo, lo + _WINDOW)
             lengths[lo : lo + len(window_texts)] = [len(t) for t in window_texts]
@@ -240,13 +326,22 @@ class EmbeddingCache:
             bad = self._read_rows(
                 file, np.array(positions, dtype=np.int64), np.array(rows, dtype=np.int64), checksums, out
             )
+            damaged += len(bad)
             for i in bad:  # damaged or missing on disk: embed again
                 key = window[i - lo]
                 if key in first:
                     repeats.setdefault(first[key], []).append(i)
                 else:
                     first[key] = i
-        return first, repeats, lengths
+        return first, repeats, lengths, damaged
+
+    def _warn_damaged(self, file: _VectorFile, n: int) -> None:
+        """One warning a vector file: rows the index records that the file lost or that changed."""
+        if file.path in self._warned:
+            return
+        self._warned.add(file.path)
+        what = "1 cached vector" if n == 1 else f"{n} cached vectors"
+        log.warning(f"bench: warning: {file.path}: {what} missing or damaged (cut short or changed); embedded again")
 
     @staticmethod
     def _read_rows(
@@ -339,8 +434,9 @@ class EmbeddingCache:
                 if todo:
                     counts = embedder.count_tokens(list(todo.values()))
                     rows = [(key, int(n)) for key, n in zip(todo, counts)]
-                    db.executemany("INSERT OR REPLACE INTO tokens VALUES (?, ?)", rows)
-                    db.commit()
+                    with _faults(self._db_path(embedder.spec.cache_key)):
+                        db.executemany("INSERT OR REPLACE INTO tokens VALUES (?, ?)", rows)
+                        db.commit()
                     found.update(rows)
                 out[lo : lo + len(keys)] = [found[key] for key in keys]
         db.close()
@@ -356,7 +452,7 @@ class EmbeddingCache:
         return np.frombuffer(row[0], dtype=np.float64).tolist(), row[1]
 
     def store_latency(self, model_key: str, key: bytes, seconds: list[float], measured: str) -> None:
-        with self._connect(model_key) as db:
+        with self._connect(model_key) as db, _faults(self._db_path(model_key)):
             db.execute(
                 "INSERT OR REPLACE INTO latency VALUES (?, ?, ?)",
                 (key, measured, np.asarray(seconds, dtype=np.float64).tobytes()),

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.embedders.base import QUERY, ModelSpec, check_dims, normalise
-from bench.errors import BenchError
+from bench.errors import CACHE_ELSEWHERE, BenchError, fault_of
 
 
 def prepared_path(spec: ModelSpec, models_dir: Path) -> Path:
@@ -47,16 +47,30 @@ def distil(spec: ModelSpec, teacher: ModelSpec, models_dir: Path) -> Path:
     # model2vec draws its own tqdm bars on stderr; bench's progress display already says what runs.
     with contextlib.redirect_stderr(io.StringIO()):
         model = distill(model_name=str(resolve_source(teacher.source)), pca_dims=spec.dims)
-    models_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=models_dir, prefix=f".{target.name}."))
+    _save(model, target)
+    return target
+
+
+def _save(model, target: Path) -> None:
+    """Save through a staging folder renamed into place, so a model folder is whole or absent. A full
+    disk (as safetensors reports it too), a permission or a filesystem that cannot rename a folder
+    is an EnvironmentFault naming ``target`` and, for a full disk, the bytes of the model's vectors."""
+    staging: Path | None = None
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
         model.save_pretrained(str(staging))
         shutil.rmtree(target, ignore_errors=True)
         os.replace(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return target
+    except BaseException as e:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        vectors = getattr(model, "embedding", None)
+        needed = vectors.nbytes if isinstance(vectors, np.ndarray) else None
+        fault = fault_of(e, target, needed, CACHE_ELSEWHERE)
+        if fault is None or not isinstance(e, Exception):
+            raise
+        raise fault from e
 
 
 class StaticEmbedder:

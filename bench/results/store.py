@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import IO
 
 from bench import files
-from bench.errors import BenchError
+from bench.errors import MACHINE, RESULTS_ELSEWHERE, UNSUPPORTED, BenchError, EnvironmentFault, fault_of
 
 fcntl: ModuleType | None
 try:
@@ -53,34 +53,47 @@ def new_run_id(results: Path, config_hash: str, now: datetime | None = None) -> 
 
 @contextmanager
 def run_folder(results: Path, run_id: str) -> Iterator[Path]:
-    """Yield a staging folder; on success it becomes ``results/<run_id>``, on failure it is removed."""
+    """Yield a staging folder; on success it becomes ``results/<run_id>``, on failure it is removed.
+
+    A results folder the machine will not let a run finish in (read-only, full, on a filesystem
+    without the locks or renames a run needs) is an EnvironmentFault that says which and suggests
+    ``--results DIR``; so is such a fault while the run writes its files.
+    """
     try:
         results.mkdir(parents=True, exist_ok=True)
         probe = results / f".{run_id}.write-test"
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as e:
-        raise BenchError(f"{results}: cannot write results there ({e.strerror}); pass --results DIR") from None
+        raise _results_fault(e, results) from e
     final = results / run_id
     if final.exists():
         raise BenchError(f"{final}: a run with this id already exists; wait a second and rerun")
-    remove_abandoned(results)
     staging = results / f".{run_id}{PARTIAL}"
     try:
         staging.mkdir()
     except FileExistsError:  # another live run took this id: its folder is not ours to remove
         raise BenchError(f"{staging}: another run is writing this run id; wait a second and rerun") from None
+    except OSError as e:
+        raise _results_fault(e, results) from e
     writer = None
     try:
         writer = _claim(staging)
+        remove_abandoned(results)  # once claimed: a folder where locks fail is refused before others' are swept
         yield staging
         if writer is not None:
             # Unlinked while still locked: a sweeping run finds a fresh folder without a writer and leaves it be.
             (staging / WRITER).unlink()
-        os.replace(staging, final)
-    except BaseException:
+        try:
+            os.replace(staging, final)
+        except OSError as e:
+            raise _results_fault(e, final, "renaming a folder, which is how a finished run appears") from e
+    except BaseException as e:
         shutil.rmtree(staging, ignore_errors=True)
-        raise
+        fault = _fault_within(e, results)
+        if fault is None or fault is e:
+            raise
+        raise fault from e
     finally:
         if writer is not None:
             writer.close()
@@ -92,12 +105,41 @@ def _claim(staging: Path) -> IO[str] | None:
     if fcntl is None:
         return None
     locking = staging / f"{WRITER}.tmp"
-    writer = open(locking, "w", encoding="utf-8")  # noqa: SIM115 - open for the whole run: it is the lock
-    fcntl.flock(writer, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    writer.write(f"{os.getpid()}\n")
-    writer.flush()
-    os.replace(locking, staging / WRITER)  # it appears already locked: no sweeper can take it in between
+    try:
+        writer = open(locking, "w", encoding="utf-8")  # noqa: SIM115 - open for the whole run: it is the lock
+    except OSError as e:
+        raise _results_fault(e, staging) from e
+    doing = "file locks (flock), which tell a live run's folder from an abandoned one"
+    try:
+        fcntl.flock(writer, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        writer.write(f"{os.getpid()}\n")
+        writer.flush()
+        doing = "renaming a file"
+        os.replace(locking, staging / WRITER)  # it appears already locked: no sweeper can take it in between
+    except OSError as e:
+        writer.close()
+        raise _results_fault(e, staging, doing) from e
     return writer
+
+
+def _results_fault(e: OSError, path: Path, doing: str | None = None) -> BenchError:
+    """What the machine refused about the results folder, as one line suggesting ``--results DIR``."""
+    fault = fault_of(e, path, switch=RESULTS_ELSEWHERE, doing=doing, codes=MACHINE | UNSUPPORTED)
+    return fault or BenchError(f"{path}: cannot write results there ({e.strerror}); pass --results DIR")
+
+
+def _fault_within(e: BaseException, results: Path) -> EnvironmentFault | None:
+    """A fault on a path inside ``results``, advising ``--results DIR``; None for any other exception."""
+    if isinstance(e, EnvironmentFault):
+        where = e.path
+    elif isinstance(e, OSError):
+        where = e.filename
+    else:
+        return None
+    inside = where is not None and os.path.abspath(where).startswith(os.path.join(os.path.abspath(results), ""))
+    if isinstance(e, EnvironmentFault):
+        return e.elsewhere(RESULTS_ELSEWHERE) if inside else e
+    return fault_of(e, switch=RESULTS_ELSEWHERE) if inside else None
 
 
 def _abandoned(staging: Path) -> bool:
