@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import click
 from bench.cli.app import err_console, main, out_console, results_option
 from bench.cli.corpus import strict_option
 from bench.engines import ENGINES
-from bench.errors import BenchError
+from bench.errors import RESULTS_ELSEWHERE, BenchError, os_fault
 
 if TYPE_CHECKING:
     from bench.config import Config
@@ -119,15 +120,18 @@ def _check_results_folder(results: Path) -> None:
     existing = results
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
-    problem = (
-        "is not a folder"
-        if not existing.is_dir()
-        else "is not writable"
-        if not os.access(existing, os.W_OK | os.X_OK)
-        else None
-    )
-    if problem:
-        raise BenchError(f"{results}: cannot write results there ({existing} {problem}); pass --results DIR")
+    if not existing.is_dir():
+        raise BenchError(f"{results}: cannot write results there ({existing} is not a folder); pass --results DIR")
+    if not os.access(existing, os.W_OK | os.X_OK):  # the machine's refusal, not the input's: exit 3
+        code = errno.EROFS if _read_only(existing) else errno.EACCES
+        raise os_fault(code, existing, switch=RESULTS_ELSEWHERE)
+
+
+def _read_only(folder: Path) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _print_diagnosis(out, summary: RunSummary, records: list[QuestionRecord]) -> None:

@@ -349,7 +349,7 @@ def test_bad_baselines_and_option_combinations_exit_2(results: Path, tmp_path: P
     broken.write_text("{")
     cases = {
         ("--baseline", not_baseline): f"{not_baseline}: not a bench baseline",
-        ("--baseline", broken): f"{broken}: not a readable JSON file",
+        ("--baseline", broken): f"{broken}:1: not valid JSON",
         ("--baseline", tmp_path / "nowhere.json"): "neither a baseline file nor a finished run",
         ("--baseline", run, "--save-baseline", tmp_path / "b.json"): "exactly one of --baseline",
         (): "exactly one of --baseline",

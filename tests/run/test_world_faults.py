@@ -227,12 +227,8 @@ def test_a_scratch_file_with_no_room_is_refused_before_it_is_mapped(
 # --- read-only folders -----------------------------------------------------------------------------------
 
 
-_CHECKED_FIRST = "bench/cli/shootout.py checks the results folder before the run and calls it bad input (exit 2)"
-_RESULTS = pytest.param("results", marks=pytest.mark.xfail(strict=True, reason=_CHECKED_FIRST))
-
-
 @pytest.mark.parametrize("how", ["read-only filesystem", "no write permission"])
-@pytest.mark.parametrize("folder", [_RESULTS, "cache"])
+@pytest.mark.parametrize("folder", ["results", "cache"])
 def test_a_folder_bench_may_not_write_ends_in_one_line(tmp_path: Path, reference: dict, folder: str, how: str):
     config = write_project(tmp_path)
     where = tmp_path / ("results" if folder == "results" else "cache/embeddings")
