@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -29,14 +30,21 @@ strict_option = click.option(
 
 
 def open_corpus(
-    path: Path, cache_dir: Path | None = None, configured: Path | None = None, strict: bool = False, warn: bool = True
+    path: Path,
+    cache_dir: Path | None = None,
+    configured: Path | None = None,
+    strict: bool = False,
+    warn: bool = True,
+    limits=None,
 ):
-    """The corpus at ``path`` for a command: extracted text cached, warnings on standard error."""
+    """The corpus at ``path`` for a command: extracted text cached, warnings on standard error;
+    ``limits`` (a config's [documents], else the defaults) bound each document."""
     from bench.embedders import paths
+    from bench.inputs.formats import LIMITS
     from bench.report.corpus_view import read_corpus
 
     root = paths.cache_root(configured, cache_dir)
-    return read_corpus(path, paths.extracted_dir(root), err_console(), strict, warn)
+    return read_corpus(path, paths.extracted_dir(root), err_console(), strict, warn, limits or LIMITS)
 
 
 @corpus.command()
@@ -49,8 +57,8 @@ def stats(source: Path, cache_dir: Path | None, as_json: bool) -> None:
     from bench.inputs.corpus_stats import corpus_stats
     from bench.report.corpus_view import corpus_stats_tables
 
-    path, configured = _corpus_of(source)
-    figures = corpus_stats(open_corpus(path, cache_dir, configured, warn=False))  # its tables say it all
+    path, configured, limits = _corpus_of(source)
+    figures = corpus_stats(open_corpus(path, cache_dir, configured, warn=False, limits=limits))  # its tables say it all
     if as_json:
         click.echo(json.dumps(figures, indent=2, ensure_ascii=False))
         return
@@ -97,11 +105,12 @@ def text(document: Path, cache_dir: Path | None, pages: bool) -> None:
         click.echo(extracted.text[start:end].strip("\n"))
 
 
-def _corpus_of(source: Path) -> tuple[Path, Path | None]:
-    """A corpus path and the cache folder its config names, from a config or a corpus path."""
+def _corpus_of(source: Path) -> tuple[Path, Path | None, Any]:
+    """A corpus path, the cache folder its config names and its [documents] limits, from a config or
+    a corpus path (the default limits)."""
     if source.is_dir() or source.suffix.lower() == ".jsonl":
-        return source, None
+        return source, None, None
     from bench.config import load_config
 
     config = load_config(source)
-    return config.corpus, config.cache_dir
+    return config.corpus, config.cache_dir, config.documents

@@ -159,7 +159,7 @@ def chunk(config: Path, strict: bool) -> None:
     from bench.run.dry_run import tables_without_models
 
     cfg = load_config(config)
-    docs = open_corpus(cfg.corpus, configured=cfg.cache_dir, strict=strict)
+    docs = open_corpus(cfg.corpus, configured=cfg.cache_dir, strict=strict, limits=cfg.documents)
     tables, skipped = tables_without_models(cfg, docs)
     kinds = {c.name: c.kind for c in cfg.chunkers}
     out_console().print(chunk_table([chunk_stats(name, kinds[name], t) for name, t in tables.items()], skipped))

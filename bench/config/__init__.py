@@ -30,6 +30,7 @@ from bench.errors import BenchError
 from bench.evaluation.metrics import GAINS
 from bench.evaluation.scale import Scale, check_preference, scale_from_config
 from bench.files import read_text
+from bench.inputs.formats import LIMITS, Limits
 from bench.registry import suggest
 from bench.results.schema import LEXICAL_INDEX
 from bench.retrieval.faiss_index import INDEXES, IndexSpec
@@ -103,6 +104,7 @@ class Config:
     scale: Scale = field(default_factory=Scale)  # [scale]: the team's corpus, traffic and prices
     prefer: str = "cost"  # among candidates tied with the best: "cost", "latency" or "quality"
     rerank_latency_samples: int = 10  # the same for a reranked pipeline, whose every query re-scores `top` texts
+    documents: Limits = LIMITS  # [documents]: how large a document may be before it is left out
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -266,6 +268,7 @@ _TOP_KEYS = {
     "fusion",
     "rerankers",
     "reranker",
+    "documents",
 }
 
 
@@ -351,11 +354,18 @@ def load_config(path: str | Path) -> Config:
         rerank_latency_samples=raw.get("rerank_latency_samples", 10),
         scale=scale_from_config(raw.get("scale"), where),
         prefer=check_preference(raw.get("prefer", "cost"), where),
+        documents=_documents(raw.get("documents", {}), where),
         raw=raw,
     )
     _check_numbers(config, where)
     _check_index_dims(config, where)
     return config
+
+
+def _documents(table: object, where: str) -> Limits:
+    if not isinstance(table, dict):
+        raise BenchError(f"{where}: documents must be a table, e.g. [documents] max_pages = 5000")
+    return Limits.from_settings(table, where)
 
 
 def _toml_where(path: Path, error: tomllib.TOMLDecodeError) -> str:

@@ -21,7 +21,7 @@ import numpy as np
 
 from bench.errors import BenchError
 from bench.files import json_object, loads_strict
-from bench.inputs.formats import for_suffix, suffixes
+from bench.inputs.formats import LIMITS, Limits, for_suffix, suffixes
 from bench.inputs.lazy import Lazy
 
 TEXT_SUFFIXES = (".md", ".txt")
@@ -217,12 +217,16 @@ class _Fingerprint:
 
 
 def load_corpus(
-    path: str | Path, cache: Path | None = None, progress: Callable[[int, int], None] | None = None
+    path: str | Path,
+    cache: Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    limits: Limits = LIMITS,
 ) -> Corpus:
     """Load documents from a folder of documents, a JSONL file, or a BEIR folder (corpus.jsonl).
 
     ``cache`` is the folder where text extracted from PDFs, Word files and the like is kept between
-    runs (in memory only when None); ``progress(done, total)`` follows a folder's files.
+    runs (in memory only when None); ``progress(done, total)`` follows a folder's files; a folder's
+    document beyond ``limits`` is left out, with the reason.
     """
     from bench.inputs.extraction_cache import ExtractionCache
     from bench.inputs.folder import load_folder
@@ -233,7 +237,7 @@ def load_corpus(
     if path.is_dir() and (path / "corpus.jsonl").is_file():
         return _load_jsonl(path, path / "corpus.jsonl", beir=True)
     if path.is_dir():
-        return load_folder(path, ExtractionCache(cache), progress)
+        return load_folder(path, ExtractionCache(cache), progress, limits)
     if path.suffix.lower() != ".jsonl" and for_suffix(path.suffix) is not None:
         # read as JSONL it would only say "invalid JSON"
         raise BenchError(f"{path}: one document is not a corpus; give the folder that holds it, or a .jsonl file")

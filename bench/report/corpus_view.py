@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from bench.inputs.corpus import Corpus, load_corpus
+from bench.inputs.formats import LIMITS, Limits
 
 
 @contextmanager
@@ -20,11 +21,18 @@ def _reading(console: Console) -> Iterator:
         yield lambda done, total: status.update(f"reading documents: {done:,} of {total:,} files")
 
 
-def read_corpus(path: Path, cache: Path | None, console: Console, strict: bool = False, warn: bool = True) -> Corpus:
+def read_corpus(
+    path: Path,
+    cache: Path | None,
+    console: Console,
+    strict: bool = False,
+    warn: bool = True,
+    limits: Limits = LIMITS,
+) -> Corpus:
     """The corpus at ``path``, its warnings printed (unless not ``warn``); with ``strict``, a file
-    left out is an error."""
+    left out is an error; a document beyond ``limits`` is left out."""
     with _reading(console) as progress:
-        corpus = load_corpus(path, cache, progress)
+        corpus = load_corpus(path, cache, progress, limits)
     if strict:
         corpus.check_strict()
     if warn:

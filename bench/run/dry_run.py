@@ -133,7 +133,7 @@ def dry_run(
     not set, a service whose host accepts no connection (nothing is sent to it)."""
     root = paths.cache_root(config.cache_dir, config.cache_override)
     console = console or Console(stderr=True)
-    corpus = read_corpus(config.corpus, paths.extracted_dir(root), console, strict, warn=False)
+    corpus = read_corpus(config.corpus, paths.extracted_dir(root), console, strict, warn=False, limits=config.documents)
     goldset = load_goldset(config.goldset, corpus)
     print_warnings(console, corpus)
     candidates = config.candidates(only, skip)

@@ -95,7 +95,9 @@ def run_shootout(
     phases = measure.Phases()
     root = paths.cache_root(config.cache_dir, config.cache_override)
     with phases("load corpus"):
-        corpus = read_corpus(config.corpus, paths.extracted_dir(root), console, strict, warn=False)
+        corpus = read_corpus(
+            config.corpus, paths.extracted_dir(root), console, strict, warn=False, limits=config.documents
+        )
     with phases("load goldset"):
         goldset = load_goldset(config.goldset, corpus)
     print_warnings(console, corpus)

@@ -5,6 +5,7 @@ the setting that raises it, and the rest of the corpus is read as usual."""
 
 from __future__ import annotations
 
+import json
 import os
 import struct
 import threading
@@ -279,3 +280,17 @@ def test_bench_run_warns_of_the_bomb_in_one_line_and_scores_the_rest(tmp_path: P
     assert line.startswith("warning: ") and "left out 1 file that cannot be read" in line
     assert "zip bomb" in line and "documents.max_unpacked_mb" in line
     assert len(finished_runs(tmp_path / "results")) == 1
+
+
+def test_the_limits_are_read_from_the_configs_documents_table(tmp_path: Path) -> None:
+    from tests.helpers import CONFIG
+
+    write_project(tmp_path, CONFIG + "\n[documents]\nmax_file_mb = 0.01\n")
+    (tmp_path / "corpus" / "long.txt").write_text("Backups are kept for a long time.\n" * 1000, encoding="utf-8")
+    stats = run_cli("corpus", "stats", "bench.toml", "--json", cwd=tmp_path)
+    assert stats.returncode == 0, stats.stderr
+    [left_out] = json.loads(stats.stdout)["left_out"]
+    assert left_out["path"] == "long.txt" and "a file of 0.034 MB, over the limit of 0.01 MB" in left_out["reason"]
+    write_project(tmp_path, CONFIG + "\n[documents]\nmax_page = 5\n")
+    refused = run_cli("run", "bench.toml", "--dry-run", cwd=tmp_path)
+    assert refused.returncode == 2 and "unknown setting documents.max_page" in refused.stderr

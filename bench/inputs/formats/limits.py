@@ -62,7 +62,8 @@ class Limits:
     def check_size(self, size: int) -> None:
         """Unreadable when a file of ``size`` bytes is over ``max_file_mb``."""
         if size > self.max_file_mb * MB:
-            raise self.over(f"a file of {size / MB:,.0f} MB", "max_file_mb", " MB")
+            mb = size / MB
+            raise self.over(f"a file of {f'{mb:,.0f}' if mb >= 10 else f'{mb:.2g}'} MB", "max_file_mb", " MB")
 
 
 LIMITS = Limits()
