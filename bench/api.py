@@ -15,11 +15,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from bench.errors import BenchError
 from bench.evaluation import metrics as quality_metrics
-from bench.evaluation.metrics import QUALITY_METRICS, Grades, MetricName
+from bench.evaluation.from_dicts import grades_from_dicts
+from bench.evaluation.metrics import QUALITY_METRICS, MetricName
 from bench.results import schema, store
 from bench.results.schema import StoredRun
 
@@ -152,28 +151,3 @@ def evaluate(
     if per_question:
         return {name: dict(zip(qids, v.tolist())) for name, v in values.items()}
     return {name: float(v.mean()) if len(v) else 0.0 for name, v in values.items()}
-
-
-def grades_from_dicts(
-    qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]], depth: int
-) -> Grades:
-    """The grade matrix of ``run`` against ``qrels``, questions in the order of ``qrels``."""
-    n = len(qrels)
-    ranked = np.zeros((n, depth), dtype=np.int64)
-    ideal = np.zeros((n, depth), dtype=np.int64)
-    n_relevant = np.zeros(n, dtype=np.int64)
-    for q, (qid, judged) in enumerate(qrels.items()):
-        relevant = {doc: int(g) for doc, g in judged.items() if g > 0}
-        scores = run.get(qid, {})
-        order = sorted(scores, key=lambda doc: (-scores[doc], _descending(doc)))[:depth]
-        got = [relevant.get(doc, 0) for doc in order]
-        ranked[q, : len(got)] = got
-        top = sorted(relevant.values(), reverse=True)[:depth]
-        ideal[q, : len(top)] = top
-        n_relevant[q] = len(relevant)
-    return Grades(ranked, ideal, n_relevant)
-
-
-def _descending(doc: str) -> tuple[int, ...]:
-    """A sort key that orders doc ids in reverse (the tie-break trec_eval uses)."""
-    return tuple(-b for b in doc.encode("utf-8")) + (1,)

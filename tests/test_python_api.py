@@ -86,6 +86,31 @@ def test_evaluate_equals_trec_eval_ties_included(case):
             assert ours[f"{name}@{k}"][qid] == pytest.approx(theirs[qid][f"{trec}_{k}"], abs=TOL), (name, qid)
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(judged_runs(ties=True), st.data())
+def test_evaluate_counts_every_qrels_question_as_trec_eval_would_score_it(case, data):
+    """Questions missing from the run or with no relevant doc count as zeros (trec_eval leaves them
+    out); questions only in the run change nothing."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    qrels, run, k = case
+    for qid in data.draw(st.lists(st.sampled_from(sorted(qrels)), unique=True), label="dropped from the run"):
+        del run[qid]
+    qrels["q-unjudged"] = {"d0": 0, "d1": -1}
+    run["q-unjudged"] = {"d0": 0.9}
+    run["q-only-in-run"] = {"d0": 0.5, "d3": 0.5}
+    names = ["precision", "recall", "ndcg", "map"]
+    ours = bench.evaluate(qrels, run, [f"{m}@{k}" for m in names], ndcg_gain="linear", per_question=True)
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, {f"P_{k}", f"recall_{k}", f"ndcg_cut_{k}", f"map_cut_{k}"})
+    scored = theirs.evaluate({q: r for q, r in run.items() if q in qrels and any(g > 0 for g in qrels[q].values())})
+    for name, trec in zip(names, ("P", "recall", "ndcg_cut", "map_cut")):
+        assert list(ours[f"{name}@{k}"]) == list(qrels)
+        for qid in qrels:
+            want = scored[qid][f"{trec}_{k}"] if qid in scored else 0.0
+            assert ours[f"{name}@{k}"][qid] == pytest.approx(want, abs=TOL), (name, qid)
+    means = bench.evaluate(qrels, run, f"recall@{k}")
+    assert means[f"recall@{k}"] == pytest.approx(sum(ours[f"recall@{k}"].values()) / len(qrels), abs=TOL)
+
+
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(judged_runs(ties=False))
