@@ -143,9 +143,7 @@ def as_datetime(moment: datetime | str) -> datetime | None:
     return moment if isinstance(moment, datetime) else None
 
 
-def run_info(
-    folder: Path, summary: RunSummary, manifest: Manifest, answers: dict | None = None
-) -> RunInfo:
+def run_info(folder: Path, summary: RunSummary, manifest: Manifest, answers: dict | None = None) -> RunInfo:
     """A RunInfo from a run's summary and manifest; BenchError when they lack what every run has."""
     run_id = manifest.run_id or folder.name
     corpus, goldset = manifest.fingerprint("corpus"), manifest.fingerprint("goldset")
