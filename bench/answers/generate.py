@@ -17,15 +17,15 @@ from typing import Any
 
 from rich.console import Console
 
-from bench.answers.calls import Asker, Request, Tally, load_template, numbered, replies_path
+from bench.answers.calls import ChatSettings, Request, Tally, load_template, numbered, replies_path
 from bench.answers.contexts import RunContexts
-from bench.drafting.chat import ChatClient, ReplyLog, redact_url
 from bench.errors import BenchError
 from bench.formatting import plural
 from bench.inputs.answers import Answer, meta_path, save_answers
 
 PROMPT = Path(__file__).with_name("prompts") / "answer_v1.md"
 PROMPT_NEEDS = {"system": (), "user": ("question", "contexts")}
+MAX_TOKENS = 800  # of an answer, unless the chat settings give their own
 
 
 @dataclass
@@ -42,32 +42,20 @@ class GenerateReport:
 def generate_answers(
     run: RunContexts,
     out: Path,
+    chat: ChatSettings,
     *,
-    base_url: str,
-    model: str,
-    api_key_env: str = "OPENAI_API_KEY",
     prompt: Path | None = None,
-    concurrency: int = 4,
-    max_cost: float | None = None,
-    price_in: float = 0.0,
-    price_out: float = 0.0,
     force: bool = False,
     console: Console | None = None,
-    temperature: float = 0.0,
-    max_tokens: int = 800,
-    max_attempts: int = 6,
-    timeout_s: float = 120.0,
 ) -> GenerateReport:
-    """Ask ``model`` to answer each of the candidate's questions from its top k; write the answers file ``out``.
+    """Ask ``chat``'s model to answer each of the candidate's questions from its top k; write the
+    answers file ``out``.
 
-    Prices are USD per million tokens; ``max_cost`` leaves out the questions whose call (estimated
-    at prompt characters / 4 plus ``max_tokens`` of reply) would take the cost past it.
+    ``chat.max_cost`` leaves out the questions whose call (estimated at prompt characters / 4 plus
+    ``max_tokens`` of reply, 800 unless ``chat`` says) would take the cost past it.
     """
     out, console = Path(out), console or Console(stderr=True)
-    if concurrency < 1:
-        raise BenchError(f"--concurrency {concurrency} must be at least 1")
-    if max_cost is not None and max_cost < 0:
-        raise BenchError(f"--max-cost {max_cost:g} must not be negative")
+    chat.check()
     if out.exists() and not force:
         raise BenchError(
             f"{out} exists; pass --force to replace it (replies already paid for are reused), or give another --out"
@@ -75,10 +63,7 @@ def generate_answers(
     if not run.records:
         raise BenchError(f"{run.run.path}: candidate {run.candidate} answered no questions; rerun `bench run`")
     template = load_template(prompt or PROMPT, PROMPT_NEEDS)
-    client = ChatClient(
-        base_url, model, api_key_env=api_key_env, temperature=temperature, max_tokens=max_tokens,
-        timeout_s=timeout_s, max_attempts=max_attempts, json_mode=False,
-    )  # fmt: skip
+    client = chat.client(MAX_TOKENS, json_mode=False)
     planned = []
     for record in run.records.values():  # in the run's (the goldset's) order
         units = run.top(record)
@@ -88,7 +73,7 @@ def generate_answers(
         planned.append(
             (record.question_id, tuple(u.id for u in units), Request(client.request_key(messages), messages, about))
         )
-    asker = Asker(client, ReplyLog(replies_path(out)), concurrency, max_cost, (price_in, price_out))
+    asker, model = chat.asker(client, out), chat.model
     with console.status(f"asking {model} to answer {plural(len(planned), 'question')}") as status:
         asker.status = status
         rows = asker.ask((r for _, _, r in planned), f"answering with {model}")
@@ -106,7 +91,7 @@ def generate_answers(
         answers.append(Answer(qid, reply.strip(), context_units=unit_ids, extra=extra))
     if not answers:
         raise BenchError(
-            f"--max-cost {max_cost:g} is less than one call is estimated to cost; raise it, or leave it out"
+            f"--max-cost {chat.max_cost:g} is less than one call is estimated to cost; raise it, or leave it out"
         )
     tally = asker.tally
     meta: dict[str, Any] = {
@@ -117,16 +102,13 @@ def generate_answers(
         "candidate": run.candidate,
         "k": run.k,
         "goldset": run.run.manifest.goldset,
-        "generator": {
-            "model": model, "base_url": redact_url(client.base_url), "temperature": temperature,
-            "max_tokens": max_tokens,
-        },
+        "generator": chat.describe(client),
         "prompt": template.describe(with_text=True),
         "replies": replies_path(out).name,
         "answered": len(answers),
         "refused": sum(1 for a in answers if a.extra.get("refused")),
         "not_asked": not_asked,
-        **tally.to_meta((price_in, price_out), max_cost),
+        **tally.to_meta(chat.prices, chat.max_cost),
     }  # fmt: skip
     save_answers(out, answers, meta)
     report = GenerateReport(

@@ -23,9 +23,9 @@ from typing import Any
 from rich.console import Console
 
 from bench import files
-from bench.answers.calls import Asker, Request, Tally, Template, load_template, numbered, replies_path
+from bench.answers.calls import Asker, ChatSettings, Request, Tally, Template, load_template, numbered, replies_path
 from bench.answers.contexts import RunContexts, open_run
-from bench.drafting.chat import ChatClient, ReplyLog, json_in_reply, redact_url
+from bench.drafting.chat import ChatClient, json_in_reply
 from bench.errors import BenchError
 from bench.formatting import plural
 from bench.inputs.answers import JUDGE, Answer, AnswersFile, Claim, meta_path, save_answers
@@ -38,6 +38,7 @@ RUBRIC_NEEDS = {
     "relevance": ("question", "answer"),
     "reference": ("question", "answer", "claim"),
 }
+MAX_TOKENS = 600  # of a verdict or a list of claims, unless the chat settings give their own
 MALFORMED, REFUSED, NOT_ASKED = "malformed reply", "refused (empty reply)", "not asked (budget)"
 # Where a generated file's meta says what it was made from; a judged file keeps saying so.
 _CARRIED = ("generated", "run_id", "run_path", "candidate", "k", "goldset", "generator", "prompt")
@@ -196,42 +197,26 @@ class _Judging:
 
 def judge_answers(
     source: AnswersFile,
-    out: Path | None = None,
+    out: Path | None,
+    chat: ChatSettings,
     *,
-    base_url: str,
-    model: str,
-    api_key_env: str = "OPENAI_API_KEY",
     rubric: Path | None = None,
     run: RunContexts | None = None,
     questions: dict[str, GoldQuestion] | None = None,
-    concurrency: int = 4,
-    max_cost: float | None = None,
-    price_in: float = 0.0,
-    price_out: float = 0.0,
     force: bool = False,
     console: Console | None = None,
-    temperature: float = 0.0,
-    max_tokens: int = 600,
-    max_attempts: int = 6,
-    timeout_s: float = 120.0,
 ) -> JudgeReport:
-    """Label ``source``'s answers with ``model``'s verdicts; write them as the answers file ``out``
-    (default ``<stem>.judged.jsonl`` beside it). Prices are USD per million tokens."""
+    """Label ``source``'s answers with the verdicts of ``chat``'s model (``max_tokens`` 600 unless it
+    says); write them as the answers file ``out`` (None: ``<stem>.judged.jsonl`` beside it)."""
     out, console, questions = Path(out or judged_path(source.path)), console or Console(stderr=True), questions or {}
-    if concurrency < 1:
-        raise BenchError(f"--concurrency {concurrency} must be at least 1")
-    if max_cost is not None and max_cost < 0:
-        raise BenchError(f"--max-cost {max_cost:g} must not be negative")
+    chat.check()
     _check_out(source, out, force)
     template = load_template(rubric or RUBRIC, RUBRIC_NEEDS)
-    client = ChatClient(
-        base_url, model, api_key_env=api_key_env, temperature=temperature, max_tokens=max_tokens,
-        timeout_s=timeout_s, max_attempts=max_attempts,
-    )  # fmt: skip
+    client = chat.client(MAX_TOKENS)
     cases = [_case(a, source, run, questions) for a in source.answers]
-    asker = Asker(client, ReplyLog(replies_path(out)), concurrency, max_cost, (price_in, price_out))
+    asker = chat.asker(client, out)
     judging = _Judging(template, client, asker)
-    with console.status(f"judging {plural(len(cases), 'answer')} with {model}") as status:
+    with console.status(f"judging {plural(len(cases), 'answer')} with {chat.model}") as status:
         asker.status = status
         _split(judging, cases)
         judged = _decide(judging, cases)
@@ -243,14 +228,13 @@ def judge_answers(
         "labels": JUDGE,
         "source": {"path": str(source.path), "sha256": hashlib.sha256(source.path.read_bytes()).hexdigest()},
         "judge": {
-            "model": model, "base_url": redact_url(client.base_url), "temperature": temperature,
-            "max_tokens": max_tokens, "response_format": client.json_mode,
+            **chat.describe(client), "response_format": client.json_mode,
             "rubric_version": template.version, "rubric_sha256": template.sha256,
         },
         "rubric": template.describe(),
         "replies": replies_path(out).name,
         "problems": dict(sorted(judging.problems.items())),
-        **tally.to_meta((price_in, price_out), max_cost),
+        **tally.to_meta(chat.prices, chat.max_cost),
     }  # fmt: skip
     save_answers(out, judged, meta)
     decided = [c for a in judged for c in a.claims or ()]

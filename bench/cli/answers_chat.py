@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,9 +13,16 @@ from bench.cli.answers import answers
 from bench.cli.app import err_console, results_option
 from bench.errors import BenchError
 
+if TYPE_CHECKING:
+    from bench.answers.calls import ChatSettings
+
+# The parameters chat_options adds, which reach the command as one ChatSettings, `chat`.
+_CHAT_PARAMS = ("llm_base_url", "model", "llm_api_key_env", "max_cost", "price_in", "price_out", "concurrency")
+
 
 def chat_options(model_flag: str, model_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The chat model's address, name, key and prices, and how many calls go at once, as `goldset draft` takes them."""
+    """The chat model's address, name, key and prices, and how many calls go at once, as `goldset draft` takes
+    them; the command is given them as one ``chat: ChatSettings``."""
     options = [
         click.option(
             "--llm-base-url",
@@ -36,17 +44,24 @@ def chat_options(model_flag: str, model_help: str) -> Callable[[Callable[..., An
     ]
 
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(f)
+        def command(**params: Any) -> Any:
+            chat = _chat_settings(**{name: params.pop(name) for name in _CHAT_PARAMS})
+            return f(chat=chat, **params)
+
         for option in reversed(options):
-            f = option(f)
-        return f
+            command = option(command)
+        return command
 
     return decorate
 
 
-def _base_url(value: str | None) -> str:
-    if not value:
+def _chat_settings(llm_base_url: str | None, model: str, llm_api_key_env: str, **rest: Any) -> ChatSettings:
+    from bench.answers.calls import ChatSettings
+
+    if not llm_base_url:
         raise BenchError("give the chat model's --llm-base-url (e.g. http://127.0.0.1:8000/v1) or $BENCH_LLM_BASE_URL")
-    return value
+    return ChatSettings(llm_base_url, model, api_key_env=llm_api_key_env, **rest)
 
 
 @answers.command()
@@ -68,13 +83,7 @@ def generate(
     results: Path,
     prompt: Path | None,
     force: bool,
-    llm_base_url: str | None,
-    model: str,
-    llm_api_key_env: str,
-    max_cost: float | None,
-    price_in: float,
-    price_out: float,
-    concurrency: int,
+    chat: ChatSettings,
 ) -> None:
     """Have a chat model answer each question of RUN from its candidate's top k contexts.
 
@@ -85,12 +94,8 @@ def generate(
     from bench.answers.contexts import open_run
     from bench.answers.generate import generate_answers
 
-    url = _base_url(llm_base_url)
     run = open_run(run_ref, results, candidate)
-    report = generate_answers(
-        run, out, base_url=url, model=model, api_key_env=llm_api_key_env, prompt=prompt, concurrency=concurrency,
-        max_cost=max_cost, price_in=price_in, price_out=price_out, force=force, console=err_console(),
-    )  # fmt: skip
+    report = generate_answers(run, out, chat, prompt=prompt, force=force, console=err_console())
     click.echo(f"answers: {out} ({report.answered} from {run.candidate} of run {run.run_id}, k={run.k})")
     click.echo(f"next:    bench answers judge {out} --judge-model MODEL")
 
@@ -120,13 +125,7 @@ def judge(
     results: Path,
     rubric: Path | None,
     force: bool,
-    llm_base_url: str | None,
-    model: str,
-    llm_api_key_env: str,
-    max_cost: float | None,
-    price_in: float,
-    price_out: float,
-    concurrency: int,
+    chat: ChatSettings,
 ) -> None:
     """Label FILE's answers with a chat model's verdicts, claim by claim, by a written rubric.
 
@@ -137,13 +136,10 @@ def judge(
     from bench.answers.judge import judge_answers, resolve_sources
     from bench.inputs.answers import load_answers
 
-    url = _base_url(llm_base_url)
     source = load_answers(file)
     run, questions = resolve_sources(source, run_ref=run_ref, results=results, candidate=candidate, goldset=goldset)
     report = judge_answers(
-        source, out, base_url=url, model=model, api_key_env=llm_api_key_env, rubric=rubric, run=run,
-        questions=questions, concurrency=concurrency, max_cost=max_cost, price_in=price_in, price_out=price_out,
-        force=force, console=err_console(),
-    )  # fmt: skip
+        source, out, chat, rubric=rubric, run=run, questions=questions, force=force, console=err_console()
+    )
     click.echo(f"judged: {report.out} ({report.answers} answers, {report.claims} claims)")
     click.echo(f"next:   bench answers score {report.out}")

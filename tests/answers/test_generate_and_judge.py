@@ -8,12 +8,13 @@ import re
 import traceback
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
 
 from bench.answers import judge as judging
-from bench.answers.calls import replies_path
+from bench.answers.calls import ChatSettings, replies_path
 from bench.answers.contexts import RunContexts, open_run
 from bench.answers.generate import PROMPT, generate_answers
 from bench.answers.judge import judge_answers, judged_path, read_goldset_questions, resolve_sources
@@ -100,14 +101,18 @@ def quiet() -> Console:
     return Console(file=StringIO(), width=200)
 
 
-def generate(run: RunContexts, out: Path, server: ChatServer, **kwargs):
-    kwargs = {"api_key_env": KEY_ENV, "console": quiet(), **kwargs}
-    return generate_answers(run, out, base_url=server.base_url, model="gen-test", **kwargs)
+def settings(server: ChatServer, model: str, chat: dict) -> ChatSettings:
+    return ChatSettings(server.base_url, model, api_key_env=KEY_ENV, **chat)
 
 
-def judge(source: Path, server: ChatServer, **kwargs):
-    kwargs = {"api_key_env": KEY_ENV, "console": quiet(), **kwargs}
-    return judge_answers(load_answers(source), base_url=server.base_url, model="judge-test", **kwargs)
+def generate(run: RunContexts, out: Path, server: ChatServer, force: bool = False, **chat):
+    return generate_answers(run, out, settings(server, "gen-test", chat), force=force, console=quiet())
+
+
+def judge(source: Path, server: ChatServer, out: Path | None = None, run=None, questions=None, **chat):
+    return judge_answers(
+        load_answers(source), out, settings(server, "judge-test", chat), run=run, questions=questions, console=quiet()
+    )
 
 
 def rows(path: Path) -> list[dict]:
@@ -146,6 +151,7 @@ def test_generate_answers_from_the_candidates_top_k(tmp_path, run):
     assert (meta["run_id"], meta["candidate"], meta["k"]) == (run.run_id, "hash/tok24/flat", 3)
     assert meta["run_path"] == str(run.run.path) and meta["goldset"]["path"].endswith("gold.jsonl")
     assert meta["generator"]["model"] == "gen-test" and meta["generator"]["base_url"] == server.base_url
+    assert meta["generator"]["max_tokens"] == 800  # an answer's default
     text = PROMPT.read_text()
     assert meta["prompt"] == {
         "name": "answer_v1.md",
@@ -191,7 +197,7 @@ CONTEXTS = [
     "Laptops are replaced every three years.",
 ]
 VACATION, LAPTOPS = CONTEXTS
-HAND_MADE = [
+HAND_MADE: list[dict[str, Any]] = [
     {"question_id": "q1", "answer": f"{VACATION} {LAPTOPS}"},
     {"question_id": "q2", "answer": f"{VACATION} Unused days expire in January."},
     {
@@ -278,6 +284,7 @@ def test_judge_labels_claim_by_claim_and_never_guesses(tmp_path):
     assert meta["labels"] == JUDGE and meta["source"]["path"] == str(source)
     assert meta["source"]["sha256"] == hashlib.sha256(source.read_bytes()).hexdigest()
     assert meta["judge"]["model"] == "judge-test" and meta["judge"]["base_url"] == server.base_url
+    assert meta["judge"]["max_tokens"] == 600 and meta["judge"]["response_format"] is True
     assert meta["judge"]["rubric_version"] == meta["rubric"]["version"] == "rubric-v1"
     assert meta["judge"]["rubric_sha256"] == meta["rubric"]["sha256"] == hashlib.sha256(rubric.encode()).hexdigest()
     assert meta["tokens"] == {"prompt": 100 * sent, "completion": 10 * sent, "estimated": False}
