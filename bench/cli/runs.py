@@ -161,6 +161,7 @@ def check(
         known = list(dict.fromkeys(m for quality in baseline["metrics"].values() for m in quality))
         wanted = [parse_metric(name, baseline["k"], "--metrics", known, "the baseline") for name in names]
     result = gate.check(path, baseline, max_drop, wanted, force=force)
+    _note_uncalibrated(path, wanted)
     if result.forced:
         click.echo(f"forced: not comparable with the baseline ({'; '.join(result.forced)})")
     if result.new:
@@ -174,6 +175,20 @@ def check(
     out_console().print(check_table(result))
     click.echo(check_failure_line(result))
     sys.exit(1)
+
+
+def _note_uncalibrated(run: Path, metrics: list[str] | None) -> None:
+    """A judge's answer figures are checked like any metric, but never without saying they are uncalibrated."""
+    from bench.evaluation.metrics import ANSWER_METRICS
+    from bench.results.history import read_run
+
+    info = read_run(run)
+    checked = [m for m in info.answers if metrics is None or m in metrics]
+    if checked and info.answers_status == "uncalibrated":
+        click.echo(
+            f"note: {', '.join(m for m in ANSWER_METRICS if m in checked)} of {info.answers_candidate} are a "
+            "judge's labels, uncalibrated (`bench answers agree` compares them with a person's)"
+        )
 
 
 @main.command()

@@ -365,3 +365,18 @@ def test_scored_answers_join_history_and_the_gate(run, tmp_path):
         "check", "latest", "--baseline", str(baseline), "--metrics", "groundednes", "--results", str(results)
     )
     assert unknown.returncode == 2 and "did you mean 'groundedness'" in unknown.stderr
+
+
+def test_a_judges_figures_are_checked_and_said_to_be_uncalibrated(run, tmp_path):
+    results = run.parent
+    judged = _write(
+        tmp_path / "judged.jsonl", _labelled(run), {"labels": "judge", "judge": {"model": "m", "rubric_version": "1"}}
+    )
+    assert _score(judged, results).returncode == 0
+    baseline = tmp_path / "baseline.json"
+    assert run_cli("check", "latest", "--save-baseline", str(baseline), "--results", str(results)).returncode == 0
+    checked = run_cli("check", "latest", "--baseline", str(baseline), "--results", str(results))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"groundedness, answer_relevance of {DENSE} are a judge's labels, uncalibrated" in checked.stdout
+    history = run_cli("history", "--results", str(results))
+    assert f"answers scored for {DENSE}: uncalibrated" in " ".join(history.stdout.split())
