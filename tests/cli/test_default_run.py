@@ -120,3 +120,31 @@ def test_the_bundled_hand_labelled_answers_read_beside_retrieval_in_the_terminal
     pdf = "\n".join(page.extract_text() for page in PdfReader(results / run.name / "report.pdf").pages)
     assert f"Answers ({candidate}, 24 questions, labelled by people): groundedness {ground['mean']:.3f}" in pdf
     assert "Answer layer" in pdf and "Which layer failed first" in pdf
+
+
+def test_pool_recall_on_the_bundled_goldset(default_run, tmp_path):
+    """minilm and BM25 pooling the bundled goldset's own questions hold most of its evidence (the
+    default run's cache holds MiniLM's md256 vectors: nothing is embedded again)."""
+    from rich.console import Console
+
+    from bench.drafting.pool import pool_draft, pool_recall
+    from bench.inputs.corpus import load_corpus
+    from bench.inputs.goldset import load_goldset
+
+    root, _ = default_run
+    toml = tmp_path / "bench.toml"
+    toml.write_text(
+        f'corpus = "{REPO / "corpora/northwind"}"\ngoldset = "{REPO / "goldsets/northwind.jsonl"}"\n'
+        f'cache_dir = "{root / "cache"}"\nmodels = ["minilm", "bm25"]\n'
+        '[chunkers.md256]\nkind = "markdown"\nsize = 256\n',
+        encoding="utf-8",
+    )
+    gold = REPO / "goldsets/northwind.jsonl"
+    quiet = Console(quiet=True)
+    draft = pool_draft(REPO / "corpora/northwind", gold, tmp_path / "n.draft.jsonl", toml, depth=20, console=quiet)
+    goldset = load_goldset(gold, load_corpus(REPO / "corpora/northwind"))
+    at10, at20 = pool_recall(draft, goldset, depth=10), pool_recall(draft, goldset)
+    assert at10["questions"] == len(goldset.questions) and not at10["not_in_draft"]
+    assert 0.8 <= at10["recall"] <= at20["recall"]
+    for name in ("minilm", "bm25"):
+        assert at20["retrievers"][name]["recall"] <= at20["recall"]

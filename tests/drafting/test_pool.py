@@ -22,7 +22,7 @@ from bench.inputs.corpus import load_corpus
 from bench.inputs.goldset import load_goldset
 from bench.retrieval.faiss_index import INDEXES
 from bench.retrieval.retrievers import BM25Retriever, DenseRetriever
-from tests.helpers import QUESTIONS, REPO, write_project
+from tests.helpers import QUESTIONS, write_project
 
 QUESTION_TEXTS = [q[1] for q in QUESTIONS]
 
@@ -345,23 +345,3 @@ def test_without_a_config_bm25_and_minilm_over_recursive_chunks(project, monkeyp
     assert draft.meta["chunker"] == {"name": "rec256", "kind": "recursive", "size": 256}
     assert (root / "user-cache" / "embeddings").is_dir()
     assert all(q.passages for q in draft.questions)
-
-
-@pytest.mark.slow
-def test_pool_recall_on_the_bundled_goldset(tmp_path: Path) -> None:
-    """minilm and BM25 pooling the bundled goldset's own questions hold most of its evidence."""
-    toml = tmp_path / "bench.toml"
-    toml.write_text(
-        f'corpus = "{REPO / "corpora/northwind"}"\ngoldset = "{REPO / "goldsets/northwind.jsonl"}"\n'
-        f'cache_dir = "{tmp_path / "cache"}"\nmodels = ["minilm", "bm25"]\n'
-        '[chunkers.md256]\nkind = "markdown"\nsize = 256\n',
-        encoding="utf-8",
-    )
-    gold = REPO / "goldsets/northwind.jsonl"
-    draft = pool_draft(REPO / "corpora/northwind", gold, tmp_path / "n.draft.jsonl", toml, depth=20, console=quiet())
-    goldset = load_goldset(gold, load_corpus(REPO / "corpora/northwind"))
-    at10, at20 = pool_recall(draft, goldset, depth=10), pool_recall(draft, goldset)
-    assert at10["questions"] == len(goldset.questions) and not at10["not_in_draft"]
-    assert 0.8 <= at10["recall"] <= at20["recall"]
-    for name in ("minilm", "bm25"):
-        assert at20["retrievers"][name]["recall"] <= at20["recall"]
