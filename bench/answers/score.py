@@ -16,13 +16,12 @@ from bench import files
 from bench.answers.contexts import RunContexts
 from bench.errors import BenchError
 from bench.evaluation import answers as figures
-from bench.evaluation.answers import Agreement, AnswerScore, Retrieval
+from bench.evaluation.answers import CALIBRATED, PEOPLE, UNCALIBRATED, Agreement, AnswerScore, Retrieval
 from bench.inputs.answers import HUMAN, JUDGE, AnswersFile, load_answers
 from bench.results import store
 
 ANSWERS_FORMAT = 1
 AGREEMENT_SUFFIX = ".agreement.json"
-CALIBRATED, UNCALIBRATED, PEOPLE = "calibrated", "uncalibrated", "labelled by people"
 
 
 @dataclass(frozen=True)

@@ -179,12 +179,13 @@ def check(
 
 def _note_uncalibrated(run: Path, metrics: list[str] | None) -> None:
     """A judge's answer figures are checked like any metric, but never without saying they are uncalibrated."""
+    from bench.evaluation.answers import UNCALIBRATED
     from bench.evaluation.metrics import ANSWER_METRICS
     from bench.results.history import read_run
 
     info = read_run(run)
     checked = [m for m in info.answers if metrics is None or m in metrics]
-    if checked and info.answers_status == "uncalibrated":
+    if checked and info.answers_status == UNCALIBRATED:
         click.echo(
             f"note: {', '.join(m for m in ANSWER_METRICS if m in checked)} of {info.answers_candidate} are a "
             "judge's labels, uncalibrated (`bench answers agree` compares them with a person's)"

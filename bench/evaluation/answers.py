@@ -25,6 +25,8 @@ RETRIEVAL, GENERATION, QUESTION_HANDLING, OK, UNKNOWN = "retrieval", "generation
 LAYERS = (RETRIEVAL, GENERATION, QUESTION_HANDLING, OK, UNKNOWN)
 # A judge's labels count as calibrated once a person's sample this large agrees this well (Cohen's κ).
 MIN_CALIBRATION_CLAIMS, MIN_CALIBRATION_KAPPA = 30, 0.6
+# How far a file's labels may be trusted: answers_summary.json's calibration "status".
+CALIBRATED, UNCALIBRATED, PEOPLE = "calibrated", "uncalibrated", "labelled by people"
 # The two layers read together: below LOW the layer is the one to fix; at or above STRONG it is not.
 LOW, STRONG = 0.5, 0.8
 

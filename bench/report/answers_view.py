@@ -18,11 +18,13 @@ from rich.markup import escape
 from rich.text import Text
 
 from bench.evaluation.answers import (
+    CALIBRATED,
     CLAIM_RECALL,
     GENERATION,
     GROUNDEDNESS,
     LAYERS,
     OK,
+    PEOPLE,
     QUESTION_HANDLING,
     RELEVANCE,
     RETRIEVAL,
@@ -43,7 +45,6 @@ __all__ = [
 ]
 
 WIDTH = 100  # the terminal view fits this many columns, ids and numbers never cut
-CALIBRATED = "calibrated"  # calibration status once a person's sample agrees well enough with the judge
 FAILED = (RETRIEVAL, GENERATION, QUESTION_HANDLING)  # the layers a question can fail, in flow order
 SHOWN_FAILURES = 40  # questions listed in the terminal; every one is in answers_per_question.jsonl
 SHOWN_IDS = 12  # ids listed in one line of counts
@@ -95,7 +96,7 @@ def labels_text(summary: dict) -> str:
     if labels == UNLABELLED:
         return "unlabelled: no claim has a verdict yet"
     if labels != JUDGE:
-        return "labelled by people"
+        return PEOPLE
     judge = summary.get("judge") or {}
     who = f"labelled by a judge ({judge.get('model') or 'model not recorded'}"
     who += f", rubric {judge['rubric_version']})" if judge.get("rubric_version") else ")"

@@ -9,10 +9,20 @@ from pathlib import Path
 import pytest
 
 from bench.answers.contexts import open_run
-from bench.answers.score import CALIBRATED, PEOPLE, UNCALIBRATED, agree, agreement_path, score_file
+from bench.answers.score import agree, agreement_path, score_file
 from bench.errors import BenchError
 from bench.evaluation import answers as figures
-from bench.evaluation.answers import GENERATION, OK, QUESTION_HANDLING, RETRIEVAL, UNKNOWN, Retrieval
+from bench.evaluation.answers import (
+    CALIBRATED,
+    GENERATION,
+    OK,
+    PEOPLE,
+    QUESTION_HANDLING,
+    RETRIEVAL,
+    UNCALIBRATED,
+    UNKNOWN,
+    Retrieval,
+)
 from bench.inputs.answers import Answer, Claim, load_answers, meta_path
 from bench.results import store
 from tests.helpers import finished_runs, run_cli, write_project
