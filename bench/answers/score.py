@@ -85,20 +85,22 @@ def _number(value: object) -> str:
 
 
 def score_file(
-    path: Path,
+    file: Path | AnswersFile,
     source: RunContexts | None,
     *,
     min_claims: int = figures.MIN_CALIBRATION_CLAIMS,
     min_kappa: float = figures.MIN_CALIBRATION_KAPPA,
     agreement_file: Path | None = None,
 ) -> Scored:
-    """Score an answers file, against ``source`` (a run's candidate) when given, and write the two files."""
-    answers = load_answers(path)
+    """Score an answers file (its path, or the file as read), against ``source`` (a run's candidate)
+    when given, and write the two files."""
+    answers = file if isinstance(file, AnswersFile) else load_answers(file)
+    path = answers.path
     scores: list[AnswerScore] = []
     retrieval: dict[str, Retrieval] = {}
     rows = []
-    for n, answer in enumerate(answers.answers, start=1):
-        where = f"{path}:{n}"
+    for i, answer in enumerate(answers.answers):
+        where = answers.where(i)
         record = None
         if source is not None:
             record = source.record(answer, where)

@@ -66,12 +66,13 @@ def score(
     from bench.inputs.answers import load_answers
     from bench.report.answers_view import print_answers
 
-    meta = load_answers(file).meta
+    answers = load_answers(file)
+    meta = answers.meta
     run_ref = run_ref or meta.get("run_id")
     if candidate is None and run_ref == meta.get("run_id"):
         candidate = meta.get("candidate")
     source = open_run(run_ref, results, candidate) if run_ref else None
-    scored = score_file(file, source, min_claims=min_claims, min_kappa=min_kappa, agreement_file=calibration)
+    scored = score_file(answers, source, min_claims=min_claims, min_kappa=min_kappa, agreement_file=calibration)
     print_answers(out_console(), scored.summary, scored.rows)
     if source is not None and not no_report:
         from bench.report.writer import write_reports

@@ -80,6 +80,11 @@ class AnswersFile:
     path: Path
     answers: tuple[Answer, ...]
     meta: dict[str, Any] = field(default_factory=dict)
+    lines: tuple[int, ...] = ()  # each answer's line in the file, for messages
+
+    def where(self, i: int) -> str:
+        """``file:line`` of the ``i``-th answer."""
+        return f"{self.path}:{self.lines[i] if i < len(self.lines) else i + 1}"
 
     @property
     def labelled_by(self) -> str:
@@ -105,6 +110,7 @@ def load_answers(path: str | Path) -> AnswersFile:
             "(write one by hand, or with `bench answers generate`)"
         )
     answers: list[Answer] = []
+    lines: list[int] = []
     seen: dict[str, int] = {}
     for lineno, line in files.numbered_lines(files.read_text(path)):
         where = f"{path}:{lineno}"
@@ -116,6 +122,7 @@ def load_answers(path: str | Path) -> AnswersFile:
             )
         seen[answer.question_id] = lineno
         answers.append(answer)
+        lines.append(lineno)
     if not answers:
         raise BenchError(f"{path}: no answers in it; write one JSON object a line with {_FIELDS}")
     meta: dict[str, Any] = {}
@@ -128,7 +135,7 @@ def load_answers(path: str | Path) -> AnswersFile:
             raise BenchError(f"{meta_path(path)}: not valid JSON ({e}); {fix}") from None
         if not isinstance(meta, dict):
             raise BenchError(f"{meta_path(path)}: not a JSON object; delete it if the answers are labelled by hand")
-    return AnswersFile(path, tuple(answers), meta)
+    return AnswersFile(path, tuple(answers), meta, tuple(lines))
 
 
 def parse_answer(row: dict[str, Any], where: str) -> Answer:

@@ -262,8 +262,9 @@ def test_context_units_are_resolved_in_the_candidates_ranking(run, tmp_path):
 
 
 def test_an_answer_to_a_question_the_run_did_not_ask_is_refused(run, tmp_path):
-    path = _write(tmp_path / "a.jsonl", [{"question_id": "q99", "answer": "x"}])
-    with pytest.raises(BenchError, match=r"a\.jsonl:1: question 'q99' is not in run"):
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"question_id": "q1", "answer": "x"}\n\n{"question_id": "q99", "answer": "x"}\n')
+    with pytest.raises(BenchError, match=r"a\.jsonl:3: question 'q99' is not in run"):  # its line, blank lines counted
         score_file(path, open_run(run, run.parent, DENSE))
     with pytest.raises(BenchError, match=r"--candidate 'hash/tok24/fla': not in run .*did you mean 'hash/tok24/flat'"):
         open_run(run, run.parent, "hash/tok24/fla")
