@@ -4,8 +4,9 @@ prompt (``prompts/answer_v1.md``), which asks it to answer only from them.
 
 The answers file names each answer's contexts by unit id, so that scoring reads the same texts from
 the run; each row keeps the model's raw reply and usage under ``generation``. An empty reply (a
-refusal) is kept as the answer "" with ``"refused": true``. Replies are appended to
-``<out>.replies.jsonl`` as they arrive: the same command after a failure sends only what is missing.
+refusal) is kept as the answer "" with ``"refused": true``, and what the model said instead, if
+anything, as ``"refusal"``. Replies are appended to ``<out>.replies.jsonl`` as they arrive: the
+same command after a failure sends only what is missing.
 The file is unlabelled (``"labels": null`` in its meta) until a judge or a person labels it.
 """
 
@@ -88,6 +89,8 @@ def generate_answers(
         extra: dict[str, Any] = {"generation": generation}
         if not reply.strip():
             extra["refused"] = True
+            if row.get("refusal"):
+                extra["refusal"] = str(row["refusal"])  # what the model said instead of an answer
         answers.append(Answer(qid, reply.strip(), context_units=unit_ids, extra=extra))
     if not answers:
         raise BenchError(

@@ -58,6 +58,7 @@ class Usage:
 class Reply:
     text: str
     usage: Usage
+    refusal: str = ""  # what a model that declined said instead (OpenAI's ``message.refusal``)
 
 
 def estimate_tokens(text: str) -> int:
@@ -97,6 +98,8 @@ class ReplyLog:
 
     def add(self, key: str, reply: Reply, **about: object) -> dict:
         row = {"key": key, **about, "reply": reply.text, "usage": reply.usage.to_dict()}
+        if reply.refusal:
+            row["refusal"] = reply.refusal
         line = json.dumps(row, ensure_ascii=False) + "\n"
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -232,7 +235,8 @@ class ChatClient(EndpointCounters):
     def _parse(self, body: bytes, messages: list[dict[str, str]]) -> Reply:
         try:
             obj = json.loads(body)
-            content = obj["choices"][0]["message"].get("content") or ""
+            message = obj["choices"][0]["message"]
+            content, refusal = message.get("content") or "", message.get("refusal") or ""
         except (ValueError, UnicodeDecodeError, KeyError, IndexError, TypeError, AttributeError):
             shown = self._endpoint.scrub(body[:80].decode("utf-8", "replace"))
             raise BenchError(
@@ -242,7 +246,7 @@ class ChatClient(EndpointCounters):
         usage = obj.get("usage")
         try:
             prompt, completion = int(usage["prompt_tokens"]), int(usage["completion_tokens"])
-            return Reply(str(content), Usage(prompt, completion))
+            return Reply(str(content), Usage(prompt, completion), str(refusal))
         except (KeyError, TypeError, ValueError):
             sent = sum(estimate_tokens(m.get("content", "")) for m in messages)
-            return Reply(str(content), Usage(sent, estimate_tokens(str(content)), estimated=True))
+            return Reply(str(content), Usage(sent, estimate_tokens(str(content)), estimated=True), str(refusal))

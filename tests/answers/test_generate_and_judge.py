@@ -144,6 +144,7 @@ def test_generate_answers_from_the_candidates_top_k(tmp_path, run):
         assert a["generation"]["usage"] == {"prompt_tokens": 100, "completion_tokens": 10, "estimated": False}
         if a["question_id"] == "q6":
             assert a["answer"] == "" and a["refused"] is True and a["generation"]["reply"] == ""
+            assert a["refusal"] == "I can't help with that."  # what the model said instead
         else:
             assert a["answer"] == run.text(top[0]).split("\n")[0].strip() and "refused" not in a
     meta = json.loads(meta_path(out).read_text())
