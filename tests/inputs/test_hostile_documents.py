@@ -238,6 +238,33 @@ def test_a_page_slower_than_the_time_limit_is_stopped_mid_parse(tmp_path: Path) 
     assert elapsed < 2.0
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the swallowed raise, reported
+def test_the_time_limit_holds_when_it_first_fires_inside_a_garbage_collector_callback(tmp_path: Path) -> None:
+    import gc
+
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "notes.md").write_text(NOTES, encoding="utf-8")
+    (folder / "slow.html").write_bytes(_nested("<div>", 100_000))  # about 3 s to read
+    calls = []
+
+    def slow_callback(phase: str, info: dict) -> None:  # the timer's raise lands here, and is swallowed
+        if phase == "start" and len(calls) < 3:
+            calls.append(phase)
+            time.sleep(0.5)
+
+    gc.collect()
+    gc.callbacks.append(slow_callback)
+    try:
+        corpus, elapsed = _load(folder, Limits(max_seconds=0.3))
+    finally:
+        gc.callbacks.remove(slow_callback)
+    assert calls  # collections ran, and slept, while the timer was armed
+    [x] = corpus.left_out
+    assert x.path == "slow.html" and "extracting it took too long" in x.reason
+    assert elapsed < 2.5  # stopped soon after the swallowed raise, not after the whole page
+
+
 # --- big files ------------------------------------------------------------------------------------
 
 
