@@ -16,7 +16,7 @@ from bench import files
 from bench.answers.contexts import RunContexts
 from bench.errors import BenchError
 from bench.evaluation import answers as figures
-from bench.evaluation.answers import CALIBRATED, PEOPLE, UNCALIBRATED, Agreement, AnswerScore, Retrieval
+from bench.evaluation.answers import CALIBRATED, PEOPLE, UNCALIBRATED, AnswerScore, Retrieval
 from bench.inputs.answers import HUMAN, JUDGE, AnswersFile, load_answers
 from bench.results import store
 
@@ -68,9 +68,7 @@ def calibration(
     same = record.get("judge_model") == out["judge_model"] and record.get("rubric_version") == out["rubric_version"]
     if not same:
         out["why"] = "the agreement was measured for another judge or rubric; run `bench answers agree` again"
-    elif not Agreement(int(record.get("claims") or 0), None, record.get("kappa"), ((0, 0), (0, 0))).calibrates(
-        min_claims, min_kappa
-    ):
+    elif not figures.calibrates(int(record.get("claims") or 0), record.get("kappa"), min_claims, min_kappa):
         out["why"] = (
             f"κ = {_number(record.get('kappa'))} on {record.get('claims')} claims; needs at least "
             f"{min_claims} claims at κ ≥ {min_kappa:g}"

@@ -205,7 +205,7 @@ class Agreement:
     confusion: tuple[tuple[int, int], tuple[int, int]]
 
     def calibrates(self, min_claims: int = MIN_CALIBRATION_CLAIMS, min_kappa: float = MIN_CALIBRATION_KAPPA) -> bool:
-        return self.n >= min_claims and self.kappa is not None and self.kappa >= min_kappa
+        return calibrates(self.n, self.kappa, min_claims, min_kappa)
 
     def to_dict(self) -> dict:
         (tn, fp), (fn, tp) = self.confusion
@@ -220,6 +220,13 @@ class Agreement:
                 "human_unsupported_judge_unsupported": tn,
             },
         }
+
+
+def calibrates(
+    claims: int, kappa: float | None, min_claims: int = MIN_CALIBRATION_CLAIMS, min_kappa: float = MIN_CALIBRATION_KAPPA
+) -> bool:
+    """Whether a person's sample of ``claims`` agreeing with a judge at ``kappa`` calibrates the judge."""
+    return claims >= min_claims and kappa is not None and kappa >= min_kappa
 
 
 def agreement(pairs: Sequence[tuple[bool, bool]]) -> Agreement:
