@@ -25,7 +25,8 @@ setup: $(STAMP)
 
 # torch goes in first, pinned: 2.13.0 is the CPU build on this machine's disk, and installing it
 # before sentence-transformers keeps pip from resolving a multi-GB CUDA build.
-$(STAMP): pyproject.toml
+# setup.py builds the C reader of bench/evaluation/ (optional: without a compiler numpy does its work).
+$(STAMP): pyproject.toml setup.py bench/evaluation/_from_dicts.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
@@ -33,4 +34,4 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) build bench/evaluation/*.so

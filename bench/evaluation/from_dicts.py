@@ -2,10 +2,13 @@
 
 A run is ranked as trec_eval ranks it: score descending, equal scores by doc id descending. Reading
 millions of Python floats is the cost that counts, so each run entry is read once, as a float, and
-its doc id is never hashed: only the judged docs are looked up in their run (right after that run's
-scores are read, while it is still in cache), and a relevant doc's rank is the number of its run's
-scores above it, found by one binary search for all of them. Doc ids are compared only in the runs
-where a relevant doc ties with another doc near the top.
+its doc id is never hashed: only the judged docs are looked up in their run, and a relevant doc's
+rank is the number of its run's scores above it, found by binary search. Doc ids are compared only
+where a relevant doc shares its score with another doc near the top.
+
+The reading is done in C (``_from_dicts.c``, built at install) for str doc ids with float or int
+values; anything else, or an install without a C compiler, takes the numpy path below, which gives
+the same matrix.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from itertools import chain, repeat
 from operator import attrgetter
+from types import ModuleType
 from typing import cast
 
 import numpy as np
@@ -20,7 +24,14 @@ import numpy as np
 from bench.errors import BenchError
 from bench.evaluation.metrics import Grades
 
+_compiled: ModuleType | None
+try:
+    from bench.evaluation import _from_dicts as _compiled
+except ImportError:  # installed without a C compiler: the numpy path reads every run
+    _compiled = None
+
 _EMPTY: dict[str, float] = {}
+_NAN_SCORE = "evaluate: a run score is NaN; give every retrieved doc a number"
 # A ragged run is sorted as a padded matrix unless that would take more than this many cells per entry.
 _PAD_FACTOR = 2
 
@@ -34,6 +45,21 @@ def grades_from_dicts(
     ``run`` are ignored. A NaN score raises ``BenchError``: it has no place in a ranking.
     """
     judged, runs = _dicts(qrels.values()), _dicts(map(run.get, qrels, repeat(_EMPTY)))
+    if _compiled is not None:
+        n = len(judged)
+        ranked, ideal = np.zeros((n, depth), np.int64), np.zeros((n, depth), np.int64)
+        n_relevant = np.zeros(n, np.int64)
+        try:
+            read = _compiled.fill_grades(judged, runs, depth, ranked, ideal, n_relevant)
+        except ValueError:  # the one refusal it has: a NaN score
+            raise BenchError(_NAN_SCORE) from None
+        if read:
+            return Grades(ranked, ideal, n_relevant)
+    return _grades_in_numpy(judged, runs, depth)
+
+
+def _grades_in_numpy(judged: list[dict], runs: list[dict], depth: int) -> Grades:
+    """``grades_from_dicts`` for any numbers and hashable doc ids, in numpy."""
     n = len(judged)
     q_lens = np.fromiter(map(len, judged), np.int64, n)
     r_lens = np.fromiter(map(len, runs), np.int64, n)
@@ -41,12 +67,12 @@ def grades_from_dicts(
 
     # per question: its run's scores, then its judged docs' scores in that run (NaN: not retrieved)
     looked_up = map(map, map(attrgetter("get"), runs), judged, repeat(repeat(np.nan)))
-    flat = np.fromiter(chain.from_iterable(map(chain, map(dict.values, runs), looked_up)), np.float64, n_run + n_judged)
+    flat = _numbers(chain.from_iterable(map(chain, map(dict.values, runs), looked_up)), n_run + n_judged)
     is_judged = np.repeat(np.tile([False, True], n), np.column_stack((r_lens, q_lens)).ravel())
     scores, judged_score = flat[~is_judged], flat[is_judged]
     if np.isnan(scores).any():
-        raise BenchError("evaluate: a run score is NaN; give every retrieved doc a number")
-    raw_grade = np.fromiter(chain.from_iterable(map(dict.values, judged)), np.float64, n_judged)
+        raise BenchError(_NAN_SCORE)
+    raw_grade = _numbers(chain.from_iterable(map(dict.values, judged)), n_judged)
     grade = np.maximum(np.trunc(raw_grade), 0).astype(np.int64)  # int(g), as grades are read elsewhere
     relevant = raw_grade > 0
     judged_row = np.repeat(np.arange(n, dtype=np.int64), q_lens)
@@ -69,6 +95,13 @@ def grades_from_dicts(
     rel_rows, rel_grade = judged_row[relevant], grade[relevant]
     n_relevant = np.bincount(rel_rows, minlength=n).astype(np.int64)
     return Grades(ranked, _ideal(rel_rows, rel_grade, n_relevant, depth), n_relevant)
+
+
+def _numbers(values: Iterable, count: int) -> np.ndarray:
+    try:
+        return np.fromiter(values, np.float64, count)
+    except (TypeError, ValueError) as e:
+        raise BenchError(f"evaluate: a score or grade is not a number ({e}); give numbers") from None
 
 
 def _dicts(maps: Iterable[Mapping]) -> list[dict]:
