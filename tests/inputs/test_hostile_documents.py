@@ -94,6 +94,19 @@ def test_a_member_packed_too_well_is_refused_by_its_ratio(tmp_path: Path) -> Non
     assert len(_load(folder, Limits(max_zip_ratio=10_000))[0]) == 3  # raised, it is read
 
 
+def test_a_zip_of_too_many_members_is_refused_before_they_are_listed(tmp_path: Path) -> None:
+    # a million empty members fit in 90 MB, under max_file_mb, and take zipfile ~10 s and ~550 MB to list
+    folder = _corpus(tmp_path / "corpus")
+    path = m.write_docx(folder / "many.docx")
+    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_STORED) as z:
+        for i in range(10_001):
+            z.writestr(zipfile.ZipInfo(f"word/media/{i}"), b"")
+    corpus, _ = _load(folder)
+    reason = _left_out(corpus, "many.docx", "a zip of 10,0", "members", "10,000", "documents.max_zip_entries")
+    assert reason.endswith("; replace it or raise the limit")
+    assert len(_load(folder, Limits(max_zip_entries=20_000))[0]) == 3  # raised, it is read
+
+
 def _declare_size(data: bytes, name: str, size: int) -> bytes:
     """The zip with ``name``'s unpacked size declared as ``size`` in its local and central headers."""
     out = bytearray(data)

@@ -31,6 +31,7 @@ class Limits:
     max_file_mb: float = 100  # a file's size on disk, checked before it is read
     max_unpacked_mb: float = 200  # an Office file's or EPUB's members unpacked, all together
     max_zip_ratio: float = 100  # unpacked to packed size of one member over RATIO_FLOOR unpacked
+    max_zip_entries: int = 10_000  # an Office file's or EPUB's members: each costs ~0.5 KB and 10 µs to list
     max_pages: int = 2000  # a PDF's pages
     max_html_elements: int = 500_000  # a web page's elements (DOCX and EPUB chapters too): ~1 KB each parsed
     max_seconds: float = 300  # extracting one document
