@@ -11,6 +11,7 @@ import struct
 import threading
 import time
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -169,6 +170,65 @@ def _blank_pages(pages: int) -> bytes:
     page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] >>"
     head = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, pages)]
     return _raw_pdf(head + [page] * pages)
+
+
+def _one_stream_page(encoding: bytes, packed: bytes) -> bytes:
+    """A one-page PDF whose content stream is ``packed`` under the filter ``encoding``."""
+    return _raw_pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Contents 4 0 R"
+            b" /Resources << /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> >>",
+            b"<< /Length %d /Filter /%s >>\nstream\n%s\nendstream" % (len(packed), encoding, packed),
+        ]
+    )
+
+
+_TEXT = b"BT /F1 12 Tf 10 100 Td (Backups are kept for a year.) Tj ET\n"
+
+
+def _packed(encoding: str, spaces: int) -> bytes:
+    """A page's text, then ``spaces`` spaces (a multiple of 128), packed under ``encoding``."""
+    data = _TEXT + b" " * spaces
+    if encoding == "FlateDecode":
+        return zlib.compress(data, 1)
+    if encoding == "LZWDecode":
+        from pypdf._codecs._codecs import LzwCodec
+
+        return LzwCodec().encode(data)
+    # RunLength: the text as one literal run, then a space repeated 128 times per two bytes
+    return bytes([len(_TEXT) - 1]) + _TEXT + b"\x81 " * (spaces // 128) + b"\x80"
+
+
+@pytest.mark.parametrize("encoding", ["FlateDecode", "LZWDecode", "RunLengthDecode"])
+def test_a_pdf_stream_that_unpacks_too_far_is_refused_as_it_unpacks(tmp_path: Path, encoding: str) -> None:
+    # pdfminer unpacks a stream whole: half a megabyte of FlateDecode PDF took 1 GB of memory
+    folder = _corpus(tmp_path / "corpus")
+    (folder / "bomb.pdf").write_bytes(_one_stream_page(encoding.encode(), _packed(encoding, 3 * 2**20)))
+    corpus, elapsed = _load(folder, Limits(max_unpacked_mb=2))
+    reason = _left_out(
+        corpus, "bomb.pdf", f"a decompression bomb: a {encoding} stream", "2 MB", "documents.max_unpacked_mb"
+    )
+    assert reason.endswith("; replace it or raise the limit")
+    assert elapsed < BOUND
+    raised = _load(folder, Limits(max_unpacked_mb=4))[0]  # raised, it is read
+    assert "Backups are kept for a year." in raised.get("bomb.pdf").text
+
+
+def test_a_damaged_pdf_stream_is_bounded_too_and_pdfminer_is_its_own_outside_bench() -> None:
+    from pdfminer import pdftypes
+
+    from bench.inputs.formats import pdf_streams
+
+    cut = zlib.compress(b" " * (3 * MB))[:-4]  # no checksum: pdfminer unpacks it byte by byte
+    with pdf_streams.bounded(2 * MB), pytest.raises(pdf_streams.StreamTooLarge):
+        pdftypes.decompress_corrupted(cut)
+    with pdf_streams.bounded(4 * MB):
+        assert pdftypes.decompress_corrupted(cut) == b" " * (3 * MB)
+        with pytest.raises(zlib.error, match="incomplete or truncated"):
+            pdftypes.zlib.decompress(cut)
+    assert pdftypes.zlib.decompress(zlib.compress(b" " * (3 * MB))) == b" " * (3 * MB)  # unbounded outside
 
 
 def test_a_pdf_of_a_hundred_thousand_pages_is_refused_at_the_page_limit(tmp_path: Path) -> None:

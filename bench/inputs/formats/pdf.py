@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from importlib.metadata import version as _dist_version
 from typing import Any
 
+from bench.inputs.formats import pdf_streams
 from bench.inputs.formats.base import Extracted, Extractor, Unreadable, mislabelled
-from bench.inputs.formats.limits import LIMITS, Limits
+from bench.inputs.formats.limits import LIMITS, MB, Limits
 
 _OUTPUT_VERSION = "1"  # bump when the text this module makes from the same library output changes
 
@@ -96,21 +97,28 @@ def _read(data: bytes, limits: Limits) -> tuple[list[_Page], Counter[float]]:
     sizes: Counter[float] = Counter()
     deadline = time.monotonic() + limits.max_seconds
     try:
-        # counted before pdfplumber lists (and on closing, visits) them all: millions stop at the limit
-        document = PDFDocument(PDFParser(io.BytesIO(data)))
-        if sum(1 for _ in itertools.islice(PDFPage.create_pages(document), limits.max_pages + 1)) > limits.max_pages:
-            raise limits.over("a PDF with too many pages", "max_pages", " pages")
-        del document
-        # all_texts: text inside form XObjects (whole pages, for some producers) is grouped too
-        with pdfplumber.open(io.BytesIO(data), laparams={"all_texts": True}) as pdf:
-            pages = []
-            for page in pdf.pages:
-                if time.monotonic() > deadline:  # where the timer signal cannot stop it (another thread)
-                    raise limits.too_slow()
-                pages.append(_read_page(page, sizes))
-                page.close()  # drop the page's cached objects: memory stays flat on long files
+        with pdf_streams.bounded(int(limits.max_unpacked_mb * MB)):
+            # counted before pdfplumber lists (and on closing, visits) them all: millions stop at the limit
+            document = PDFDocument(PDFParser(io.BytesIO(data)))
+            if (
+                sum(1 for _ in itertools.islice(PDFPage.create_pages(document), limits.max_pages + 1))
+                > limits.max_pages
+            ):
+                raise limits.over("a PDF with too many pages", "max_pages", " pages")
+            del document
+            # all_texts: text inside form XObjects (whole pages, for some producers) is grouped too
+            with pdfplumber.open(io.BytesIO(data), laparams={"all_texts": True}) as pdf:
+                pages = []
+                for page in pdf.pages:
+                    if time.monotonic() > deadline:  # where the timer signal cannot stop it (another thread)
+                        raise limits.too_slow()
+                    pages.append(_read_page(page, sizes))
+                    page.close()  # drop the page's cached objects: memory stays flat on long files
     except Unreadable:
         raise
+    except pdf_streams.StreamTooLarge as e:
+        what = f"a decompression bomb: a {e.encoding} stream in it unpacks too far"
+        raise limits.over(what, "max_unpacked_mb", " MB", fix="replace it") from None
     except Exception as e:  # pdfminer raises many kinds (syntax, type, key, value, EOF, ...)
         wrapped = isinstance(e, PdfminerException) and e.args and isinstance(e.args[0], BaseException)
         cause = e.args[0] if wrapped else e
