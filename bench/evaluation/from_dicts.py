@@ -6,9 +6,9 @@ its doc id is never hashed: only the judged docs are looked up in their run, and
 rank is the number of its run's scores above it, found by binary search. Doc ids are compared only
 where a relevant doc shares its score with another doc near the top.
 
-The reading is done in C (``_from_dicts.c``, built at install) for str doc ids with float or int
-values; anything else, or an install without a C compiler, takes the numpy path below, which gives
-the same matrix.
+The reading is done in C (``_from_dicts.c``, built at install) for str doc ids with numbers whose
+type is defined in C (float, int, bool, numpy's scalars); anything else, or an install without a C
+compiler, takes the numpy path below, which gives the same matrix.
 """
 
 from __future__ import annotations
