@@ -9,6 +9,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "bench"
 
+# bench.text (scripts, words, languages) is foundation too: every stage reads text
 FOUNDATION = {"bench", "bench.errors", "bench.registry", "bench.files", "bench.formatting", "bench.measure"}
 # stage -> the stages its modules may import (each may always import itself and the foundation)
 ALLOWED = {
@@ -78,7 +79,7 @@ _MODULES = _modules()
 
 
 def _stage(module: str) -> str:
-    if module in FOUNDATION:
+    if module in FOUNDATION or module.startswith("bench.text"):
         return "foundation"
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "bench"
