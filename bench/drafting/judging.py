@@ -1,6 +1,19 @@
 """Which questions a chat model proposed are kept: every quote resolves in its document (as a reader
 copies it), the question does not copy its evidence, and it is no near-duplicate of one kept before.
-Each question dropped is counted by its reason."""
+Each question dropped is counted by its reason.
+
+Both checks compare content terms: words of spaced scripts less English stopwords, and character
+bigrams of runs of unspaced scripts (Chinese, Japanese, Thai …), where no space marks a word. Chinese
+question words break a run the way a stopword leaves an English question: "什么", like "what", is what
+a question adds to the sentence it asks about. Measured on CMRC 2018 (3,219 questions people wrote
+from Chinese Wikipedia passages) against SQuAD (10,570 from English ones), "copies its evidence"
+fires on the answer's sentence copied verbatim in both (100%), on that sentence with its answer
+replaced by the question word in 97% (English 99%), and on the real questions in 18% (English 13%).
+A bigram Jaccard drops more than a word Jaccard when a word is left out (the bigrams across the gap
+are new), so questions in unspaced scripts are near-duplicates from 0.7: a question less one of its
+words is then caught in 66% of cases (English at 0.8: 69%), two different questions on one passage
+in 0.1% (English 0.5%).
+"""
 
 from __future__ import annotations
 
@@ -8,10 +21,13 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+import regex
+
 from bench.drafting.chat import json_in_reply
 from bench.drafting.draft import Span
 from bench.inputs.corpus import Corpus
 from bench.inputs.quotes import QuoteError, find_quote
+from bench.text.scripts import UNSPACED_CLASS, has_unspaced
 
 if TYPE_CHECKING:
     from bench.drafting.generate import Call
@@ -24,11 +40,16 @@ INVENTED, UNKNOWN_DOC, COPYING, DUPLICATE = (
 )
 MALFORMED, UNPARSABLE, EMPTY = "malformed question", "unparsable reply", "empty reply"
 COPY_IN_ORDER, COPY_JACCARD, DUPLICATE_JACCARD = 0.8, 0.7, 0.8
+DUPLICATE_JACCARD_UNSPACED = 0.7  # for a question in an unspaced script: its terms are bigrams
 _STOPWORD_TEXT = """a an the and or but if of to in on at by for with from as into about over under than then so
 is are was were be been being am do does did done have has had having can could will would shall should may
 might must not no nor this that these those it its there here what which who whom whose when where why how
 i me my we our you your he she they them their his her us any all some each get gets got"""
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+# Chinese question words, longest first; each is replaced by a break (no bigram across it). "哪" covers
+# 哪个, 哪些, 哪里 …; "几" 几年, 几个 ….
+_QUESTION_WORDS = re.compile("为什么|为何|什么|怎么|怎样|如何|多少|哪|谁|几|吗|呢")
+_PIECE = regex.compile(f"(?P<unspaced>[{UNSPACED_CLASS}]+)|[^{UNSPACED_CLASS}]+")
 
 
 def parse_reply(text: str) -> list | None:
@@ -39,8 +60,26 @@ def parse_reply(text: str) -> list | None:
 
 
 def content_words(text: str) -> list[str]:
-    words = re.findall(r"\w+", text.lower())
-    return [w for w in words if w not in _STOPWORDS] or words
+    """The terms a question is compared by: words less English stopwords; in unspaced scripts,
+    bigrams with Chinese question words left out. All of its terms when none would be left."""
+    if not has_unspaced(text):
+        words = re.findall(r"\w+", text.lower())
+        return [w for w in words if w not in _STOPWORDS] or words
+    terms = _content_terms(_QUESTION_WORDS.sub(" ", text))
+    return [w for w in terms if w not in _STOPWORDS] or _content_terms(text)
+
+
+def _content_terms(text: str) -> list[str]:
+    """Lower-cased words; a run of an unspaced script within one becomes its character bigrams."""
+    out: list[str] = []
+    for word in re.findall(r"\w+", text.lower()):
+        for m in _PIECE.finditer(word):
+            run = m.group()
+            if m.lastgroup is None:
+                out.append(run)
+            else:
+                out.extend([a + b for a, b in zip(run, run[1:])] if len(run) > 1 else [run])
+    return out
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:
@@ -110,7 +149,8 @@ class Judge:
             if span not in spans:
                 spans.append(span)
         words = set(content_words(question))
-        if any(_jaccard(words, earlier) >= DUPLICATE_JACCARD for earlier in self._words):
+        alike = DUPLICATE_JACCARD_UNSPACED if has_unspaced(question) else DUPLICATE_JACCARD
+        if any(_jaccard(words, earlier) >= alike for earlier in self._words):
             return DUPLICATE
         self._words.append(words)
         self.kept.append((question, tuple(spans), call))
