@@ -29,6 +29,7 @@ from bench.drafting.chat import ChatClient, json_in_reply
 from bench.errors import BenchError
 from bench.formatting import plural
 from bench.inputs.answers import JUDGE, Answer, AnswersFile, Claim, meta_path, save_answers
+from bench.text.scripts import collapse_spaces
 
 RUBRIC = Path(__file__).with_name("rubric") / "v1.md"
 RUBRIC_NEEDS = {
@@ -177,7 +178,7 @@ class _Judging:
             if not isinstance(items, list) or not all(isinstance(c, str) for c in items):
                 problem = f'{MALFORMED}: no "claims" list of strings'
             else:
-                claims = [" ".join(c.split()) for c in items if c.strip()]
+                claims = [collapse_spaces(c) for c in items if c.strip()]
         if problem is not None:
             found["problem"] = problem
             self._problem(case, what, problem)

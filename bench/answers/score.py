@@ -19,6 +19,7 @@ from bench.evaluation import answers as figures
 from bench.evaluation.answers import CALIBRATED, PEOPLE, UNCALIBRATED, AnswerScore, Retrieval
 from bench.inputs.answers import HUMAN, JUDGE, AnswersFile, load_answers
 from bench.results import store
+from bench.text.scripts import collapse_spaces
 
 ANSWERS_FORMAT = 1
 AGREEMENT_SUFFIX = ".agreement.json"
@@ -147,7 +148,7 @@ def score_file(
 
 
 def _norm(text: str) -> str:
-    return " ".join(text.casefold().split())
+    return collapse_spaces(text.casefold())
 
 
 def agree(

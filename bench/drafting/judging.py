@@ -27,7 +27,7 @@ from bench.drafting.chat import json_in_reply
 from bench.drafting.draft import Span
 from bench.inputs.corpus import Corpus
 from bench.inputs.quotes import QuoteError, find_quote
-from bench.text.scripts import UNSPACED_CLASS, has_unspaced
+from bench.text.scripts import UNSPACED_CLASS, collapse_spaces, has_unspaced
 
 if TYPE_CHECKING:
     from bench.drafting.generate import Call
@@ -134,7 +134,7 @@ class Judge:
         evidence = item.get("evidence")
         if not isinstance(evidence, list) or not evidence:
             return MALFORMED
-        question, spans = " ".join(item["question"].split()), []
+        question, spans = collapse_spaces(item["question"]), []
         for e in evidence:
             if not isinstance(e, dict) or not isinstance(e.get("doc"), str) or not isinstance(e.get("quote"), str):
                 return MALFORMED

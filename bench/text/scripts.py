@@ -67,3 +67,16 @@ def shorten(text: str, width: int, ellipsis: str = "…") -> str:
         out.append(m.group())
         used += w
     return "".join(out).rstrip() + ellipsis
+
+
+# CJK characters with the punctuation and full-width forms written among them (。，「」！ …).
+_CJK_TEXT = f"[{CJK_CLASS}\u3000-\u303f\uff00-\uffef]"
+_SPACE_IN_CJK = regex.compile(rf"(?<={_CJK_TEXT}) (?={_CJK_TEXT})")
+
+
+def collapse_spaces(text: str) -> str:
+    """``text`` on one line: each run of whitespace one space, and none left between two CJK
+    characters, where a line break is only where a line was wrapped (Chinese and Japanese put no
+    space between words; Korean and Thai do, and keep theirs)."""
+    out = " ".join(text.split())
+    return _SPACE_IN_CJK.sub("", out) if CJK.search(out) else out

@@ -79,3 +79,14 @@ def test_rates_on_questions_people_wrote_in_chinese():
     assert 0.10 <= rates["human"] <= 0.25  # English: 0.134
     assert 0.55 <= rates["one_word_less"] <= 0.80  # English at 0.8: 0.691
     assert rates["different"] <= 0.005  # English: 0.0053
+
+
+def test_a_line_break_inside_chinese_text_is_no_space():
+    from bench.text.scripts import collapse_spaces
+
+    assert collapse_spaces("员工每年\n可以休多少天？\n 下一句") == "员工每年可以休多少天？下一句"
+    assert collapse_spaces("「引用」\n文字，\t续") == "「引用」文字，续"  # CJK punctuation is CJK text
+    assert collapse_spaces(" iPhone\n15 是\n什么 ") == "iPhone 15 是什么"  # a space beside a Latin word stays
+    assert collapse_spaces("한국어 문장\n입니다") == "한국어 문장 입니다"  # Korean is spaced
+    assert collapse_spaces("ภาษา ไทย") == "ภาษา ไทย"  # a Thai space ends a phrase
+    assert collapse_spaces("Two  words,\nwrapped.") == "Two words, wrapped."
