@@ -144,9 +144,9 @@ class Asker:
     tally: Tally = field(default_factory=Tally)
 
     def ask(self, requests: Iterable[Request], label: str) -> dict[str, dict]:
-        """The log row of every request answered, by key. A request whose estimate (prompt characters
-        / 4 plus max_tokens of reply) would take the cost past ``max_cost`` is not sent, nor is any
-        after it; those keys are missing. A failure stops the others' retries and is raised."""
+        """The log row of every request answered, by key. A request whose estimate (its prompt's tokens
+        by ``estimate_tokens``, plus max_tokens of reply) would take the cost past ``max_cost`` is not
+        sent, nor is any after it; those keys are missing. A failure stops the others' retries and is raised."""
         todo = list({r.key: r for r in requests}.values())
         out: dict[str, dict] = {}
         abort, inflight, reserved, stopped = threading.Event(), dict[Future, float](), 0.0, False

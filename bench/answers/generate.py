@@ -1,6 +1,6 @@
 """Answers written by a chat model from a run's contexts: for each question of a candidate, in goldset
 order, the question and that candidate's top k texts (numbered) go to the model with the answer
-prompt (``prompts/answer_v1.md``), which asks it to answer only from them.
+prompt (``prompts/answer_v2.md``), which asks it to answer only from them, in the question's language.
 
 The answers file names each answer's contexts by unit id, so that scoring reads the same texts from
 the run; each row keeps the model's raw reply and usage under ``generation``. An empty reply (a
@@ -24,7 +24,7 @@ from bench.errors import BenchError
 from bench.formatting import plural
 from bench.inputs.answers import Answer, meta_path, save_answers
 
-PROMPT = Path(__file__).with_name("prompts") / "answer_v1.md"
+PROMPT = Path(__file__).with_name("prompts") / "answer_v2.md"
 PROMPT_NEEDS = {"system": (), "user": ("question", "contexts")}
 MAX_TOKENS = 800  # of an answer, unless the chat settings give their own
 
@@ -52,7 +52,7 @@ def generate_answers(
     """Ask ``chat``'s model to answer each of the candidate's questions from its top k; write the
     answers file ``out``.
 
-    ``chat.max_cost`` leaves out the questions whose call (estimated at prompt characters / 4 plus
+    ``chat.max_cost`` leaves out the questions whose call (estimated by ``estimate_tokens`` plus
     ``max_tokens`` of reply, 800 unless ``chat`` says) would take the cost past it.
     """
     out, console = Path(out), console or Console(stderr=True)

@@ -1,4 +1,4 @@
-"""A chat model as the judge of an answers file, by a written rubric (``rubric/v1.md``).
+"""A chat model as the judge of an answers file, by a written rubric (``rubric/v2.md``).
 
 For each answer: (1) split it into atomic claims, unless the file gives the claims (a person's,
 when a judge is calibrated against them); (2) for each claim, do the numbered contexts support it;
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import regex
 from rich.console import Console
 
 from bench import files
@@ -29,9 +30,9 @@ from bench.drafting.chat import ChatClient, json_in_reply
 from bench.errors import BenchError
 from bench.formatting import plural
 from bench.inputs.answers import JUDGE, Answer, AnswersFile, Claim, meta_path, save_answers
-from bench.text.scripts import collapse_spaces
+from bench.text.scripts import CJK, collapse_spaces
 
-RUBRIC = Path(__file__).with_name("rubric") / "v1.md"
+RUBRIC = Path(__file__).with_name("rubric") / "v2.md"
 RUBRIC_NEEDS = {
     "system": (),
     "claims": ("question", "answer"),
@@ -43,6 +44,27 @@ MAX_TOKENS = 600  # of a verdict or a list of claims, unless the chat settings g
 MALFORMED, REFUSED, NOT_ASKED = "malformed reply", "refused (empty reply)", "not asked (budget)"
 # Where a generated file's meta says what it was made from; a judged file keeps saying so.
 _CARRIED = ("generated", "run_id", "run_path", "candidate", "k", "goldset", "generator", "prompt")
+
+
+# Where a sentence of Chinese or Japanese ends: 。！？； (a run of them), or …… (a run) unless an
+# enumeration goes on after it (……等) or other punctuation ends the sentence; with the closing
+# quotes and brackets after it.
+_CJK_END = regex.compile(r"(?:[。！？；]+|……+(?![…等，、。！？；]))[”’」』）》】〕\)]*")
+_WORD = regex.compile(r"\w")
+
+
+def sentences(claim: str) -> list[str]:
+    """A claim as the sentences it holds: cut at the sentence ends of Chinese and Japanese, where no
+    space follows them, so that each claim a model put in one string is judged alone. A claim
+    without CJK text is returned whole: English full stops end abbreviations and figures too."""
+    if not CJK.search(claim):
+        return [claim]
+    cut, at = [], 0
+    for m in _CJK_END.finditer(claim):
+        cut.append(claim[at : m.end()].strip())
+        at = m.end()
+    cut.append(claim[at:].strip())
+    return [c for c in cut if _WORD.search(c)] or [claim]
 
 
 @dataclass(frozen=True)
@@ -178,7 +200,7 @@ class _Judging:
             if not isinstance(items, list) or not all(isinstance(c, str) for c in items):
                 problem = f'{MALFORMED}: no "claims" list of strings'
             else:
-                claims = [collapse_spaces(c) for c in items if c.strip()]
+                claims = [s for c in items if c.strip() for s in sentences(collapse_spaces(c))]
         if problem is not None:
             found["problem"] = problem
             self._problem(case, what, problem)

@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    estimated: bool = False  # the server sent no usage: counted as characters / 4
+    estimated: bool = False  # the server sent no usage: counted by estimate_tokens
 
     def to_dict(self) -> dict:
         return {
@@ -62,8 +62,14 @@ class Reply:
 
 
 def estimate_tokens(text: str) -> int:
-    """Tokens of a text as an estimate that needs no tokenizer of the model: about four characters each."""
-    return (len(text) + 3) // 4
+    """Tokens of a text as an estimate that needs no tokenizer of the model: four ASCII characters
+    a token, and a token for every other character. Chinese, Japanese, Korean, Thai and Hindi take
+    0.9 to 1.2 tokens a character in cl100k (1.21 over CMRC 2018's passages), Arabic 0.8, Russian
+    0.5: an estimate that keeps a budget is rather high than low."""
+    if text.isascii():
+        return (len(text) + 3) // 4
+    other = len(text) - len(text.encode("ascii", "ignore"))
+    return (len(text) - other + 3) // 4 + other
 
 
 def json_in_reply(text: str) -> object | None:

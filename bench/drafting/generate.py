@@ -42,13 +42,15 @@ from bench.errors import BenchError
 from bench.formatting import usd
 from bench.inputs.corpus import Corpus
 
-PROMPT_VERSION = "llm-draft-v1"
+PROMPT_VERSION = "llm-draft-v2"  # v2: questions in the passages' language, quotes in their own script
 
 SYSTEM_PROMPT = (
     "You write test questions for a search engine over a knowledge base. Each question is one that a "
     "real user of this knowledge base would type, in their own words: everyday words and synonyms, "
-    "not phrases copied from the text, and never 'the passage' or 'the document'. Each question is "
-    "answered by the passages, and is supported by quotes copied character for character from them."
+    "not phrases copied from the text, and never 'the passage' or 'the document'. Users write in the "
+    "language of their knowledge base: each question is in the language of the passages it asks about "
+    "(Chinese passages get Chinese questions), never translated. Each question is answered by the "
+    "passages, and is supported by quotes copied character for character from them, in their own script."
 )
 USER_PROMPT = """Passages from the knowledge base, each labelled with its document id:
 
@@ -57,6 +59,10 @@ USER_PROMPT = """Passages from the knowledge base, each labelled with its docume
 Write {per_call} questions about these passages. Most are answered by one quote; about one in three \
 needs two quotes (from different passages where possible), each of them necessary for the answer. \
 A quote is a sentence or two copied exactly from one passage, with that passage's document id.
+
+Write each question in the same language as the passages that answer it, not in English unless they \
+are in English, and never translated. Copy each quote exactly as the passage writes it: the same \
+characters and punctuation (full-width 。，、 stay full-width), nothing translated, no spaces added.
 
 Reply with JSON only, in this form:
 {"questions": [{"question": "...", "evidence": [{"doc": "<document id>", "quote": "<verbatim text>"}]}]}"""
@@ -215,9 +221,10 @@ def generate_draft(
 ) -> GenerateReport:
     """Ask ``model`` for questions about ``corpus`` until ``n`` are kept; write them as a draft at ``out``.
 
-    Prices are USD per million tokens. ``max_cost`` stops before a call whose estimate (prompt
-    characters / 4, plus its max_tokens of reply) would take the draft's cost past it; replies
-    found in the log count as spent, so a resumed run keeps to the same budget.
+    Prices are USD per million tokens. ``max_cost`` stops before a call whose estimate (the prompt's
+    ASCII characters / 4 and its other characters one each, plus its max_tokens of reply) would take
+    the draft's cost past it; replies found in the log count as spent, so a resumed run keeps to the
+    same budget.
     """
     for name, value in (("n", n), ("per_call", per_call), ("concurrency", concurrency)):
         if value < 1:

@@ -140,7 +140,7 @@ def test_generate_answers_from_the_candidates_top_k(tmp_path, run):
     for a in answers:
         top = run.top(run.records[a["question_id"]])
         assert a["context_units"] == [u.id for u in top]
-        assert a["generation"]["model"] == "gen-test" and a["generation"]["prompt_version"] == "answer-v1"
+        assert a["generation"]["model"] == "gen-test" and a["generation"]["prompt_version"] == "answer-v2"
         assert a["generation"]["usage"] == {"prompt_tokens": 100, "completion_tokens": 10, "estimated": False}
         if a["question_id"] == "q6":
             assert a["answer"] == "" and a["refused"] is True and a["generation"]["reply"] == ""
@@ -155,8 +155,8 @@ def test_generate_answers_from_the_candidates_top_k(tmp_path, run):
     assert meta["generator"]["max_tokens"] == 800  # an answer's default
     text = PROMPT.read_text()
     assert meta["prompt"] == {
-        "name": "answer_v1.md",
-        "version": "answer-v1",
+        "name": "answer_v2.md",
+        "version": "answer-v2",
         "sha256": hashlib.sha256(text.encode()).hexdigest(),
         "text": text,
     }
@@ -286,7 +286,7 @@ def test_judge_labels_claim_by_claim_and_never_guesses(tmp_path):
     assert meta["source"]["sha256"] == hashlib.sha256(source.read_bytes()).hexdigest()
     assert meta["judge"]["model"] == "judge-test" and meta["judge"]["base_url"] == server.base_url
     assert meta["judge"]["max_tokens"] == 600 and meta["judge"]["response_format"] is True
-    assert meta["judge"]["rubric_version"] == meta["rubric"]["version"] == "rubric-v1"
+    assert meta["judge"]["rubric_version"] == meta["rubric"]["version"] == "rubric-v2"
     assert meta["judge"]["rubric_sha256"] == meta["rubric"]["sha256"] == hashlib.sha256(rubric.encode()).hexdigest()
     assert meta["tokens"] == {"prompt": 100 * sent, "completion": 10 * sent, "estimated": False}
     assert meta["cost_usd"] == pytest.approx(110 * sent / 1e6)
