@@ -3,7 +3,8 @@
 A :class:`FittedTable` has key columns (candidate ids, run ids, metric names: what is pasted into
 the next command) and value columns, most important first. It lays itself out when printed, for
 the console's width: every key is shown whole (never wrapped or cut), every other cell at least
-as wide as its longest word, so that no number is ever cut; headers wrap at their spaces. When
+as wide as its longest word, so that no number is ever cut; headers wrap at their spaces, and text
+in a script written without spaces (Chinese, Japanese, Thai) between any two characters. When
 the columns do not fit side by side, the value columns that do not go into a second table (and
 a third …), each starting again with the keys.
 """
@@ -12,13 +13,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import regex
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, JustifyMethod, RenderResult
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from bench.text.scripts import UNSPACED_CLASS, has_unspaced
+
 _UNBOUNDED = 100_000  # columns, for measuring a table's natural width
+# What a line keeps whole: a character of a script written without spaces (with its marks), or a run of others.
+_UNBROKEN = regex.compile(rf"[{UNSPACED_CLASS}]\p{{M}}*|[^{UNSPACED_CLASS}]+")
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,8 @@ class FittedTable:
         c = self._columns[i]
         texts = [Text.from_markup(c.header).plain, *(Text.from_markup(r.cells[i]).plain for r in self._rows)]
         pieces = [line for t in texts for line in t.splitlines()] if c.key else [w for t in texts for w in t.split()]
+        if not c.key:  # Chinese, Japanese or Thai wraps between its characters: their runs are no words
+            pieces = [p for w in pieces for p in (_UNBROKEN.findall(w) if has_unspaced(w) else [w])]
         return max([c.min_width or 0, *(cell_len(w) for w in pieces)])
 
     def _table(self, columns: list[int], title: str, caption: str, tight: bool = False) -> Table:
@@ -105,7 +113,14 @@ class FittedTable:
         for i in columns:
             c = self._columns[i]
             width = self._least(i) if tight else None
-            table.add_column(c.header, justify=c.justify, no_wrap=c.key, min_width=c.min_width, width=width)
+            table.add_column(
+                c.header,
+                justify=c.justify,
+                no_wrap=c.key,
+                min_width=c.min_width,
+                width=width,
+                overflow="ellipsis" if c.key else "fold",  # a line of Chinese has no space to wrap at: folded
+            )
         for row in self._rows:
             table.add_row(*(row.cells[i] for i in columns), end_section=row.end_section)
         return table

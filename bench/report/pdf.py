@@ -5,7 +5,10 @@ rank matrix, tags, history, a glossary and provenance.
 Pages are laid out by ``pdf_layout`` (text flowed, tables sized to their cells, "page N of M" on
 each) and drawn as matplotlib figures (A4 landscape) gathered with PdfPages; text is embedded as
 text so the PDF can be searched and read back: in the PDF core fonts when every string fits their
-Latin-1 alphabet (laid out several times faster), else embedded TrueType. Chart pages place the
+Latin-1 alphabet (laid out several times faster), else embedded TrueType: DejaVu Sans, and for each
+character it lacks the first fallback font of ``fonts`` that has it (Chinese, Japanese, Korean, Thai,
+Devanagari …). A character no installed font has is set as U+FFFD, and one warning names them all,
+those the plots could not draw included. Chart pages place the
 PNGs already rendered for plots/ (drawing every chart a second time as vectors would double the
 report's cost), with each chart's title as a hidden text layer so those pages can be searched too.
 """
@@ -21,12 +24,16 @@ from matplotlib.backends.backend_pdf import PdfPages
 
 from bench import files
 from bench.evaluation.findings import Finding
+from bench.report import fonts
 from bench.report import pdf_sections as sections
 from bench.report.pdf_answers import answers_section, with_answer_terms
 from bench.report.pdf_decision import Decision, decide, decision_section
 from bench.report.pdf_glossary import glossary_section
 from bench.report.pdf_layout import PAGE, Chart, Section, book, draw, texts
+from bench.report.plots import unset
 from bench.results.schema import Manifest, RunSummary
+
+log = logging.getLogger(__name__)
 
 CHARTS = ("hit_rate_curves", "first_rank", "score_gaps", "quality_vs_cost", "quality_vs_latency", "chunk_sizes")
 
@@ -49,6 +56,7 @@ def write_pdf(
     body = _details(summary, manifest, plots, stats)
     footer = f"bench shootout {run_id}"
     core = all(_latin1(t) for t in texts(front + body)) and _latin1(footer)
+    _warn_unset([*texts(front + body), footer], [png for _, png in plots.values()])
     figures = draw(book(front, body, core), footer)
     core = core and all(_latin1(t.get_text()) for fig in figures for t in fig.texts)  # what the core fonts can set
     buffer = io.BytesIO()
@@ -132,6 +140,15 @@ def _decision_family(decision: Decision | None, summary: RunSummary) -> str:
 
 def _chart(title: str, png: bytes) -> Section:
     return Section(title, [Chart(png)])
+
+
+def _warn_unset(strings: list[str], pngs: list[bytes]) -> None:
+    """One warning for the report: the characters no installed font has, in the PDF and the plots."""
+    in_pdf = set().union(*(fonts.missing(s) for s in strings if not _latin1(s)))
+    in_plots = set().union(*map(unset, pngs))
+    if in_pdf or in_plots:
+        where = " and ".join(w for w, lost in (("report.pdf", in_pdf), ("plots/", in_plots)) if lost)
+        log.warning(fonts.missing_warning(in_pdf | in_plots, where))
 
 
 def _latin1(text: str) -> bool:

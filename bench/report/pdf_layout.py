@@ -22,7 +22,8 @@ import matplotlib.image
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from bench.report.pdf_text import CORE, clip, core_fonts, unbreakable, width, wrap
+from bench.report import fonts
+from bench.report.pdf_text import CORE, clip, core_fonts, settable, unbreakable, width, wrap
 
 PAGE = (11.69, 8.27)  # A4 landscape, inches
 W, H = PAGE[0] * 72, PAGE[1] * 72  # points
@@ -157,7 +158,7 @@ class _Flow:
         return BOTTOM - self.y
 
     def _text(self, x: float, y: float, text: str, size: float, bold=False, colour="black", ha="left") -> None:
-        self.pages[-1].ops.append(("text", x, y, text.translate(CORE), size, bold, colour, ha))
+        self.pages[-1].ops.append(("text", x, y, settable(text), size, bold, colour, ha))
 
     def _rect(self, x: float, y: float, w: float, h: float, colour: str) -> None:
         self.pages[-1].ops.append(("rect", x, y, w, h, colour))
@@ -361,8 +362,17 @@ def draw(pages: list[Page], footer: str) -> list[Figure]:
     for n, page in enumerate(pages, start=1):
         fig = Figure(figsize=PAGE)
         charted = any(op[0] == "chart" for op in page.ops)
-        title = page.title.translate(CORE)
-        fig.text(LEFT / W, _baseline(TOP, 16), title, fontsize=16, weight="bold", va="baseline", parse_math=False)
+        title = settable(page.title)
+        fig.text(
+            LEFT / W,
+            _baseline(TOP, 16),
+            title,
+            fontsize=16,
+            weight="bold",
+            va="baseline",
+            parse_math=False,
+            **_font(title),
+        )
         if charted:  # the chart draws its own title: this copy is there to be searched
             fig.texts[-1].set_alpha(0.0)
         for op in page.ops:
@@ -378,6 +388,7 @@ def draw(pages: list[Page], footer: str) -> list[Figure]:
                     va="baseline",
                     ha=ha,
                     parse_math=False,  # "$0.25 … $0.10" is money, not mathtext
+                    **_font(text),
                 )
             elif op[0] == "rect":
                 _, x, y, w, h, colour = op
@@ -398,16 +409,24 @@ def draw(pages: list[Page], footer: str) -> list[Figure]:
         fig.text(
             LEFT / W,
             _baseline(FOOTER, 7.5),
-            footer.translate(CORE),
+            settable(footer),
             fontsize=7.5,
             color=GREY,
             va="baseline",
             parse_math=False,
+            **_font(settable(footer)),
         )
         number = f"page {n} of {len(pages)}"
         fig.text(RIGHT / W, _baseline(FOOTER, 7.5), number, fontsize=7.5, color=GREY, va="baseline", ha="right")
         figures.append(fig)
     return figures
+
+
+def _font(text: str) -> dict:
+    """The font families ``text`` is drawn in, where DejaVu Sans alone cannot set it: each character in
+    the first of them that has it, as ``pdf_text`` measured it."""
+    families = fonts.needed(text)
+    return {"fontfamily": families} if families else {}
 
 
 def _baseline(top: float, size: float) -> float:
@@ -424,7 +443,7 @@ def book(front: list[Section], body: list[Section], core: bool = False) -> list[
 
 
 def texts(sections: list[Section]) -> Iterator[str]:
-    """Every string the sections will set, as set (``CORE`` applied)."""
+    """Every string the sections will set, ``CORE`` applied (before characters no font has are replaced)."""
     for section in sections:
         yield section.title.translate(CORE)
         for block in section.blocks:

@@ -1,7 +1,9 @@
 """How the text of report.pdf is measured and broken into lines: each character's advance in the
-font the PDF sets it in (DejaVu Sans, or the core Helvetica when every string fits its alphabet),
-lines wrapped at spaces and, for candidate ids, after their separators ("/", ">", "@", "+"), and
-cells cut with "…" only where a column is allowed to be."""
+font the PDF sets it in (DejaVu Sans, then the fallback fonts of ``fonts`` for what it lacks, or the
+core Helvetica when every string fits its alphabet), lines wrapped at spaces, between Chinese and
+Japanese characters (never before a closing mark such as "，" or after an opening one) and, for
+candidate ids, after their separators ("/", ">", "@", "+"), and cells cut with "…" only where a
+column is allowed to be, never inside a character as a reader sees it (a letter and its marks)."""
 
 from __future__ import annotations
 
@@ -12,19 +14,20 @@ from functools import lru_cache
 from pathlib import Path
 
 import matplotlib
-from matplotlib import font_manager
-from matplotlib.font_manager import FontProperties
-from matplotlib.ft2font import FT2Font
+import regex
+
+from bench.report import fonts
+from bench.text.scripts import CJK_CLASS, GRAPHEME
 
 # Characters outside the PDF core fonts' alphabet that the report's own sentences use, written in it:
 # a page all in that alphabet is set in the core fonts, several times faster than embedded TrueType.
 CORE = str.maketrans({"−": "-", "≥": ">=", "≤": "<=", "→": "->", "≈": "~", "‑": "-"})
 
 
-@lru_cache(maxsize=2)
-def _font(bold: bool) -> FT2Font:
-    path = font_manager.findfont(FontProperties(family="DejaVu Sans", weight="bold" if bold else "normal"))
-    return FT2Font(path)
+def settable(text: str) -> str:
+    """``text`` as the PDF sets it: in the core fonts' alphabet where it can be, each character no
+    installed font has as U+FFFD."""
+    return fonts.settable(text.translate(CORE))
 
 
 @lru_cache(maxsize=2)
@@ -56,7 +59,14 @@ def _advance(ch: str, bold: bool, core: bool) -> float:
             return by_code[ord(ch)]
         if _GLYPHS.get(ch) in by_name:
             return by_name[_GLYPHS[ch]]
-    font = _font(bold)
+    family = fonts.font_of(ch)
+    if family is None:  # drawn as U+FFFD, or not at all
+        if fonts.invisible(ch) or ch == "\n":
+            return 0.0
+        ch, family = fonts.REPLACEMENT, fonts.CHAIN[0].family
+    font = fonts.ft2font(family, bold)
+    if not font.get_char_index(ord(ch)):  # a bold face short of a glyph its regular face has
+        font = fonts.ft2font(family, False)
     font.set_size(100, 72)
     glyph = font.load_char(ord(ch))
     return glyph.linearHoriAdvance / 65536 / 100
@@ -69,33 +79,58 @@ def width(text: str, size: float, bold: bool = False) -> float:
 
 PIECE = re.compile(r"[^ />@+_,]*[ />@+_,]?")
 
+# A line may break between two Chinese or Japanese characters, but never before a closing mark
+# ("，" "。" "」" "ー" …) nor after an opening one ("「" "（" …): each piece is a character (or a run of
+# other letters) with the opening marks before it and the closing marks after it.
+OPENING = "（［｛「『【〈《〔〖〘〚〝“‘"
+CLOSING = "，。、．！？：；）］｝」』】〉》〕〗〙〛〞”’…‥・ーゝゞヽヾ々,.!?:;)]}%"
+_OPEN, _CLOSE = regex.escape(OPENING), regex.escape(CLOSING)
+CJK_PIECE = regex.compile(rf"[{_OPEN}]*(?:[{CJK_CLASS}]\p{{M}}*|[^{CJK_CLASS}{_OPEN}{_CLOSE}]+)?[{_CLOSE}]*")
+CJK = regex.compile(f"[{CJK_CLASS}]")
+
+
+def _pieces(word: str, limit: float, size: float, bold: bool, ids: bool) -> list[str]:
+    """``word`` as the pieces a line may break between, the last followed by its space."""
+    if ids and width(word, size, bold) > limit:
+        parts = [p for p in PIECE.findall(word) if p]
+    elif not word.isascii() and CJK.search(word):
+        parts = [p for p in CJK_PIECE.findall(word) if p]
+    else:
+        return [word + " "]
+    return parts[:-1] + [parts[-1] + " "] if parts else [" "]
+
 
 def wrap(text: str, limit: float, size: float, bold: bool = False, ids: bool = False) -> list[str]:
-    """Lines of at most ``limit`` points, broken at spaces (and at every newline). With ``ids`` a word
-    wider than a line breaks after the separators of candidate ids ("/", ">", "@", "+", "_", ","); a
-    piece still wider is cut by characters."""
+    """Lines of at most ``limit`` points, broken at spaces (and at every newline) and between Chinese
+    and Japanese characters. With ``ids`` a word wider than a line breaks after the separators of
+    candidate ids ("/", ">", "@", "+", "_", ","); a piece still wider is cut between characters."""
     if "\n" in text:
         return [line for part in text.split("\n") for line in wrap(part, limit, size, bold, ids)]
-    pieces = []
-    for word in text.split(" "):
-        if ids and width(word, size, bold) > limit:
-            parts = [p for p in PIECE.findall(word) if p]
-            pieces += parts[:-1] + [parts[-1] + " "]
-        else:
-            pieces.append(word + " ")
+    pieces = [piece for word in text.split(" ") for piece in _pieces(word, limit, size, bold, ids)]
     lines, line = [], ""
     for piece in pieces:
         if line and width((line + piece).rstrip(), size, bold) > limit:
             lines.append(line.rstrip())
             line = ""
-        while width(piece.rstrip(), size, bold) > limit and len(piece.rstrip()) > 1:  # wider than a line
-            cut = max(1, _fits(piece, limit, size, bold))
+        while width(piece.rstrip(), size, bold) > limit and _more_than_one(piece.rstrip()):  # wider than a line
+            cut = _fits(piece, limit, size, bold) or _first(piece)
             lines.append(piece[:cut])
             piece = piece[cut:]
         line += piece
     if line.strip() or not lines:
         lines.append(line.rstrip())
     return lines
+
+
+def _more_than_one(text: str) -> bool:
+    """Whether ``text`` holds more than one character as a reader sees it."""
+    return len(text) > 1 and (text.isascii() or _first(text) < len(text))
+
+
+def _first(text: str) -> int:
+    """The length of ``text``'s first character as a reader sees it (a letter and its marks)."""
+    match = GRAPHEME.match(text)
+    return match.end() if match and match.end() else 1
 
 
 def unbreakable(header: str, size: float, body: float) -> float:
@@ -112,12 +147,19 @@ def unbreakable(header: str, size: float, body: float) -> float:
 
 
 def _fits(text: str, limit: float, size: float, bold: bool) -> int:
-    """How many leading characters of ``text`` fit in ``limit`` points."""
+    """How many leading characters of ``text`` fit in ``limit`` points, never ending inside a
+    character as a reader sees it."""
     total = 0.0
-    for i, ch in enumerate(text.translate(CORE)):
-        total += _advance(ch, bold, _core) * size
+    if text.isascii():
+        for i, ch in enumerate(text):
+            total += _advance(ch, bold, _core) * size
+            if total > limit:
+                return i
+        return len(text)
+    for match in GRAPHEME.finditer(text):
+        total += width(match.group(), size, bold)
         if total > limit:
-            return i
+            return match.start()
     return len(text)
 
 

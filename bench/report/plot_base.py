@@ -18,6 +18,7 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure, FigureBase, SubFigure
 
 from bench.results.schema import RunSummary
+from bench.text.scripts import UNSPACED, display_width, shorten
 
 DPI = 150
 SIZE = (8.0, 5.0)  # inches: one chart
@@ -65,11 +66,26 @@ def wrap_id(cid: str, width: int = ID_WIDTH) -> str:
     parts = cid.split("/")
     lines, line = [], ""
     for part in [p + "/" for p in parts[:-1]] + [parts[-1]]:
-        if line and len(line) + len(part) > width:
+        if line and display_width(line) + display_width(part) > width:  # a Chinese character takes two
             lines.append(line)
             line = ""
         line += part
     return "\n".join([*lines, line])
+
+
+def short_label(text: str, width: int) -> str:
+    """``text`` on one line of at most ``width`` columns (a Chinese character takes two), cut with "…":
+    after the last word that fits, where the cut would fall inside a word of a spaced script and a
+    space lies in the second half, else between two characters (never inside one with its marks)."""
+    text = " ".join(text.split())
+    if display_width(text) <= width:
+        return text
+    head = shorten(text, width)[:-1]
+    inside = head and text[len(head)] != " " and not UNSPACED.match(text[len(head)]) and not UNSPACED.match(head[-1])
+    space = head.rfind(" ")
+    if inside and space >= len(head) / 2:
+        head = head[:space]
+    return head.rstrip() + "…"
 
 
 def new_figure(title: str, subtitle: str = "", size: tuple[float, float] = SIZE) -> tuple[Figure, FigureBase]:
@@ -116,7 +132,7 @@ def legend_outside(fig: Figure, body: FigureBase, ax) -> None:
 
 def panels_width(titles: list[str], cols: int, lo: float = 8.0, hi: float = 14.0) -> float:
     """Figure width (inches) at which each small multiple is wide enough for its title's longest line."""
-    longest = max(len(line) for t in titles for line in t.split("\n"))
+    longest = max(display_width(line) for t in titles for line in t.split("\n"))
     return min(hi, max(lo, cols * (longest * 9 * 0.6 / 72 + 0.35) + 0.8))  # ~0.6 em per character at 9 pt
 
 

@@ -4,7 +4,6 @@ chunk sizes, the rank matrix, and one metric over earlier runs of the same corpu
 from __future__ import annotations
 
 import math
-import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -25,9 +24,11 @@ from bench.report.plot_base import (
     message_figure,
     new_figure,
     panels_width,
+    short_label,
     wrap_id,
 )
 from bench.results.schema import CandidateResult, QuestionRecord, RunSummary
+from bench.text.scripts import display_width
 
 MISS_COLOUR = "#8b1a1a"  # dark red: the same "miss" in the first-rank bars and the rank matrix
 MISS_HATCH = "////"
@@ -275,7 +276,7 @@ def rank_matrix_heatmap(
     n_rows, labelled = len(questions), len(questions) <= MAX_ROW_LABELS
     width = min(16.0, max(6.0, 2.4 + 0.5 * len(candidates) + (3.4 if labelled else 0)))
     # candidate ids run at 45° below the cells: room for the longest, on top of the cells' own height
-    id_height = max(len(c) for c in candidates) * 8 * 0.6 / 72 * math.sin(math.radians(45))
+    id_height = max(display_width(c) for c in candidates) * 8 * 0.6 / 72 * math.sin(math.radians(45))
     height = (max(4.0, 1.6 + 0.15 * n_rows) if labelled else 8.0) + 1.2 + min(4.0, id_height)
     fig, body = new_figure(
         title,
@@ -297,7 +298,7 @@ def rank_matrix_heatmap(
     image = ax.imshow(values, cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
     ax.set_xticks(range(len(candidates)), candidates, rotation=45, ha="right", rotation_mode="anchor", fontsize=8)
     if labelled:
-        ax.set_yticks(range(n_rows), [textwrap.shorten(q, 60, placeholder="…") for q in questions], fontsize=8)
+        ax.set_yticks(range(n_rows), [short_label(q, 60) for q in questions], fontsize=8)
     else:
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{int(y) + 1}"))

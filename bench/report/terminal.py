@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+from rich.cells import cell_len
 from rich.console import Console, Group
 from rich.markup import escape
 from rich.table import Table
@@ -100,8 +101,8 @@ OPS_NOTE = (
 def _column(header: str, cells: list[str], wrap: bool = False) -> _Column:
     """A column as wide as its widest cell or its header (its widest header word with ``wrap``: a
     header of several words then takes several lines)."""
-    words = [len(w) for w in header.split()] if wrap else [len(header)]
-    return _Column(header, cells, max([*words, *(len(Text.from_markup(c).plain) for c in cells)]))
+    words = [cell_len(w) for w in header.split()] if wrap else [cell_len(header)]
+    return _Column(header, cells, max([*words, *(cell_len(Text.from_markup(c).plain) for c in cells)]))
 
 
 def _quality(summary: RunSummary, names: tuple[str, ...]) -> list[_Column]:
@@ -119,7 +120,7 @@ def _quality(summary: RunSummary, names: tuple[str, ...]) -> list[_Column]:
 def _tables(ids: list[str], columns: list[_Column], titles: list[str], ranks: list[str] | None = None) -> list[Table]:
     """``columns`` beside the ids in as many tables as fit ``WIDTH`` (``_fit``); the first table is
     titled ``titles[0]`` and has the ranks, when given; the others ``titles[1]``."""
-    longest = max([len("candidate"), *map(len, ids)])
+    longest = max([len("candidate"), *map(cell_len, ids)])  # a Chinese character takes two columns
     groups = _fit(columns, longest, max(map(len, ranks), default=1) if ranks else None)
     tables = []
     for n, group in enumerate(groups):
@@ -129,7 +130,7 @@ def _tables(ids: list[str], columns: list[_Column], titles: list[str], ranks: li
             table.add_column("#", justify="right", width=max(map(len, ranks or []), default=1))
         # ids are what people copy into --only and exclude: never cut. Every width is set, so the
         # table is as wide as _fit planned whatever the console's width.
-        table.add_column("candidate", no_wrap=True, width=max([len("candidate"), *map(len, ids)]))
+        table.add_column("candidate", no_wrap=True, width=longest)
         for col in group:
             table.add_column(col.header, justify="right", width=col.width)
         for row, cid in enumerate(ids):
@@ -407,8 +408,8 @@ def head_to_head_table(h2h: dict) -> Group:
         worst = Table(
             title="Where they disagree most (first relevant rank; miss = none within depth)", title_justify="left"
         )
-        for col in ("question", "A", "B", "text"):
-            worst.add_column(col, justify="right" if col in ("A", "B") else "left")
+        for col in ("question", "A", "B", "text"):  # a question in Chinese has no space to wrap at: folded
+            worst.add_column(col, justify="right" if col in ("A", "B") else "left", overflow="fold")
         for d in h2h["disagreements"]:
             worst.add_row(d["question_id"], rank(d["rank_a"]), rank(d["rank_b"]), d["question"])
         parts.append(worst)
