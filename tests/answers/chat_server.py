@@ -14,7 +14,8 @@ class ChatServer(LocalServer):
     """``plan`` scripts the first answers ("429", "500", "503", "401" echoing the key, "ok"); then every
     request is answered with ``reply(body)``: a string as the message's content, None as a refusal."""
 
-    def __init__(self, reply: Callable[[dict], str | None], plan: tuple[str, ...] = ()) -> None:
+    def __init__(self, reply: Callable[[dict], str | None], plan: tuple[str, ...] = (), utf8: bool = False) -> None:
+        """``utf8``: replies are sent as UTF-8 JSON (Chinese characters as they are) rather than with \\u escapes."""
         self.reply, self.plan = reply, list(plan)
         self.received: list[dict] = []
         self.lock = threading.Lock()
@@ -38,7 +39,8 @@ class ChatServer(LocalServer):
                     if content is None:
                         message["refusal"] = "I can't help with that."
                     usage = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
-                    self._send(200, {"choices": [{"index": 0, "message": message}], "usage": usage})
+                    obj = {"choices": [{"index": 0, "message": message}], "usage": usage}
+                    self._send(200, json.dumps(obj, ensure_ascii=False).encode() if utf8 else obj)
 
         self.serve(Handler)
 
