@@ -21,7 +21,8 @@ from tests.answers.chat_server import ChatServer
 KEY_ENV = "BENCH_TEST_LLM_KEY"
 
 DOCS = {
-    "hr/年假.md": "# 年假制度\n\n全职员工每个日历年可享受二十五天带薪年假。\n\n未休完的年假可以顺延至次年三月底，逾期作废。\n",
+    "hr/年假.md": "# 年假制度\n\n全职员工每个日历年可享受二十五天带薪年假。\n\n"
+    "未休完的年假可以顺延至次年三月底，逾期作废。\n",
     "it/电脑.md": "# 办公电脑\n\n工程师入职时领取一台配备32GB内存和1TB硬盘的笔记本电脑。\n\n"
     "笔记本电脑每三年更换一次，电池故障时可提前更换。\n",
     # a line wrapped inside a sentence, as text extracted from a PDF has it
