@@ -279,6 +279,8 @@ def _spec_dict(spec) -> dict:
         value = getattr(spec, f.name)
         if f.metadata.get("omit_default") and value == f.default:
             continue  # a field added later, unset: the hash of a config that never sets it stays the same
+        if f.metadata.get("hashed") is False:
+            continue  # describes, changes no figure (a model's languages): runs keep their ids
         out[f.name] = dict(value) if isinstance(value, tuple) and value and isinstance(value[0], tuple) else value
     return json.loads(json.dumps(out, default=list))
 

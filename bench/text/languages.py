@@ -27,6 +27,8 @@ from typing import Any
 import regex
 
 UNDETERMINED = "und"
+# Written without spaces between words: a tokenizer that splits on spaces sees whole phrases.
+UNSPACED_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "km", "my"})
 MIN_LETTERS = 12  # fewer letters than this: a name, a number or a code, not a language
 WINDOW = 400  # characters per sampled window
 WINDOWS = 3  # windows per document: start, middle, end
