@@ -4,15 +4,15 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint setup clean
+.PHONY: run test lint setup fonts clean
 
-run: $(STAMP)
+run: $(STAMP) fonts
 	$(BIN)/bench run
 
 # The tests on two cores (pytest-xdist); TEST_WORKERS=0 runs them in this one process.
 TEST_WORKERS ?= 2
 
-test: $(STAMP)
+test: $(STAMP) fonts
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 # ruff and mypy read their settings from pyproject.toml.
@@ -21,7 +21,24 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-setup: $(STAMP)
+setup: $(STAMP) fonts
+
+# The fonts reports need for Chinese, Japanese, Korean, Thai, Devanagari, Arabic … (docs/reports.md):
+# `python -m bench.report.fonts` names the Debian packages of those missing. As root with apt-get they
+# are installed; otherwise one line says what to install. Never fails the build: without them the
+# reports draw those characters as U+FFFD.
+fonts: $(STAMP)
+	@missing="$$($(BIN)/python -m bench.report.fonts 2>/dev/null)"; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing the fonts reports need for every script: $$missing"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -q $$missing >/dev/null 2>&1 || \
+	        { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q $$missing >/dev/null 2>&1; } || \
+	        echo "fonts: could not install $$missing; reports show characters of other scripts as U+FFFD"; \
+	else \
+	    echo "fonts: for reports in Chinese, Japanese, Korean, Thai, Hindi ... install $$missing (sudo apt-get install $$missing)"; \
+	fi; true
 
 # torch goes in first, pinned: 2.13.0 is the CPU build on this machine's disk, and installing it
 # before sentence-transformers keeps pip from resolving a multi-GB CUDA build.

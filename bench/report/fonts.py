@@ -143,7 +143,10 @@ def ft2font(family: str, bold: bool):
 
     face = _face(family, bold) or _face(family, False)
     assert face is not None
-    return FT2Font(face[0], face_index=face[1])
+    try:
+        return FT2Font(face[0], face_index=face[1])
+    except TypeError:  # matplotlib before 3.10 opens a collection's first face only
+        return FT2Font(face[0])
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -160,20 +163,28 @@ def font_of(ch: str, pdf: bool = True) -> str | None:
     return None
 
 
+_CONTROL = regex.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
+
+
+def _plain(text: str) -> bool:
+    """Printable ASCII (newlines aside): what DejaVu Sans sets whole, the common case checked fast."""
+    return text.isascii() and _CONTROL.search(text) is None
+
+
 def invisible(ch: str) -> bool:
     return _INVISIBLE.match(ch) is not None
 
 
 def missing(text: str, pdf: bool = True) -> set[str]:
     """The characters of ``text`` that no font of the chain has (invisible ones aside)."""
-    if text.isascii():
+    if _plain(text):
         return set()
     return {ch for ch in set(text) if font_of(ch, pdf) is None and not invisible(ch) and ch != "\n"}
 
 
 def settable(text: str, pdf: bool = True) -> str:
     """``text`` as it is set: each character no font has as U+FFFD, invisible ones no font has left out."""
-    gone = [ch for ch in set(text) if ch != "\n" and font_of(ch, pdf) is None] if not text.isascii() else []
+    gone = [] if _plain(text) else [ch for ch in set(text) if ch != "\n" and font_of(ch, pdf) is None]
     for ch in gone:
         text = text.replace(ch, "" if invisible(ch) else REPLACEMENT)
     return text

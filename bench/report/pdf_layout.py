@@ -471,7 +471,7 @@ def _book(front: list[Section], body: list[Section]) -> list[Page]:
         page = Page("Contents" if not contents else "Contents (continued)", "Contents")
         y = BODY_TOP
         for title, number in entries[first : first + per_page]:
-            page.ops.append(("text", LEFT + 20, y, title, 10.5, False, "black", "left"))
+            page.ops.append(("text", LEFT + 20, y, settable(title), 10.5, False, "black", "left"))
             page.ops.append(("text", LEFT + 20 + WIDTH * 0.62, y, str(number), 10.5, False, "black", "right"))
             y += CONTENTS_STEP
         contents.append(page)

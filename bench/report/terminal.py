@@ -382,7 +382,7 @@ def head_to_head_table(h2h: dict) -> Group:
     """``bench compare RUN --a ID --b ID``: every headline metric, wins, tests, intervals."""
     fr = h2h["first_relevant_rank"]
     table = FittedTable(
-        title=f"{h2h['a']} (A) vs {h2h['b']} (B), {h2h['n_questions']} questions; first relevant rank: "
+        title=f"{escape(h2h['a'])} (A) vs {escape(h2h['b'])} (B), {h2h['n_questions']} questions; first relevant rank: "
         f"A better on {fr['wins']}, equal on {fr['ties']}, worse on {fr['losses']}"
     )
     metrics = h2h["metrics"]
@@ -402,7 +402,7 @@ def head_to_head_table(h2h: dict) -> Group:
             with_ci(m["mean_b"], m["ci_b"]),
             *test_cells(m, _p),
         )
-    table.caption = "p-values Holm-corrected across these metrics; bold: p < 0.05. " + h2h["advice"]
+    table.caption = "p-values Holm-corrected across these metrics; bold: p < 0.05. " + escape(h2h["advice"])
     parts: list = [table]
     if h2h.get("disagreements"):
         worst = Table(
@@ -411,6 +411,6 @@ def head_to_head_table(h2h: dict) -> Group:
         for col in ("question", "A", "B", "text"):  # a question in Chinese has no space to wrap at: folded
             worst.add_column(col, justify="right" if col in ("A", "B") else "left", overflow="fold")
         for d in h2h["disagreements"]:
-            worst.add_row(d["question_id"], rank(d["rank_a"]), rank(d["rank_b"]), d["question"])
+            worst.add_row(escape(d["question_id"]), rank(d["rank_a"]), rank(d["rank_b"]), escape(d["question"]))
         parts.append(worst)
     return Group(*parts)
