@@ -21,13 +21,12 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-import regex
-
 from bench.drafting.chat import json_in_reply
 from bench.drafting.draft import Span
 from bench.inputs.corpus import Corpus
 from bench.inputs.quotes import QuoteError, find_quote
-from bench.text.scripts import UNSPACED_CLASS, collapse_spaces, has_unspaced
+from bench.text.scripts import collapse_spaces, has_unspaced
+from bench.text.words import content_terms
 
 if TYPE_CHECKING:
     from bench.drafting.generate import Call
@@ -46,10 +45,9 @@ is are was were be been being am do does did done have has had having can could 
 might must not no nor this that these those it its there here what which who whom whose when where why how
 i me my we our you your he she they them their his her us any all some each get gets got"""
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-# Chinese question words, longest first; each is replaced by a break (no bigram across it). "哪" covers
-# 哪个, 哪些, 哪里 …; "几" 几年, 几个 ….
-_QUESTION_WORDS = re.compile("为什么|为何|什么|怎么|怎样|如何|多少|哪|谁|几|吗|呢")
-_PIECE = regex.compile(f"(?P<unspaced>[{UNSPACED_CLASS}]+)|[^{UNSPACED_CLASS}]+")
+# Chinese question words (simplified and traditional), longest first; each is replaced by a break (no
+# bigram across it). "哪" covers 哪个, 哪些, 哪里 …; "几" 几年, 几个 ….
+_QUESTION_WORDS = re.compile("为什么|為什麼|为何|為何|什么|什麼|怎么|怎麼|怎样|怎樣|如何|多少|哪|谁|誰|几|幾|吗|嗎|呢")
 
 
 def parse_reply(text: str) -> list | None:
@@ -60,26 +58,11 @@ def parse_reply(text: str) -> list | None:
 
 
 def content_words(text: str) -> list[str]:
-    """The terms a question is compared by: words less English stopwords; in unspaced scripts,
-    bigrams with Chinese question words left out. All of its terms when none would be left."""
-    if not has_unspaced(text):
-        words = re.findall(r"\w+", text.lower())
-        return [w for w in words if w not in _STOPWORDS] or words
-    terms = _content_terms(_QUESTION_WORDS.sub(" ", text))
-    return [w for w in terms if w not in _STOPWORDS] or _content_terms(text)
-
-
-def _content_terms(text: str) -> list[str]:
-    """Lower-cased words; a run of an unspaced script within one becomes its character bigrams."""
-    out: list[str] = []
-    for word in re.findall(r"\w+", text.lower()):
-        for m in _PIECE.finditer(word):
-            run = m.group()
-            if m.lastgroup is None:
-                out.append(run)
-            else:
-                out.extend([a + b for a, b in zip(run, run[1:])] if len(run) > 1 else [run])
-    return out
+    """The terms a question is compared by (``content_terms``: words, and bigrams in unspaced
+    scripts) less English stopwords and Chinese question words; all of its terms when none would be left."""
+    bare = _QUESTION_WORDS.sub(" ", text) if has_unspaced(text) else text
+    terms = content_terms(bare)
+    return [w for w in terms if w not in _STOPWORDS] or (terms if bare is text else content_terms(text))
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:

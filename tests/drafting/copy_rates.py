@@ -19,11 +19,17 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.drafting.judging import _STOPWORDS, DUPLICATE_JACCARD, DUPLICATE_JACCARD_UNSPACED, content_words, copies
+from bench.drafting.judging import (
+    _QUESTION_WORDS,
+    _STOPWORDS,
+    DUPLICATE_JACCARD,
+    DUPLICATE_JACCARD_UNSPACED,
+    content_words,
+    copies,
+)
 
 DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"
 CMRC, SQUAD = DATASETS / "cmrc2018-zh", DATASETS / "squad-articles"
-_ZH_QUESTION = re.compile("为什么|为何|什么|怎么|怎样|如何|多少|哪|谁|几|吗|呢")
 
 
 def _rows(path: Path) -> list[dict]:
@@ -88,7 +94,7 @@ def chinese() -> dict[str, float]:
 
     def drop(q: str) -> str | None:
         words = list(jieba.cut(q))
-        at = [i for i, w in enumerate(words) if re.match(r"\w", w) and not _ZH_QUESTION.search(w)]
+        at = [i for i, w in enumerate(words) if re.match(r"\w", w) and not _QUESTION_WORDS.search(w)]
         if not at:
             return None
         words[rnd.choice(at)] = ""
