@@ -132,3 +132,22 @@ def test_a_quote_wrapped_where_the_document_is_not_is_found(tmp_path, corpus):
     (question,) = load_draft(out).questions
     (span,) = question.evidence
     assert DOCS["ops/备份.txt"][span.start : span.end] == "演练结果记录在运维\n手册中。"
+
+
+def test_the_review_search_finds_chinese_terms_across_a_wrapped_line(tmp_path, corpus):
+    from bench.drafting.review.search import search
+    from bench.drafting.review.store import ReviewStore
+
+    out = tmp_path / "kb.draft.jsonl"
+    with ChatServer(scripted, utf8=True) as server:
+        draft(corpus, out, server)
+    store = ReviewStore(out, corpus, tmp_path / "kb.jsonl")
+    text = DOCS["ops/备份.txt"]
+
+    def found(query: str) -> list[tuple[str, str]]:
+        return [(h["doc"], DOCS[h["doc"]][h["start"] : h["end"]]) for h in search(store, query)["hits"]]
+
+    assert found("运维手册") == [("ops/备份.txt", "运维\n手册")]  # the document wraps it
+    assert found("演练 手册") == [("ops/备份.txt", "演练"), ("ops/备份.txt", "演练")]  # both terms in one document
+    assert found("笔记本电脑") == [("it/电脑.md", "笔记本电脑"), ("it/电脑.md", "笔记本电脑")]
+    assert found("年假 电脑") == [] and text.count("演练") == 2

@@ -13,6 +13,7 @@ from typing import Any
 
 from bench.drafting.draft import Draft
 from bench.results.schema import StoredRun, load_run
+from bench.text.scripts import collapse_spaces
 
 TOP = 5
 
@@ -57,4 +58,4 @@ def distractors(run: StoredRun, draft: Draft, top: int = TOP) -> dict[str, list[
 
 
 def _norm(text: str) -> str:
-    return " ".join(text.casefold().split())
+    return collapse_spaces(text.casefold())

@@ -1,4 +1,6 @@
-"""Search the whole corpus for evidence the pooled passages missed: every term, case-insensitive."""
+"""Search the whole corpus for evidence the pooled passages missed: every term, case-insensitive.
+A term in Chinese or Japanese is found across a line break or spaces between its characters, as a
+document extracted from a PDF wraps its lines."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import re
 from typing import Any
 
 from bench.drafting.review.store import ReviewStore
+from bench.text.scripts import is_cjk
 
 MAX_HITS = 50
 MAX_TERMS = 8
@@ -19,7 +22,7 @@ def search(store: ReviewStore, query: str, limit: int = MAX_HITS) -> dict[str, A
     terms = list(dict.fromkeys(t for t in query.split() if t))[:MAX_TERMS]
     if not terms:
         return {"hits": [], "truncated": False}
-    patterns = [re.compile(re.escape(t), re.IGNORECASE) for t in terms]
+    patterns = [re.compile(_pattern(t), re.IGNORECASE) for t in terms]
     hits: list[dict[str, Any]] = []
     with store.lock:
         for doc in store.corpus.documents:
@@ -43,3 +46,12 @@ def search(store: ReviewStore, query: str, limit: int = MAX_HITS) -> dict[str, A
                     }
                 )
     return {"hits": hits, "truncated": False}
+
+
+def _pattern(term: str) -> str:
+    """``term`` as a pattern: its characters as they are, with any whitespace allowed between two CJK
+    characters (Chinese and Japanese put no space between words, so a space there is only a wrap)."""
+    out = [re.escape(term[0])]
+    for a, b in zip(term, term[1:]):
+        out.append(r"\s*" + re.escape(b) if is_cjk(a) and is_cjk(b) else re.escape(b))
+    return "".join(out)
