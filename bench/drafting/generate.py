@@ -7,10 +7,13 @@ their document ids, and asks for ``per_call`` questions as JSON. A question is k
 (``bench.drafting.judging``)
 
 * every quote resolves in its document (``find_quote``: as a reader copies it), else "invented quote";
-* it does not copy its evidence: at least 80% of its content words appear, in order, in one quote
-  (for questions of three content words or more), or the content-word Jaccard with one quote
+* it does not copy its evidence: at least 80% of its content terms appear, in order, in one quote
+  (for questions of three content terms or more), or the content-term Jaccard with one quote
   is 0.7 or more; such a question would test word matching, not retrieval;
-* it is no near-duplicate of a question kept before it (content-word Jaccard 0.8 or more).
+* it is no near-duplicate of a question kept before it (content-term Jaccard 0.8 or more; 0.7 for a
+  question in a script written without spaces, whose terms are character bigrams).
+
+The model is asked for questions in the passages' language and for quotes in their own script.
 
 Calls run concurrently but are read in the order they were planned, so the kept questions do not
 depend on which reply came back first. Every reply is appended to ``<draft>.llm.jsonl`` (the prompt
