@@ -119,8 +119,9 @@ def test_the_chinese_sample_runs_end_to_end(tmp_path, corpus, goldset):
         cands[i] for i in ("minilm+bm25/md256/flat@rrf", "minilm/md256/flat", "bm25/md256/inverted")
     )
     assert hybrid["ops"]["index_bytes"] == minilm["ops"]["index_bytes"] + bm25["ops"]["index_bytes"]
+    assert len({c["ops"]["n_chunks"] for c in cands.values()}) == 1  # one chunking serves all three
     for c in cands.values():
-        assert c["ops"]["n_chunks"] == 119  # md256's chunks of the 17 documents
+        assert 17 < c["ops"]["n_chunks"] < 300  # md256's chunks of ~17,500 characters in 17 documents
         assert c["quality"]["mrr@5"] > 0.03, c["id"]  # a broken retriever ranks near chance: 1/119 per rank
 
     html = (run / "inspector.html").read_text(encoding="utf-8")
@@ -145,6 +146,11 @@ def test_the_chinese_sample_runs_end_to_end(tmp_path, corpus, goldset):
             )
             if quote is not None:  # the quote as the page shows it, cut from a stored chunk
                 assert texts[quote] == corpus.get(evidence.doc).text[evidence.start : evidence.end]
+    from pypdf import PdfReader
+
+    # the report's head-to-head page lists questions where the two best disagree, in their own words
+    report = "".join(page.extract_text() for page in PdfReader(run / "report.pdf").pages)
+    assert any(q.text in report for q in goldset.questions)
     for line in (run / "texts.jsonl").read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         assert row["text"] == corpus.get(row["doc_id"]).text[row["start"] : row["end"]]
