@@ -8,6 +8,12 @@ import numpy as np
 
 from bench.inputs.corpus import Corpus
 from bench.inputs.goldset import CHUNK, Evidence, Goldset
+from bench.text.languages import LanguageMix, detect_mix
+
+
+def question_languages(goldset: Goldset, sample: int = 1000) -> LanguageMix:
+    """The questions' languages by characters, from at most ``sample`` of them spread over the goldset."""
+    return detect_mix([q.text for q in goldset.questions], sample)
 
 
 def goldset_stats(goldset: Goldset, corpus: Corpus) -> dict:
@@ -29,6 +35,7 @@ def goldset_stats(goldset: Goldset, corpus: Corpus) -> dict:
         "tags": dict(Counter(t for q in goldset.questions for t in q.tags).most_common()),
         "documents_referenced": len(docs),
         "documents_in_corpus": len(corpus),
+        "languages": question_languages(goldset).to_json(),
     }
     total_chars = sum(len(d.text) for d in corpus.documents)
     if goldset.unit == CHUNK:

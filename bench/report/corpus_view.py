@@ -13,6 +13,7 @@ from rich.table import Table
 
 from bench.inputs.corpus import Corpus, load_corpus
 from bench.inputs.formats import LIMITS, Limits
+from bench.text.languages import language_name
 
 
 @contextmanager
@@ -56,6 +57,8 @@ def corpus_stats_tables(stats: dict) -> list[Table]:
         pages = f"{row['pages']:,}" if row["pages"] else "–"
         formats.add_row(name, f"{row['documents']:,}", pages, f"{row['characters']:,}")
     tables = [formats]
+    if stats.get("languages"):
+        tables.append(languages_table(stats["languages"], stats["documents"]))
     if stats["left_out"]:
         left = Table(title=f"{len(stats['left_out']):,} files left out", title_justify="left")
         for col in ("file", "kind", "why"):
@@ -71,3 +74,20 @@ def corpus_stats_tables(stats: dict) -> list[Table]:
             notes.add_row(doc, "; ".join(lines))
         tables.append(notes)
     return tables
+
+
+def languages_table(mix: dict, documents: int) -> Table:
+    """The corpus's languages by share of characters, and the scripts they are written in."""
+    sampled = mix.get("texts", 0)
+    read = f"{sampled:,} of {documents:,} documents sampled" if sampled < documents else "every document sampled"
+    table = Table(title=f"languages ({read})", title_justify="left")
+    table.add_column("language")
+    table.add_column("code")
+    table.add_column("characters", justify="right")
+    for code, share in mix.get("shares", {}).items():
+        table.add_row(language_name(code), code, f"{share:.1%}")
+    scripts = ", ".join(f"{name} {share:.0%}" for name, share in mix.get("scripts", {}).items() if share >= 0.005)
+    if scripts:
+        table.caption = f"scripts: {scripts}"
+        table.caption_justify = "left"
+    return table

@@ -207,6 +207,8 @@ class Manifest(_Record):
     prices: dict[str, Any] | None = None
     percentile_method: str | None = None
     engine: str | None = None
+    # The corpus's and the questions' languages, and what each model reads of them (docs/design.md).
+    languages: dict[str, Any] | None = None
     phases: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 

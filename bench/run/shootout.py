@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -33,14 +34,16 @@ from bench.evaluation.decision import recommendation
 from bench.evaluation.relevance import judge
 from bench.evaluation.scoring import rank_candidates, score_candidate
 from bench.inputs.corpus import Corpus
+from bench.inputs.corpus_stats import corpus_languages
 from bench.inputs.goldset import load_goldset
+from bench.inputs.goldset_stats import question_languages
 from bench.report.corpus_view import print_warnings, read_corpus
 from bench.results import schema, store
 from bench.results.schema import CandidateResult, Manifest, QuestionRecord, RunSummary, StoredRun, UnitText
 from bench.retrieval.retrievers import BuildStats, Retriever
 from bench.run import indexing_time, retrieve
 from bench.run.dry_run import run_lock
-from bench.run.models import ModelPool
+from bench.run.models import ModelPool, language_findings, unknown_token_findings
 from bench.run.stages import BuiltStages, Part, pipeline_description
 
 
@@ -120,10 +123,15 @@ def run_shootout(
         f"[bold]bench run[/] {run_id}: {len(corpus)} documents, {len(goldset.questions)} questions "
         f"({goldset.unit} unit), {len(candidates)} candidates, k={config.k}"
     )
+    with phases("detect languages"):
+        languages = language_findings(config, candidates, corpus_languages(corpus), question_languages(goldset))
+    _warn(console, languages["warnings"])
 
     with store.run_folder(config.results, run_id) as staging, progress_bar(console) as progress:
         needed = {c.chunker for c in candidates}
         tables = chunk_all(config, corpus, progress, models, needed, phases)
+        with phases("count unknown tokens"):
+            _unknown_tokens(languages, models, next(iter(tables.values())), console)
         with phases("judge relevance"):
             judgments = {name: judge(goldset, table, config.min_overlap) for name, table in tables.items()}
         results: list[CandidateResult] = []
@@ -238,6 +246,7 @@ def run_shootout(
             prices={name: vars(config.price(name)) for name in config.model_specs},
             percentile_method=measure.PERCENTILE_METHOD,
             engine=engine,
+            languages=languages,
         )
         with phases("write results"):
             run = _finished(StoredRun(staging, summary, manifest, records, _unit_texts(records, corpus)), phases)
@@ -332,6 +341,20 @@ def _record_build(phases: measure.Phases, name: str, build: BuildStats, seconds:
     rest = seconds - build.embed_seconds - build.index_build_seconds
     if build.dims is not None:
         phases.add(f"count tokens {table}", rest, build.rss_mb.get("count tokens"))
+
+
+def _warn(console: Console, lines: list[str]) -> None:
+    for line in lines:
+        console.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True)
+
+
+def _unknown_tokens(languages: dict, models: ModelPool, table: ChunkTable, console: Console) -> None:
+    """Each model's share of unknown word pieces over a sample of ``table``, into ``languages``."""
+    found, warnings = unknown_token_findings(models, list(languages["models"]), table)
+    for name, figures in found.items():
+        languages["models"][name]["unknown_tokens"] = figures
+    languages["warnings"].extend(warnings)
+    _warn(console, warnings)
 
 
 def _warn_truncation(console: Console, cand: Candidate, max_tokens: int | None, build: BuildStats) -> None:

@@ -222,15 +222,17 @@ def _detect_sample(sample: str, counts: dict[str, int]) -> str:
     return _statistical(" ".join(sample.split()))
 
 
+def spread(n: int, sample: int) -> range | list[int]:
+    """At most ``sample`` positions of ``n``, evenly spaced: a corpus sorted by topic or source is
+    sampled across, not at its start."""
+    return range(n) if n <= sample else [i * n // sample for i in range(sample)]
+
+
 def _spread(texts: Iterable[str], sample: int) -> Iterable[str]:
     """At most ``sample`` texts: evenly spaced over a sequence, else the first ones."""
     if isinstance(texts, Sequence) and not isinstance(texts, str):
-        n = len(texts)
-        if n <= sample:
-            yield from texts
-            return
-        for i in range(sample):
-            yield texts[i * n // sample]
+        for i in spread(len(texts), sample):
+            yield texts[i]
         return
     for i, text in enumerate(texts):
         if i >= sample:
@@ -267,3 +269,82 @@ def detect_mix(texts: Iterable[str], sample: int = 300) -> LanguageMix:
     main = determined[0] if determined else UNDETERMINED
     by_script = {k: v / script_total for k, v in sorted(scripts.items(), key=lambda kv: (-kv[1], kv[0]))}
     return LanguageMix(main, ordered, by_script, seen)
+
+
+# English names of the languages a team's documents are most often in; others show as their code.
+NAMES = {
+    "und": "undetermined",
+    "ar": "Arabic",
+    "bg": "Bulgarian",
+    "bn": "Bengali",
+    "ca": "Catalan",
+    "cs": "Czech",
+    "da": "Danish",
+    "de": "German",
+    "el": "Greek",
+    "en": "English",
+    "es": "Spanish",
+    "et": "Estonian",
+    "fa": "Persian",
+    "fi": "Finnish",
+    "fr": "French",
+    "he": "Hebrew",
+    "hi": "Hindi",
+    "hr": "Croatian",
+    "hu": "Hungarian",
+    "hy": "Armenian",
+    "id": "Indonesian",
+    "it": "Italian",
+    "ja": "Japanese",
+    "ka": "Georgian",
+    "km": "Khmer",
+    "ko": "Korean",
+    "lo": "Lao",
+    "lt": "Lithuanian",
+    "lv": "Latvian",
+    "mr": "Marathi",
+    "ms": "Malay",
+    "my": "Burmese",
+    "ne": "Nepali",
+    "nl": "Dutch",
+    "no": "Norwegian",
+    "pl": "Polish",
+    "pt": "Portuguese",
+    "ro": "Romanian",
+    "ru": "Russian",
+    "sk": "Slovak",
+    "sl": "Slovenian",
+    "sr": "Serbian",
+    "sv": "Swedish",
+    "sw": "Swahili",
+    "ta": "Tamil",
+    "te": "Telugu",
+    "th": "Thai",
+    "tl": "Tagalog",
+    "tr": "Turkish",
+    "uk": "Ukrainian",
+    "ur": "Urdu",
+    "vi": "Vietnamese",
+    "zh": "Chinese",
+}
+
+
+def language_name(code: str) -> str:
+    """The English name of ``code`` ("zh" → "Chinese"); the code itself when it is not in NAMES."""
+    return NAMES.get(code, code)
+
+
+def describe(mix: LanguageMix | dict[str, Any], most: int = 3) -> str:
+    """A mix in words, largest first: "Chinese 92%, English 8%"; "Chinese" when it is all one
+    language; the rest of ``most`` summed as "other"."""
+    shares = mix.shares if isinstance(mix, LanguageMix) else dict(mix.get("shares", {}))
+    if not shares:
+        return language_name(UNDETERMINED)
+    ordered = sorted(shares.items(), key=lambda kv: (-kv[1], kv[0]))
+    if ordered[0][1] >= 0.995:
+        return language_name(ordered[0][0])
+    parts = [f"{language_name(code)} {share:.0%}" for code, share in ordered[:most] if round(share, 2)]
+    rest = sum(share for _, share in ordered[most:])
+    if round(rest, 2):
+        parts.append(f"other {rest:.0%}")
+    return ", ".join(parts)
