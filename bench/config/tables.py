@@ -11,7 +11,7 @@ from typing import Any
 from bench.chunking import make_chunker
 from bench.embedders import LOADERS, MODELS, ModelSpec
 from bench.errors import BenchError
-from bench.registry import suggest
+from bench.registry import check_keys, suggest
 from bench.retrieval import bm25
 from bench.retrieval.faiss_index import INDEXES
 from bench.retrieval.fusion import FusionSpec, fusion_spec_from_config
@@ -124,10 +124,16 @@ def _check_prefixes(name: str, known: dict[str, Any], where: str) -> None:
 
 
 def _bm25_revision(name: str, spec: ModelSpec, given: bool, where: str) -> str:
-    """A BM25 model's revision names its tokenizer (``stemmer`` included), so that the manifest
-    says which ran and stemmed and unstemmed results never pass for one another."""
+    """A BM25 model's revision names its tokenizer (``tokenizer``, ``language`` and ``stemmer``), so
+    that the manifest says which ran and results of different tokenizers never pass for one another."""
+    # a misspelt setting (tokeniser = "jieba") would otherwise be kept and never read
+    check_keys(dict(spec.params), (*bm25.SETTINGS, "hourly_usd"), f"{where}: [model.{name}]", "BM25 setting")
     try:
-        revision = bm25.revision(bm25.check_stemmer(spec.option("stemmer")))
+        revision = bm25.revision(
+            bm25.check_stemmer(spec.option("stemmer")),
+            bm25.check_tokenizer(spec.option("tokenizer", bm25.AUTO)),
+            bm25.check_language(spec.option("language", bm25.AUTO)),
+        )
     except BenchError as e:
         raise BenchError(f"{where}: [model.{name}] {e}") from None
     if given and spec.revision != revision:

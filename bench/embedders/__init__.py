@@ -110,8 +110,14 @@ MODELS.register(
         lexical=True,
         # The tokenizer is part of the revision (bench.retrieval.bm25.revision), so stemmed and
         # unstemmed results never mix; a test checks these strings against it.
-        revision=r"bm25s-lucene-k1.5-b0.75; tokens: lowercase, \w+, stopwords bm25s-en, stemmer none",
-        description="BM25 (bm25s, Lucene variant, English stopwords): the lexical baseline",
+        revision=(
+            r"bm25s-lucene-k1.5-b0.75; tokens: lowercase, \w+ with marks, unspaced runs unigrams+bigrams of "
+            "graphemes, stopwords of the main language (bm25s-en when it has no list), stemmer none"
+        ),
+        description=(
+            "BM25 (bm25s, Lucene variant): the lexical baseline; words in every script, Chinese, Japanese "
+            "and Thai as single characters and pairs, stopwords of the corpus's language"
+        ),
     ),
 )
 
@@ -121,7 +127,10 @@ MODELS.register(
         name="bm25-stem",
         loader="bm25",
         lexical=True,
-        revision=r"bm25s-lucene-k1.5-b0.75; tokens: lowercase, \w+, stopwords bm25s-en, stemmer snowball-english",
+        revision=(
+            r"bm25s-lucene-k1.5-b0.75; tokens: lowercase, \w+ with marks, unspaced runs unigrams+bigrams of "
+            "graphemes, stopwords of the main language (bm25s-en when it has no list), stemmer snowball-english"
+        ),
         description="BM25 over Snowball English stems (PyStemmer, as bm25s stems): running, runs → run",
         params=(("stemmer", "english"),),
     ),

@@ -1,6 +1,6 @@
 """BM25 as an inverted index built in one streaming pass: Lucene BM25 (k1 = 1.5, b = 0.75), the
-scores bm25s computes, without holding every chunk's tokens as Python objects; optionally over
-Snowball stems (``Tokenizer(stemmer="english")``).
+scores bm25s computes, without holding every chunk's tokens as Python objects; over the terms of
+bench.text.words in every script (``Tokenizer``), optionally Snowball stems.
 
 Each chunk contributes only its distinct term ids and their counts (compact integer arrays);
 the per-(term, chunk) scores are precomputed into a column-compressed matrix, as bm25s does, so
@@ -11,7 +11,6 @@ float32 storage, the same float64 intermediates and the same summation order.
 from __future__ import annotations
 
 import math
-import re
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -20,11 +19,13 @@ import numpy as np
 
 from bench.errors import BenchError
 from bench.registry import suggest
+from bench.text import words
+from bench.text.words import TOKENIZERS, UNDETERMINED, LexicalTokenizer
 
-_PATTERN = r"\w+"
-_WORD = re.compile(_PATTERN)
 _SCORE_BATCH = 4_000_000  # (term, chunk) entries scored at a time: bounds the float64 temporaries
 SCORING = "bm25s-lucene-k1.5-b0.75"
+AUTO = "auto"
+SETTINGS = ("tokenizer", "language", "stemmer")  # what a [model.NAME] table of a BM25 model may set
 
 
 def stemmer_languages() -> list[str]:
@@ -35,78 +36,79 @@ def stemmer_languages() -> list[str]:
 
 
 def check_stemmer(value: object) -> str | None:
-    """A ``stemmer`` setting as given (a Snowball language name, or None for no stemming)."""
-    if value is None:
-        return None
+    """A ``stemmer`` setting as given: a Snowball language name, "auto" (the Snowball stemmer of the
+    model's language, where there is one), or None for no stemming."""
+    if value is None or value == AUTO:
+        return value
     languages = stemmer_languages()
     if not isinstance(value, str):
         raise BenchError(f'stemmer = {value!r} must be a Snowball language name, e.g. stemmer = "english"')
     if value not in languages:
         raise BenchError(
             f"stemmer = {value!r} is not a Snowball language; {suggest(value, languages)}"
-            f"use one of {', '.join(languages)}"
+            f'use one of {", ".join(languages)}, or "auto" for the language\'s own'
         )
     return value
 
 
-def revision(stemmer: str | None = None) -> str:
-    """A BM25 model's revision: the scoring and every choice of the tokenizer, so that stemmed and
-    unstemmed results (and anything keyed by revision) never pass for one another."""
-    stem = f"snowball-{stemmer}" if stemmer else "none"
-    return f"{SCORING}; tokens: lowercase, {_PATTERN}, stopwords bm25s-en, stemmer {stem}"
+def check_tokenizer(value: object) -> str:
+    """A ``tokenizer`` setting: how runs of unspaced scripts are cut (bench.text.words.TOKENIZERS);
+    "auto" is kept as given, so that the revision says what it stands for."""
+    if not isinstance(value, str):
+        raise BenchError(f'tokenizer = {value!r} must be a name, e.g. tokenizer = "auto"; use one of {_names()}')
+    try:
+        TOKENIZERS.canonical(value)
+    except BenchError as e:
+        raise BenchError(f"tokenizer = {value!r}: {e}") from None
+    return value
 
 
-class _Stems(dict[str, str | None]):
-    """word → what the index stores: its stem, computed once per distinct word; None for a stopword."""
-
-    def __init__(self, stemmer: str | None, stopwords: frozenset[str]) -> None:
-        super().__init__(dict.fromkeys(stopwords))  # stopwords go before stemming, as in bm25s
-        self._stem = _stem_function(stemmer)
-
-    def __missing__(self, word: str) -> str | None:
-        stem = self[word] = self._stem(word)
-        return stem
+def _names() -> str:
+    return ", ".join([AUTO, *TOKENIZERS])
 
 
-def _stem_function(stemmer: str | None) -> Callable[[str], str]:
-    if stemmer is None:
-        return str
-    import Stemmer
+def check_language(value: object) -> str:
+    """A ``language`` setting: "auto" (the corpus's main language, found when the index is built) or
+    an ISO 639-1 code."""
+    return AUTO if value == AUTO else words.check_language(value)
 
-    return Stemmer.Stemmer(stemmer).stemWord
+
+def revision(stemmer: str | None = None, tokenizer: str = AUTO, language: str = AUTO) -> str:
+    """A BM25 model's revision: the scoring and every choice of the tokenizer, so that results of
+    different tokenizers (and anything keyed by revision) never pass for one another. With
+    ``language = "auto"`` it says the rule; the language found is the built retriever's ``tokenizer``."""
+    if language == AUTO:
+        stop = "of the main language (bm25s-en when it has no list)"
+    else:
+        stop = words.stopword_list(language)
+        stemmer = words.SNOWBALL.get(language) if stemmer == AUTO else stemmer
+    return f"{SCORING}; tokens: {words.describe(TOKENIZERS.canonical(tokenizer), stop, stemmer)}"
 
 
 class Tokenizer:
-    """Lower-cased words (``\\w+``) minus English stopwords (bm25s's list), then optionally
-    Snowball stems (PyStemmer, as bm25s stems): the same for chunks and questions."""
+    """BM25's terms, the same for chunks and questions: lower-cased words and the pieces of
+    unspaced scripts (bench.text.words), minus the language's stopwords (bm25s's lists; English's
+    for English, an undetermined language or one without a list), then optionally Snowball stems
+    (PyStemmer, as bm25s stems). With ``language = "auto"`` it tokenises as for an undetermined
+    language until ``use`` names the corpus's."""
 
-    def __init__(self, stemmer: str | None = None) -> None:
-        from bm25s.stopwords import STOPWORDS_EN
-
+    def __init__(self, stemmer: str | None = None, tokenizer: str = AUTO, language: str = AUTO) -> None:
         self.stemmer = check_stemmer(stemmer)
-        self.stopwords = frozenset(STOPWORDS_EN)
-        self.revision = revision(self.stemmer)
-        self._stems = _Stems(self.stemmer, self.stopwords) if self.stemmer else None
+        self.tokenizer = check_tokenizer(tokenizer)
+        self.language = check_language(language)
+        self.revision = revision(self.stemmer, self.tokenizer, self.language)
+        self.use(UNDETERMINED if self.language == AUTO else self.language)
+
+    def use(self, language: str) -> LexicalTokenizer:
+        """Tokenise for ``language`` from now on (what ``language = "auto"`` resolves to)."""
+        stemmer = words.SNOWBALL.get(language) if self.stemmer == AUTO else self.stemmer
+        self.resolved = LexicalTokenizer(self.tokenizer, language, stemmer)
+        self.stopwords = self.resolved.stopwords
+        self.counts: Callable[[str], Counter] = self.resolved.counts  # one call less per chunk
+        return self.resolved
 
     def __call__(self, text: str) -> list[str]:
-        words = _WORD.findall(text.lower())
-        if self._stems is None:
-            stop = self.stopwords
-            return [w for w in words if w not in stop]
-        return [s for s in map(self._stems.__getitem__, words) if s is not None]
-
-    def counts(self, text: str) -> Counter:
-        """Each term's count in ``text``: what indexing needs, counted without a list of every word."""
-        words = _WORD.findall(text.lower())
-        if self._stems is not None:
-            # Dict look-ups per occurrence; the stemmer runs once per distinct word of the corpus.
-            counts = Counter(map(self._stems.__getitem__, words))
-            counts.pop(None, None)
-            return counts
-        counts = Counter(words)
-        for word in self.stopwords.intersection(counts):
-            del counts[word]
-        return counts
+        return self.resolved(text)
 
 
 class BM25Index:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,11 +21,12 @@ from bench.embedders.cache import EmbeddingCache, EmbedStats, drop_pages
 from bench.embedders.engine import Engine
 from bench.errors import BenchError
 from bench.measure import rss_mb
-from bench.retrieval import compressed
+from bench.retrieval import bm25, compressed
 from bench.retrieval.bm25 import BM25Index, Tokenizer
 from bench.retrieval.exact_search import exact_top, recall_against_exact
 from bench.retrieval.faiss_index import RESCORE, IndexSpec, index_bytes
 from bench.retrieval.index_kinds import check_index_dims
+from bench.text.languages import detect_mix
 
 # Extra neighbours fetched from FAISS so ties at the cut-off are ordered by unit id, not by
 # whichever tied vector the index happened to visit first.
@@ -43,6 +45,7 @@ class BuildStats:
     billed_tokens: int | None = None  # what an API reported for this build's embedding calls
     index_memory_mb: float | None = None  # resident memory the index build added (its structures)
     rss_mb: dict[str, float] = field(default_factory=dict)  # resident memory after each step of the build
+    tokenizer: str | None = None  # a lexical index's terms as built: language, segmenter, stopwords, stemmer
 
 
 # What ``Retriever.encode`` makes and ``search``/``score`` take: a float32 matrix for a dense model,
@@ -260,9 +263,24 @@ class DenseRetriever:
             faiss.omp_set_num_threads(threads)
 
 
+# Each chunk table's main language, found once however many lexical models are built over it.
+_MAIN_LANGUAGE: weakref.WeakKeyDictionary[ChunkTable, str] = weakref.WeakKeyDictionary()
+
+
+def main_language(table: ChunkTable) -> str:
+    """The main language (ISO 639-1, "und" when none is clear) of a few hundred chunks spread over ``table``."""
+    found = _MAIN_LANGUAGE.get(table)
+    if found is None:
+        found = _MAIN_LANGUAGE[table] = detect_mix(table.texts).main
+    return found
+
+
 class BM25Retriever:
-    """Lucene BM25 (k1=1.5, b=0.75, bm25s's scores) over lower-cased words minus English stopwords,
-    Snowball-stemmed when the spec's ``stemmer`` names a language.
+    """Lucene BM25 (k1=1.5, b=0.75, bm25s's scores) over lower-cased words and the pieces of unspaced
+    scripts (bench.text.words: the spec's ``tokenizer``), minus the stopwords of the spec's
+    ``language``, Snowball-stemmed when its ``stemmer`` names one. With ``language = "auto"`` the
+    language is the main one of the chunks (bench.text.languages), found when the index is built;
+    ``tokenizer`` then says what was built.
 
     Only chunks sharing at least one term with the question are retrieved, as in any
     inverted index; so a ranking may be shorter than asked.
@@ -274,7 +292,9 @@ class BM25Retriever:
 
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
-        self._tokens = Tokenizer(spec.option("stemmer"))
+        self._tokens = Tokenizer(
+            spec.option("stemmer"), spec.option("tokenizer", bm25.AUTO), spec.option("language", bm25.AUTO)
+        )
         if spec.revision and spec.revision != self._tokens.revision:
             # Results are told apart by revision: one that misnames the tokenizer would mix them.
             raise BenchError(
@@ -282,9 +302,16 @@ class BM25Retriever:
                 f"a BM25 model's revision is {self._tokens.revision!r}"
             )
 
+    @property
+    def tokenizer(self) -> str:
+        """The terms as built (or, before, as configured): language, segmenter, stopwords and stemmer."""
+        return self._tokens.resolved.summary
+
     def build(self, table: ChunkTable, progress=None) -> BuildStats:
         self.tie_order = table.tie_order
         t0, before = time.perf_counter(), rss_mb()
+        if self._tokens.language == bm25.AUTO:
+            self._tokens.use(main_language(table))
         self.bm25 = BM25Index()
         self.bm25.build(map(self._tokens.counts, table.iter_texts()), progress)
         elapsed = time.perf_counter() - t0
@@ -294,6 +321,7 @@ class BM25Retriever:
             index_build_seconds=elapsed,
             index_bytes=self.bm25.nbytes,
             index_memory_mb=round(rss_mb() - before, 1),
+            tokenizer=self.tokenizer,
         )
 
     def encode(self, questions: list[str]) -> list[list[str]]:

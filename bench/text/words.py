@@ -12,7 +12,8 @@ spaces; their runs are cut by a segmenter of :data:`TOKENIZERS` over grapheme cl
 vowel sign never leaves its consonant: ``unigrams``, ``bigrams``, ``unigrams+bigrams``, ``words``
 (the run kept whole, as ``\\w+`` did), ``jieba`` and ``jieba-search`` (Chinese words from jieba's
 dictionary; Thai and the rest as unigrams+bigrams). Then stopwords of the language go (bm25s's lists;
-English's for a language without one) and, optionally, Snowball stems.
+English's for a language without one, and with Chinese, Korean and Russian) and, optionally, Snowball
+stems.
 
 ``auto`` is unigrams+bigrams, measured best on CMRC 2018 (848 Chinese Wikipedia passages, 3,219
 questions; BM25 with Chinese stopwords; ``benchmarks/lexical_tokenizers.py``): nDCG@10 0.991
@@ -187,25 +188,32 @@ def content_terms(text: str) -> list[str]:
     return segment(text, TOKENIZERS.get("bigrams"))
 
 
-# bm25s's stopword lists by ISO 639-1 code; a language without one gets English's (its Latin words
-# are most likely English), as does an undetermined one ("und").
+# bm25s's stopword lists by ISO 639-1 code. A language written in other letters than Latin gets
+# English's too (English words in its text are English; in French, "an" and "on" are words); a
+# language without a list gets English's, as does an undetermined one ("und").
 _STOPWORDS = {
-    "en": "STOPWORDS_EN",
-    "zh": "STOPWORDS_CHINESE",
-    "da": "STOPWORDS_DANISH",
-    "nl": "STOPWORDS_DUTCH",
-    "fr": "STOPWORDS_FRENCH",
-    "de": "STOPWORDS_GERMAN",
-    "it": "STOPWORDS_ITALIAN",
-    "ko": "STOPWORDS_KOREAN",
-    "no": "STOPWORDS_NORWEGIAN",
-    "nb": "STOPWORDS_NORWEGIAN",
-    "pt": "STOPWORDS_PORTUGUESE",
-    "ru": "STOPWORDS_RUSSIAN",
-    "es": "STOPWORDS_SPANISH",
-    "sv": "STOPWORDS_SWEDISH",
-    "tr": "STOPWORDS_TURKISH",
+    "en": ("en",),
+    "zh": ("zh", "en"),
+    "ko": ("ko", "en"),
+    "ru": ("ru", "en"),
+    "da": ("da",),
+    "nl": ("nl",),
+    "fr": ("fr",),
+    "de": ("de",),
+    "it": ("it",),
+    "no": ("no",),
+    "nb": ("no",),
+    "pt": ("pt",),
+    "es": ("es",),
+    "sv": ("sv",),
+    "tr": ("tr",),
 }
+_BM25S_LISTS = {
+    "en": "STOPWORDS_EN", "zh": "STOPWORDS_CHINESE", "ko": "STOPWORDS_KOREAN", "ru": "STOPWORDS_RUSSIAN",
+    "da": "STOPWORDS_DANISH", "nl": "STOPWORDS_DUTCH", "fr": "STOPWORDS_FRENCH", "de": "STOPWORDS_GERMAN",
+    "it": "STOPWORDS_ITALIAN", "no": "STOPWORDS_NORWEGIAN", "pt": "STOPWORDS_PORTUGUESE",
+    "es": "STOPWORDS_SPANISH", "sv": "STOPWORDS_SWEDISH", "tr": "STOPWORDS_TURKISH",
+}  # fmt: skip
 # PyStemmer's Snowball stemmers by ISO 639-1 code.
 SNOWBALL = {
     "ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "cs": "czech", "da": "danish",
@@ -235,14 +243,15 @@ def check_language(value: object) -> str:
 
 
 def stopword_list(language: str) -> str:
-    """The name of the stopword list ``language`` gets: ``bm25s-zh``, ``bm25s-en`` …"""
-    return f"bm25s-{language if language in _STOPWORDS else 'en'}"
+    """The name of the stopwords ``language`` gets: ``bm25s-en``, ``bm25s-zh+en`` …"""
+    return "bm25s-" + "+".join(_STOPWORDS.get(language, ("en",)))
 
 
 def stopwords(language: str) -> frozenset[str]:
     import bm25s.stopwords
 
-    return frozenset(getattr(bm25s.stopwords, _STOPWORDS.get(language, "STOPWORDS_EN")))
+    lists = _STOPWORDS.get(language, ("en",))
+    return frozenset(w for name in lists for w in getattr(bm25s.stopwords, _BM25S_LISTS[name]))
 
 
 class _Stems(dict[str, str | None]):
@@ -260,9 +269,10 @@ class _Stems(dict[str, str | None]):
 
 
 def describe(segmenter: str, stop: str, stemmer: str | None) -> str:
-    """The tokenizer in words, for a revision: every choice that changes a term."""
+    """The tokenizer in words, for a revision: every choice that changes a term (``stemmer = "auto"``:
+    the main language's, found later)."""
     about = TOKENIZERS.get(segmenter).about
-    stem = f"snowball-{stemmer}" if stemmer else "none"
+    stem = "none" if not stemmer else "snowball of the main language" if stemmer == "auto" else f"snowball-{stemmer}"
     return rf"lowercase, \w+ with marks, unspaced runs {about}, stopwords {stop}, stemmer {stem}"
 
 
@@ -284,6 +294,11 @@ class LexicalTokenizer:
         self.stopwords = stopwords(language) if use_stopwords else frozenset()
         self.revision = describe(self.segmenter, self.stopword_list, stemmer)
         self._stems = _Stems(stemmer, self.stopwords) if stemmer else None
+
+    @property
+    def summary(self) -> str:
+        """The choices in short: ``zh: unigrams+bigrams, stopwords bm25s-zh+en, stemmer none``."""
+        return f"{self.language}: {self.segmenter}, stopwords {self.stopword_list}, stemmer {self.stemmer or 'none'}"
 
     def __repr__(self) -> str:
         return f"LexicalTokenizer(language {self.language}: {self.revision})"

@@ -73,7 +73,7 @@ def test_spaced_scripts_are_words_with_their_marks():
     assert re.findall(r"\w+", "हिन्दी") == ["ह", "न", "द"]  # what \w+ made of it: marks cut the word up
     assert segment("مُحَمَّدٌ رَسُولُ اللهِ") == ["مُحَمَّدٌ", "رَسُولُ", "اللهِ"]
     assert segment("Это тест, и он прост.") == ["это", "тест", "и", "он", "прост"]
-    assert LexicalTokenizer(language="ru")("Это тест, и он прост.") == ["это", "тест", "прост"]
+    assert LexicalTokenizer(language="ru")("Это тест, и он прост. The end") == ["это", "тест", "прост", "end"]
     assert LexicalTokenizer(language="ko")("나는 학생입니다 그리고 것") == ["나는", "학생입니다"]
     assert segment("café naïve Ünïcödé") == ["café", "naïve", "ünïcödé"]
     assert segment("cafe\u0301") == ["cafe\u0301"]  # a decomposed accent stays in its word
@@ -88,7 +88,8 @@ def test_content_terms_are_words_and_character_pairs():
 def test_stopwords_and_stems_follow_the_language():
     assert LexicalTokenizer()("The cat and the hat") == ["cat", "hat"]  # undetermined: English's list
     assert LexicalTokenizer(language="ja")("the 東京") == ["東", "京", "東京"]  # no Japanese list: English's
-    assert LexicalTokenizer(language="zh")("the 的") == ["the"]
+    assert LexicalTokenizer(language="zh")("the 的 hat") == ["hat"]  # English's list too: not a Latin script
+    assert LexicalTokenizer(language="fr")("un an, the end") == ["an", "the", "end"]  # French "an" is a year
     assert LexicalTokenizer(use_stopwords=False)("the 的") == ["the", "的"]
     assert LexicalTokenizer(language="de", stemmer="german")("Die Häuser und das Haus") == ["haus", "haus"]
     stemmed = LexicalTokenizer(language="en", stemmer="english")
