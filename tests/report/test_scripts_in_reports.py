@@ -24,7 +24,7 @@ from rich.markup import escape
 from bench.report import fonts, pdf_text, plots
 from bench.report.fitted import FittedTable
 from bench.report.pdf import write_pdf
-from bench.report.pdf_layout import PAGE, Para, Section, Table, Terms, draw, paginate
+from bench.report.pdf_layout import PAGE, Block, Para, Section, Table, Terms, draw, paginate
 from bench.report.plot_base import new_figure, short_label
 from bench.report.terminal import head_to_head_table
 from bench.results.schema import Manifest
@@ -134,7 +134,7 @@ def test_any_text_is_measured_wrapped_drawn_and_saved_without_error(texts, size,
             assert pdf_text.width(line, size) <= limit + 1e-6 or len(grapheme_starts(line)) <= 1
         assert _visible("".join(lines)) == _visible(text)  # nothing lost but spaces
         assert pdf_text.width(pdf_text.clip(text, limit, size), size) <= max(limit, pdf_text.width("…", size)) + 1e-6
-    blocks = [
+    blocks: list[Block] = [
         Para(" ".join(texts)),
         Table(["candidate", *texts], [[t, *texts] for t in texts], clip=frozenset({1})),
         Terms([(t, t) for t in texts]),
