@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from bench.chunking.boundaries import CONTROL, JOINS, PREPEND
+
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
@@ -31,10 +33,18 @@ def chunk_id(doc_id: str, ordinal: int) -> str:
 
 
 def strip_span(text: str, start: int, end: int) -> tuple[int, int]:
-    """Narrow ``[start, end)`` to exclude leading and trailing whitespace."""
+    """Narrow ``[start, end)`` to exclude leading and trailing whitespace, in whole grapheme clusters:
+    a space that carries a mark or follows a prepended sign is part of visible text and stays."""
     while start < end and text[start].isspace():
-        start += 1
+        nxt = start + 1
+        if nxt < end and not text[nxt].isascii() and JOINS.match(text, nxt) and not CONTROL.match(text, start):
+            break
+        start = nxt
     while end > start and text[end - 1].isspace():
+        before = end - 2
+        prepended = before >= start and not text[before].isascii() and PREPEND.match(text, before)
+        if prepended and not CONTROL.match(text, end - 1):  # a prepended sign takes the space after it
+            break
         end -= 1
     return start, end
 

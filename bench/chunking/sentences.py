@@ -6,17 +6,19 @@ text for strings, so every chunk is an exact slice ``text[start:end]``.
 
 from __future__ import annotations
 
-import re
+import regex
 
 from bench.chunking.base import Chunk, chunk_id, strip_span
+from bench.chunking.boundaries import SENTENCE, joins_previous
 from bench.chunking.recursive import RecursiveChunker
 from bench.chunking.tokens import count_tokens
 from bench.errors import BenchError
 
-# A sentence ends right after: terminal punctuation plus closing quotes/brackets and whitespace
-# (the recursive splitter's sentence rule), CJK terminal punctuation (no space needed), or any
-# newline, so markdown headings, list items and table rows never glue onto the next line.
-SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*\s+|[。！？]+[”’」』）]*\s*|\n")
+# A sentence ends right after: the recursive splitter's sentence rule (terminal punctuation with
+# closing quotes and whitespace; 。！？ and other marks that need no space; a half-width mark or an
+# ellipsis right before CJK text; a space between Thai phrases), or any newline, so markdown
+# headings, list items and table rows never glue onto the next line.
+SENTENCE_END = regex.compile(f"{SENTENCE.pattern}|\n")
 
 
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
@@ -27,6 +29,8 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
     """
     end = len(text) if end is None else end
     cuts = [m.end() for m in SENTENCE_END.finditer(text, start, end) if start < m.end() < end]
+    if not text.isascii():
+        cuts = [c for c in cuts if not joins_previous(text, c)]
     spans: list[tuple[int, int]] = []
     for s, e in zip([start, *cuts], [*cuts, end]):
         s, e = strip_span(text, s, e)

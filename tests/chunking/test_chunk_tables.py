@@ -54,3 +54,31 @@ def test_chunk_sizes_of_a_very_large_table_come_from_an_even_sample(tmp_path: Pa
     assert sampled["tokens_sampled"] == len(sizes) == sum(sampled["token_histogram"]["counts"])
     assert sampled["tokens"] == round(np.mean(sizes) * len(table)) and sampled["chunks"] == len(table)
     assert sampled["char_sizes"] == exact["char_sizes"]  # characters are always exact
+    assert sampled["chars"] == exact["chars"] == sum(map(len, table.texts))
+    assert sampled["chars_per_token"] == round(sum(len(table.text(int(i))) for i in rows_measured) / sum(sizes), 4)
+
+
+def test_sizes_say_how_many_characters_a_token_holds(tmp_path: Path):
+    """A 256-token chunk of Chinese holds 200 to 270 characters, of English about a thousand."""
+    from bench.chunking.sizes import chunk_sizes, chunk_stats
+    from bench.chunking.tokens import count_tokens
+
+    chinese = "我们每隔十八个月就会进行一次全面的系统检查，以确保所有设备都处于良好的运行状态。" * 40
+    english = "Every eighteen months we run a full check of the system, so that every device stays safe. " * 40
+    rows = [{"id": "zh", "text": chinese}, {"id": "en", "text": english}]
+    (tmp_path / "c.jsonl").write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+    corpus = load_corpus(tmp_path / "c.jsonl")
+    for doc, low, high in ((chinese, 0.7, 1.2), (english, 3.5, 6.0)):
+        sub = tmp_path / f"{low}.jsonl"
+        sub.write_text(json.dumps({"id": "d", "text": doc}, ensure_ascii=False), encoding="utf-8")
+        table = ChunkTable.chunk_corpus(load_corpus(sub), FixedTokenChunker(256))
+        sizes = chunk_sizes(table)
+        assert sizes["chars"] == sum(map(len, table.texts))
+        assert sizes["chars_per_token"] == round(sizes["chars"] / sum(count_tokens(t) for t in table.texts), 4)
+        assert low < sizes["chars_per_token"] < high
+    table = ChunkTable.chunk_corpus(corpus, FixedTokenChunker(256))
+    stats = chunk_stats("tok256", "tokens", table)
+    assert stats.chars == chunk_sizes(table)["chars"]
+    assert stats.chars_per_token == chunk_sizes(table)["chars_per_token"]
+    zh = [len(table.text(i)) for i in table.chunks_of(table.doc_ids.index("zh"))]
+    assert 200 <= max(zh) <= 280  # a full window of Chinese

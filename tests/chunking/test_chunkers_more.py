@@ -23,6 +23,7 @@ from bench.chunking.markdown import heading_sections
 from bench.chunking.sentences import sentence_spans
 from bench.chunking.tokens import count_tokens
 from bench.errors import BenchError
+from bench.text.scripts import grapheme_starts
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -34,7 +35,7 @@ def check_common(chunks: list[Chunk], doc: str, doc_id: str = "d") -> None:
         assert c.doc_id == doc_id
         assert 0 <= c.start < c.end <= len(doc)
         assert c.text == doc[c.start : c.end]
-        assert c.text == c.text.strip() and c.text, "empty or untrimmed chunk"
+        assert c.text and trimmed(c.text), "empty or untrimmed chunk"
     starts = [c.start for c in chunks]
     assert starts == sorted(starts)
     covered = [False] * len(doc)
@@ -46,7 +47,14 @@ def check_common(chunks: list[Chunk], doc: str, doc_id: str = "d") -> None:
 
 def within_size(chunks: list[Chunk], size: int) -> None:
     for c in chunks:
-        assert count_tokens(c.text) <= size or len(c.text) == 1
+        assert count_tokens(c.text) <= size or len(grapheme_starts(c.text)) == 1
+
+
+def trimmed(text: str) -> bool:
+    """No whitespace at either edge, but for a space that carries a mark (one grapheme cluster
+    with visible text: stripping it would cut the cluster)."""
+    clusters = [text[a:b] for a, b in zip(grapheme_starts(text), [*grapheme_starts(text)[1:], len(text)])]
+    return not clusters[0].isspace() and not clusters[-1].isspace()
 
 
 def touching(spans: list[tuple[int, int]], start: int, end: int) -> int:
