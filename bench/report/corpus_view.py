@@ -78,16 +78,14 @@ def corpus_stats_tables(stats: dict) -> list[Table]:
 
 def languages_table(mix: dict, documents: int) -> Table:
     """The corpus's languages by share of characters, and the scripts they are written in."""
-    sampled = mix.get("texts", 0)
-    read = f"{sampled:,} of {documents:,} documents sampled" if sampled < documents else "every document sampled"
-    table = Table(title=f"languages ({read})", title_justify="left")
-    table.add_column("language")
-    table.add_column("code")
-    table.add_column("characters", justify="right")
+    table = Table(title="languages, by characters", title_justify="left", show_header=False)
+    table.add_column("what")
+    table.add_column("value")
     for code, share in mix.get("shares", {}).items():
-        table.add_row(language_name(code), code, f"{share:.1%}")
+        table.add_row(f"{language_name(code)} ({code})", f"{share:.1%}")
     scripts = ", ".join(f"{name} {share:.0%}" for name, share in mix.get("scripts", {}).items() if share >= 0.005)
     if scripts:
-        table.caption = f"scripts: {scripts}"
-        table.caption_justify = "left"
+        table.add_row("scripts", scripts)
+    sampled = mix.get("texts", 0)
+    table.add_row("sampled", f"{sampled:,} of {documents:,} documents" if sampled < documents else "every document")
     return table

@@ -1,5 +1,6 @@
 """Page 1 of report.pdf: the decision. What to use, its metric with the 95% interval, the candidates
-tied with the best and the test that tied them, why this one, the pick against the best and the
+tied with the best and the test that tied them, the languages of the corpus and the questions
+(with a warning for each model that does not read them), why this one, the pick against the best and the
 cheapest (metric, monthly cost, p95 end-to-end latency, queries per second, index size), the
 scale it was priced at, the next things to try, and how sure to be.
 
@@ -20,9 +21,11 @@ from bench.report import ops_view
 from bench.report.answers_view import headline as answers_headline
 from bench.report.pdf_layout import GREY, Para, Section, Table
 from bench.results.schema import CandidateResult, Manifest, RunSummary
+from bench.text.languages import describe
 
 ALPHA = 0.05
 STEPS = 3  # next things to try on page 1
+LANGUAGE_WARNINGS = 3  # warnings about languages on page 1; the rest are in the manifest
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,7 @@ def decision_section(
     if d is None:
         return Section(title, [Para("This run has no candidates: nothing to decide.", size=11)], listed=False)
     blocks: list = [Para(_lead(summary, manifest), size=9, colour=GREY, space_after=10)]
+    blocks += _languages(manifest)
     interval = f" (95% interval {d.ci[0]:.3f} to {d.ci[1]:.3f})" if d.ci else ""
     blocks.append(Para(f"Use {d.pick.id}: {d.metric} {d.value:.3f}{interval}.", size=14, bold=True, space_after=8))
     blocks.append(Para(_tied_line(d), size=9.5))
@@ -135,6 +139,24 @@ def _lead(summary: RunSummary, manifest: Manifest) -> str:
         f"{corpus.get('documents', '?')} documents, {goldset.get('questions', '?')} questions ({summary.unit} unit), "
         f"{len(summary.candidates)} candidates compared at k = {summary.k}. Contents on page 2, terms in the glossary."
     )
+
+
+def _languages(manifest: Manifest, most: int = LANGUAGE_WARNINGS) -> list[Para]:
+    """The corpus's and the questions' languages in one line, and the run's warnings about models
+    that do not read them; nothing for a run that did not record its languages."""
+    found = manifest.languages
+    if not isinstance(found, dict) or not isinstance(found.get("corpus"), dict):
+        return []
+    line = f"Corpus: {describe(found['corpus'])}"
+    if isinstance(found.get("questions"), dict) and found["questions"].get("shares"):
+        line += f" · questions: {describe(found['questions'])}"
+    warnings = [w for w in found.get("warnings") or [] if isinstance(w, str)]
+    blocks = [Para(line + ".", size=9, colour=GREY, space_after=6 if warnings else 10)]
+    blocks += [Para(f"warning: {_sentence(w)}", size=9, bullet="•", space_after=3) for w in warnings[:most]]
+    if len(warnings) > most:
+        blocks.append(Para(f"{len(warnings) - most} more in manifest.json (languages).", size=9, colour=GREY))
+    blocks[-1].space_after = 10
+    return blocks
 
 
 def _tied_line(d: Decision) -> str:

@@ -294,15 +294,19 @@ def unknown_token_findings(pool: ModelPool, names: list[str], table: ChunkTable)
     """Each model's share of [UNK] word pieces over up to UNKNOWN_SAMPLE chunks of ``table``, and a
     warning for each above UNKNOWN_WARNING."""
     texts = [table.text(i) for i in spread(len(table), UNKNOWN_SAMPLE)]
-    found, warnings = {}, []
+    found: dict[str, dict] = {}
     for name in names:
         measured = pool.unknown_tokens(name, texts) if texts else None
-        if measured is None:
-            continue
-        found[name] = {**measured, "share": round(measured["share"], 4)}
-        if measured["share"] > UNKNOWN_WARNING:
-            warnings.append(
-                f"{name}: {measured['share']:.1%} of the word pieces of {len(texts):,} sampled chunks are "
-                f"{measured['token']} to its tokenizer, text it cannot read (English text: under 0.01%)"
-            )
+        if measured is not None:
+            found[name] = {**measured, "share": round(measured["share"], 4)}
+    alike: dict[tuple, list[str]] = {}  # a static model distilled from another has its vocabulary
+    for name, figures in found.items():
+        if figures["share"] > UNKNOWN_WARNING:
+            alike.setdefault((figures["share"], figures["pieces"], figures["token"]), []).append(name)
+    warnings = [
+        f"{_names(names)}: {share:.1%} of the word pieces of {len(texts):,} sampled chunks are {token} to "
+        f"{'its' if len(names) == 1 else 'their'} tokenizer, text {'it' if len(names) == 1 else 'they'} "
+        "cannot read (English text: under 0.01%)"
+        for (share, _, token), names in alike.items()
+    ]
     return found, warnings
