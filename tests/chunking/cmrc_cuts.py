@@ -2,7 +2,7 @@
 
 ``python -m tests.chunking.cmrc_cuts`` prints, per chunker, the share of chunks with an edge inside a
 word (jieba's words of the whole passage) and the edges inside a grapheme cluster, and how many
-characters a chunk of each size holds. tests/chunking/test_cjk_chunking.py holds the chunkers to it.
+characters a chunk of each size holds. tests/chunking/test_cmrc_chunks.py holds the chunkers to it.
 """
 
 from __future__ import annotations
