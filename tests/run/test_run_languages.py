@@ -44,7 +44,11 @@ ZH_QUESTIONS = [
 ]
 
 
-def _chinese_project(root: Path, config: str = CONFIG) -> Path:
+# The hashing model told it reads English only: a dense model that does not read Chinese, in seconds.
+ENGLISH_HASH = '\n[model.hash]\nlanguages = ["en"]\n'
+
+
+def _chinese_project(root: Path, config: str = CONFIG + ENGLISH_HASH) -> Path:
     for rel, text in ZH_DOCS.items():
         path = root / "corpus" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -74,7 +78,7 @@ def test_an_english_run_records_english_and_warns_of_nothing(tmp_path: Path) -> 
     assert languages["corpus"]["texts"] == 4 and languages["corpus"]["scripts"] == {"Latin": 1.0}
     assert languages["questions"]["main"] == "en"
     assert list(languages["models"]) == ["hash", "bm25"]
-    assert languages["models"]["hash"] == {"languages": ["spaced"], "reads_corpus": True, "reads_questions": True}
+    assert languages["models"]["hash"] == {"languages": ["any"], "reads_corpus": True, "reads_questions": True}
     assert languages["warnings"] == []
     assert [line for line in printed.splitlines() if line.startswith("warning") and "not locked" not in line] == []
 
@@ -98,7 +102,7 @@ def test_a_chinese_run_warns_and_names_a_multilingual_model(tmp_path: Path) -> N
 
 def test_a_multilingual_model_in_the_grid_silences_the_advice(tmp_path: Path) -> None:
     config = CONFIG.replace('models = ["hash", "bm25"]', 'models = ["hash", "bm25", "zh-hash"]')
-    config += '\n[model.zh-hash]\nloader = "hashing"\nlanguages = ["zh", "en"]\n'
+    config += ENGLISH_HASH + '\n[model.zh-hash]\nloader = "hashing"\nlanguages = ["zh", "en"]\n'
     manifest, _ = _run(_chinese_project(tmp_path, config))
     warnings = manifest["languages"]["warnings"]
     assert manifest["languages"]["models"]["zh-hash"] == {
@@ -154,7 +158,9 @@ def test_registered_languages() -> None:
     assert MODELS.get("minilm").languages == ("en",) and MODELS.get("static").languages == ("en",)
     assert MODELS.get("e5-small").reads("zh") and MODELS.get("e5-small").reads("th")
     assert MODELS.get("minilm").reads("zh") is False and MODELS.get("minilm").reads("en")
-    assert MODELS.get("hash").reads("ru") and MODELS.get("hash").reads("ja") is False
+    assert MODELS.get("hash").reads("ru") and MODELS.get("hash").reads("ja")
+    spaced = replace(MODELS.get("hash"), languages=("spaced",))
+    assert spaced.reads("ru") and spaced.reads("de") and spaced.reads("ja") is False and spaced.reads("th") is False
 
 
 def _minilm_unknown(texts: list[str], tmp_path: Path) -> dict:
