@@ -47,7 +47,9 @@ assert _OTHER_UNSPACED != UNSPACED_CLASS
 # A word's pieces: CJK runs, runs of the other unspaced scripts, and what lies between, each with the
 # marks and other grapheme extenders that follow its characters (a Thai mark on a Latin letter
 # stays with it; so do Thai ำ and the half-width voicing marks ﾞ ﾟ, letters that extend a cluster).
-_EXTEND = r"[\p{M}\p{Grapheme_Cluster_Break=Extend}\p{Grapheme_Cluster_Break=SpacingMark}]*"
+_EXTENDER = r"[\p{M}\p{Grapheme_Cluster_Break=Extend}\p{Grapheme_Cluster_Break=SpacingMark}]"
+_EXTEND = _EXTENDER + "*"
+_ONLY_EXTENDERS = regex.compile(_EXTENDER + "+")
 _PIECE = regex.compile(
     rf"(?P<cjk>(?:[{CJK_CLASS}]{_EXTEND})+)|(?P<other>(?:[{_OTHER_UNSPACED}]{_EXTEND})+)"
     rf"|(?:[^{UNSPACED_CLASS}]{_EXTEND})+"
@@ -144,14 +146,27 @@ _register("words", lambda run, cjk: [run], "kept whole")
 _register("unigrams", lambda run, cjk: graphemes(run), "unigrams of graphemes")
 _register("bigrams", lambda run, cjk: _bigrams(graphemes(run)), "bigrams of graphemes")
 _register("unigrams+bigrams", _unigrams_bigrams, "unigrams+bigrams of graphemes", aliases=("auto",))
+
+
+def _jieba_words(run: str, search: bool) -> list[str]:
+    """jieba's words of a CJK run (kana one by one, as jieba cuts what it has no word for)."""
+    out: list[str] = []
+    for token in (_jieba().lcut_for_search if search else _jieba().lcut)(run):
+        if out and _ONLY_EXTENDERS.fullmatch(token):
+            out[-1] += token  # jieba cuts a voicing mark or a variation selector from its character
+        else:
+            out.append(token)
+    return out
+
+
 _register(
     "jieba",
-    lambda run, cjk: _jieba().lcut(run) if cjk else _unigrams_bigrams(run, cjk),
+    lambda run, cjk: _jieba_words(run, False) if cjk else _unigrams_bigrams(run, cjk),
     "jieba words (Thai, Lao, Khmer, Myanmar unigrams+bigrams of graphemes)",
 )
 _register(
     "jieba-search",
-    lambda run, cjk: _jieba().lcut_for_search(run) if cjk else _unigrams_bigrams(run, cjk),
+    lambda run, cjk: _jieba_words(run, True) if cjk else _unigrams_bigrams(run, cjk),
     "jieba search-mode words (Thai, Lao, Khmer, Myanmar unigrams+bigrams of graphemes)",
 )
 
@@ -162,10 +177,10 @@ def segment(text: str, segmenter: Segmenter | str = "auto") -> list[str]:
     low = text.lower()
     if text.isascii():
         return _WORD.findall(low)
-    word, special = _patterns()
+    pattern, special = _patterns()
     if special.search(low) is None:
         return _WORD.findall(low)
-    found = word.findall(low)
+    found = pattern.findall(low)
     if UNSPACED.search(low) is None:
         return found
     split = (segmenter if isinstance(segmenter, Segmenter) else TOKENIZERS.get(segmenter)).split

@@ -64,6 +64,7 @@ def test_japanese_kanji_and_kana():
     assert segment(text, "bigrams") == [a + b for a, b in zip(unigrams, unigrams[1:])]
     # half-width kana with its voicing mark (ﾞ is no combining mark, yet extends its kana)
     assert segment("ｶﾞｷ", "unigrams") == ["ｶﾞ", "ｷ"]
+    assert segment("ｶﾞｷ", "jieba") == ["ｶﾞ", "ｷ"]  # jieba cuts kana one by one, the mark stays with its kana
     assert segment("カ\u3099キ", "unigrams") == ["カ\u3099", "キ"]  # a combining voicing mark stays too
 
 
@@ -156,12 +157,16 @@ def test_no_tokenizer_raises_and_every_token_comes_from_the_text(text: str):
         assert token and token in low
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.text(st.sampled_from("机器人的电池更换周期是多久東京スカイツリーは高い。，"), max_size=40))
-def test_jieba_words_are_pieces_of_the_text(text: str):
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from("机器人的电池更换周期是多久東京スカイツリーは高いｶﾞ\u3099\ufe00。，"), max_size=40))
+def test_jieba_words_are_pieces_of_the_text_and_keep_their_marks(text: str):
+    bounds = {m.start() for m in regex.finditer(r"\X", text)} | {len(text)}
+    bounds |= {i for m in words._patterns()[0].finditer(text) for i in m.span()}  # a mark after 。 is a word
     for name in ("jieba", "jieba-search"):
         for token in segment(text, name):
             assert token and token in text
+            starts = [i for i in range(len(text)) if text.startswith(token, i)]
+            assert any(s in bounds and s + len(token) in bounds for s in starts), (name, token)
 
 
 @settings(max_examples=300, deadline=None)
