@@ -12,21 +12,27 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 import numpy as np
+import regex
 
 from bench.errors import BenchError
+from bench.text.scripts import UNSPACED_CLASS
 
 Locate = Callable[[int], str]
 
 # Characters a reader cannot tell apart, folded one for one (so offsets do not move): every kind of
-# space except the line feed (line starts still matter for markdown), quote marks, dashes and minus.
-_SINGLE_QUOTES = "\u2018\u2019\u201a\u201b\u2032\u2035\u2039\u203a"  # ‘ ’ ‚ ‛ ′ ‵ ‹ ›
-_DOUBLE_QUOTES = "\u201c\u201d\u201e\u201f\u2033\u2036\u00ab\u00bb"  # “ ” „ ‟ ″ ‶ « »
+# space except the line feed (line starts still matter for markdown), quote marks (the corner
+# brackets of Chinese and Japanese among them), dashes and minus, middle dots, wave dashes.
+_SINGLE_QUOTES = "\u2018\u2019\u201a\u201b\u2032\u2035\u2039\u203a\u300e\u300f"  # ‘ ’ ‚ ‛ ′ ‵ ‹ › 『 』
+_DOUBLE_QUOTES = (  # “ ” „ ‟ ″ ‶ « » 「 」 〝 〞 〟
+    "\u201c\u201d\u201e\u201f\u2033\u2036\u00ab\u00bb\u300c\u300d\u301d\u301e\u301f"
+)
 _DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2e3a\u2e3b\ufe58\ufe63\uff0d"  # ‐ ‑ ‒ – — ― − ⸺ ⸻ ﹘ ﹣ －
+_MIDDLE_DOTS = "\u30fb\u2027"  # ・ ‧ read as ·, as in 约翰·史密斯
 _SPACES = (  # what str.isspace() accepts, less the line feed
     "\t\v\f\r\x1c\x1d\x1e\x1f \x85\xa0\u1680"
     + "".join(map(chr, range(0x2000, 0x200B)))
@@ -36,6 +42,8 @@ _FOLD = str.maketrans(
     {**dict.fromkeys(_SINGLE_QUOTES, "'"), **dict.fromkeys(_DOUBLE_QUOTES, '"')}
     | dict.fromkeys(_DASHES, "-")
     | dict.fromkeys(_SPACES, " ")
+    | dict.fromkeys(_MIDDLE_DOTS, "\u00b7")
+    | {"\u301c": "~"}  # 〜 wave dash, and ～ (NFKC ~), which Japanese encodings swap
 )
 _FOLD_FROM = frozenset(map(chr, _FOLD))
 # Invisible characters, dropped. The soft hyphen is kept until the hyphen rule has seen it.
@@ -47,6 +55,15 @@ _INVISIBLE = frozenset("\u180e\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u
 # them, which is whitespace anyway). Each alternative starts with a literal or a character class, so
 # the regular expression engine skips ahead to candidates in C instead of trying every position.
 _MARKUP = r"\n(?: *(?:#{1,6}|[-*+])(?=\s)| *(?=[^\n]*\|)(?=[^\n]*-)[ |:-]+(?=\n|\Z))"
+# Scripts written without spaces between words (Chinese, Japanese, Thai ...) and the CJK punctuation
+# NFKC keeps (、。《》【】): a line break or a space next to one of these, once normalised, is a gap an
+# extractor made, not one a reader sees.
+_UNSPACED = regex.compile(f"[{UNSPACED_CLASS}\u3001-\u303f]")
+# CJK punctuation as written, also where it reads as ASCII once folded: 「 」 (quote marks), （ ） ， ： ；
+# ！ ？ (NFKC), and the vertical and small forms.
+_FULL_WIDTH_MARK = regex.compile(
+    r"[\u3001-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65\ufe10-\ufe19\ufe30-\ufe6b]"
+)
 # A hyphen (or soft hyphen) and the whitespace after it, or a run of whitespace.
 _GAPS = re.compile("[-\u00ad] *|  +")
 
@@ -105,6 +122,9 @@ def normalised(text: str) -> Normalised:
        ``well-\nknown``, ``well- known`` and ``wellknown`` agree. Between letters and digits
        otherwise, a hyphen stays and the whitespace after it goes (``12-\n14`` reads ``12-14``).
        Any other soft hyphen goes. A run of spaces becomes one.
+    6. A space next to a character of a script written without spaces (Chinese, Japanese, Thai,
+       Lao, Khmer, Myanmar) or to CJK punctuation goes: ``十八个\n月``, ``十八 个 月`` and ``十八个月``
+       agree, and so do ``使用 Python`` and ``使用Python``.
     """
     present = set(text)
     changing = [c for c in present if c not in _FOLD_FROM and _changes(c)]
@@ -117,7 +137,46 @@ def normalised(text: str) -> Normalised:
     a_text, a_lo, a_hi = _rewrite(folded, _markup_and_clusters(special), _fold_match)
     b_text, b_lo, b_hi = _rewrite(a_text.replace("|", " ").replace("\n", " "), _GAPS, _gap_match)
     # without the space the added line break became, and in offsets into ``text``
-    return Normalised(b_text[1:], a_lo[b_lo[1:]] - 1, a_hi[b_hi[1:] - 1] - 1)
+    return _unspaced(text, Normalised(b_text[1:], a_lo[b_lo[1:]] - 1, a_hi[b_hi[1:] - 1] - 1), present)
+
+
+def _unspaced(text: str, n: Normalised, present: set[str]) -> Normalised:
+    """``n`` without the spaces next to a character of an unspaced script or CJK punctuation
+    (step 6). A character counts as it reads once normalised (、。 are CJK, a corner bracket reads
+    as a quote mark) or as it was written, full-width (（，, which a line may end beside as
+    it may beside a Chinese character). ``present`` is the set of the characters of ``text``."""
+    if text.isascii() or " " not in n.text:
+        return n
+    normal = _codes(c for c in set(n.text) if _is_unspaced(c))
+    written = _codes(c for c in present if _is_full_width_mark(c))
+    if not len(normal) and not len(written):
+        return n
+    codes = np.frombuffer(n.text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    beside = np.isin(codes, normal)
+    if len(written):
+        original = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        beside |= np.isin(original[n.lo], written)
+    near = np.zeros(len(codes), dtype=bool)
+    near[1:] |= beside[:-1]
+    near[:-1] |= beside[1:]
+    keep = ~((codes == 32) & near)
+    if keep.all():
+        return n
+    return Normalised(codes[keep].tobytes().decode("utf-32-le", "surrogatepass"), n.lo[keep], n.hi[keep])
+
+
+def _codes(chars: Iterable[str]) -> np.ndarray:
+    return np.array(sorted(map(ord, chars)), dtype=np.uint32)
+
+
+@functools.lru_cache(maxsize=8192)
+def _is_full_width_mark(c: str) -> bool:
+    return _FULL_WIDTH_MARK.match(c) is not None
+
+
+@functools.lru_cache(maxsize=8192)
+def _is_unspaced(c: str) -> bool:
+    return _UNSPACED.match(c) is not None
 
 
 def find_quote(text: str, quote: str, *, locate: Locate | None = None) -> tuple[int, int]:
