@@ -143,7 +143,7 @@ MODELS.register(
         name="hash",
         loader="hashing",
         dims=256,
-        revision="blake2b-256",
+        revision="blake2b-256; terms bench.text.words.segment",  # terms of every script since this revision
         description="hashed bag of words: no weights, instant; the floor a real model should beat",
         languages=(ANY_LANGUAGE,),  # no vocabulary: bench.text.words' terms, in every script
     ),

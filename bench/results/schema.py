@@ -52,6 +52,7 @@ OPS_KEYS = (
     "end_to_end_ms_p50", "end_to_end_ms_p95", "qps_single_thread", "cpu_seconds_per_1k_queries",
     "index_hours_at_scale", "storage_gb_at_scale", "monthly_embedding_usd", "monthly_storage_usd",
     "monthly_compute_usd", "monthly_cost_usd", "monthly_cost_includes",
+    "lexical_tokenizer",
 )  # fmt: skip
 
 

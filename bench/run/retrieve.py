@@ -156,6 +156,7 @@ def _stage_figures(
         "corpus_embed_seconds": None if corpus_seconds is None else round(corpus_seconds, 4),
         "index_build_seconds": round(build.index_build_seconds, 4),
         "index_memory_mb": build.index_memory_mb,
+        "lexical_tokenizer": build.tokenizer,  # which language, segmenter and stopwords BM25 indexed with
         **tokens,
         **costs.candidate_costs(part.price, usage, costs.hourly_usd(retriever.spec)),
     }
