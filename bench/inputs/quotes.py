@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
@@ -55,12 +55,10 @@ _INVISIBLE = frozenset("\u180e\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u
 # them, which is whitespace anyway). Each alternative starts with a literal or a character class, so
 # the regular expression engine skips ahead to candidates in C instead of trying every position.
 _MARKUP = r"\n(?: *(?:#{1,6}|[-*+])(?=\s)| *(?=[^\n]*\|)(?=[^\n]*-)[ |:-]+(?=\n|\Z))"
-# Scripts written without spaces between words (Chinese, Japanese, Thai ...) and the CJK punctuation
-# NFKC keeps (、。《》【】): a line break or a space next to one of these, once normalised, is a gap an
-# extractor made, not one a reader sees.
+# A space next to a character of a script written without spaces (Chinese, Japanese, Thai ...) or to
+# CJK punctuation, as normalised (、。《》) or as written (「」（），：, read as ASCII once folded), is a
+# gap an extractor made, not one a reader sees.
 _UNSPACED = regex.compile(f"[{UNSPACED_CLASS}\u3001-\u303f]")
-# CJK punctuation as written, also where it reads as ASCII once folded: 「 」 (quote marks), （ ） ， ： ；
-# ！ ？ (NFKC), and the vertical and small forms.
 _FULL_WIDTH_MARK = regex.compile(
     r"[\u3001-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65\ufe10-\ufe19\ufe30-\ufe6b]"
 )
@@ -147,8 +145,8 @@ def _unspaced(text: str, n: Normalised, present: set[str]) -> Normalised:
     it may beside a Chinese character). ``present`` is the set of the characters of ``text``."""
     if text.isascii() or " " not in n.text:
         return n
-    normal = _codes(c for c in set(n.text) if _is_unspaced(c))
-    written = _codes(c for c in present if _is_full_width_mark(c))
+    normal = np.array([ord(c) for c in _UNSPACED.findall("".join(set(n.text)))], dtype=np.uint32)
+    written = np.array([ord(c) for c in _FULL_WIDTH_MARK.findall("".join(present))], dtype=np.uint32)
     if not len(normal) and not len(written):
         return n
     codes = np.frombuffer(n.text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
@@ -156,27 +154,11 @@ def _unspaced(text: str, n: Normalised, present: set[str]) -> Normalised:
     if len(written):
         original = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         beside |= np.isin(original[n.lo], written)
-    near = np.zeros(len(codes), dtype=bool)
-    near[1:] |= beside[:-1]
-    near[:-1] |= beside[1:]
+    near = np.concatenate(([False], beside[:-1])) | np.concatenate((beside[1:], [False]))
     keep = ~((codes == 32) & near)
     if keep.all():
         return n
     return Normalised(codes[keep].tobytes().decode("utf-32-le", "surrogatepass"), n.lo[keep], n.hi[keep])
-
-
-def _codes(chars: Iterable[str]) -> np.ndarray:
-    return np.array(sorted(map(ord, chars)), dtype=np.uint32)
-
-
-@functools.lru_cache(maxsize=8192)
-def _is_full_width_mark(c: str) -> bool:
-    return _FULL_WIDTH_MARK.match(c) is not None
-
-
-@functools.lru_cache(maxsize=8192)
-def _is_unspaced(c: str) -> bool:
-    return _UNSPACED.match(c) is not None
 
 
 def find_quote(text: str, quote: str, *, locate: Locate | None = None) -> tuple[int, int]:
