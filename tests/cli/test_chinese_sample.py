@@ -112,7 +112,12 @@ def test_the_chinese_sample_runs_end_to_end(tmp_path, corpus, goldset):
     summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
     cands = {c["id"]: c for c in summary["candidates"]}
     assert set(cands) == {"bm25/md256/inverted", "minilm/md256/flat", "minilm+bm25/md256/flat@rrf"}
-    assert json.loads((run / "manifest.json").read_text(encoding="utf-8"))["locked"] is True
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["locked"] is True
+    languages = manifest["languages"]
+    assert languages["corpus"]["main"] == languages["questions"]["main"] == "zh"
+    assert languages["models"]["minilm"]["reads_corpus"] is False  # English only, and said so
+    assert "Chinese, which minilm does not read" in " ".join((done.stdout + done.stderr).split())
     for name in ("report.pdf", "inspector.html", "rank_matrix.csv", "statistics.json"):
         assert (run / name).stat().st_size > 0, name
     hybrid, minilm, bm25 = (
@@ -123,6 +128,9 @@ def test_the_chinese_sample_runs_end_to_end(tmp_path, corpus, goldset):
     for c in cands.values():
         assert 17 < c["ops"]["n_chunks"] < 300  # md256's chunks of ~17,500 characters in 17 documents
         assert c["quality"]["mrr@5"] > 0.03, c["id"]  # a broken retriever ranks near chance: 1/119 per rank
+    # BM25 cuts Chinese into characters and pairs and reads it; all-MiniLM-L6-v2 sees mostly [UNK]
+    assert bm25["ops"]["lexical_tokenizer"].startswith("zh: unigrams+bigrams")
+    assert bm25["quality"]["mrr@5"] > minilm["quality"]["mrr@5"] + 0.3
 
     html = (run / "inspector.html").read_text(encoding="utf-8")
     [blob] = re.findall(r'<script type="application/json" id="bench-data">(.*?)</script>', html, re.DOTALL)
