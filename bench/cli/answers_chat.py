@@ -72,7 +72,7 @@ def _chat_settings(llm_base_url: str | None, model: str, llm_api_key_env: str, *
 )
 @results_option()
 @click.option(
-    "--prompt", type=click.Path(path_type=Path), help="An answer prompt file of your own (default: answer_v1)."
+    "--prompt", type=click.Path(path_type=Path), help="An answer prompt file of your own (default: answer_v2)."
 )
 @click.option("--force", is_flag=True, help="Replace an existing answers file.")
 @chat_options("--llm-model", "The chat model that answers, by the name its server knows it.")
@@ -113,7 +113,7 @@ def generate(
     "--goldset", type=click.Path(path_type=Path), help="Questions and reference answers (default: the run's)."
 )
 @results_option()
-@click.option("--rubric", type=click.Path(path_type=Path), help="A rubric file of your own (default: rubric v1).")
+@click.option("--rubric", type=click.Path(path_type=Path), help="A rubric file of your own (default: rubric v2).")
 @click.option("--force", is_flag=True, help="Replace an --out that is not an earlier judge's output.")
 @chat_options("--judge-model", "The chat model that judges, by the name its server knows it.")
 def judge(
