@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -75,7 +76,7 @@ def test_mix_samples_a_bounded_number_of_texts() -> None:
     # A generator is read no further than the sample.
     read = []
 
-    def gen():  # type: ignore[no-untyped-def]
+    def gen() -> Iterator[str]:
         for t in texts:
             read.append(t)
             yield t
