@@ -118,6 +118,7 @@ MODELS.register(
             "BM25 (bm25s, Lucene variant): the lexical baseline; words in every script, Chinese, Japanese "
             "and Thai as single characters and pairs, stopwords of the corpus's language"
         ),
+        languages=(ANY_LANGUAGE,),
     ),
 )
 
@@ -132,6 +133,7 @@ MODELS.register(
             "graphemes, stopwords of the main language (bm25s-en when it has no list), stemmer snowball-english"
         ),
         description="BM25 over Snowball English stems (PyStemmer, as bm25s stems): running, runs → run",
+        languages=(ANY_LANGUAGE,),
         params=(("stemmer", "english"),),
     ),
     aliases=("bm25-english",),
