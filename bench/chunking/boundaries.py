@@ -9,7 +9,6 @@ chunks stay what they always were.
 from __future__ import annotations
 
 import functools
-import logging
 import re
 from typing import Any
 
@@ -17,6 +16,7 @@ import numpy as np
 import regex
 
 from bench.text.scripts import CJK_CLASS, GRAPHEME, grapheme_starts
+from bench.text.words import jieba_tokenizer
 
 # The re module's \s, which the English rules were written with: regex's \s leaves out U+001C..U+001F.
 _WS = r"[\s\x1c-\x1f]"
@@ -86,17 +86,6 @@ def _run_start(text: str, i: int, pattern: Any) -> int | None:
         if i - j > _BLOCK_REACH:
             return None
     return j
-
-
-@functools.cache
-def _jieba() -> Any:
-    """jieba's tokenizer, its dictionary loaded once and without its log lines on stderr."""
-    import jieba
-
-    jieba.setLogLevel(logging.CRITICAL)  # loading logs at DEBUG, a cache it cannot write at ERROR
-    jieba.initialize()
-    jieba.setLogLevel(logging.WARNING)
-    return jieba
 
 
 class CutPoints:
@@ -183,7 +172,7 @@ class CutPoints:
         while hi < min(len(t), i + _BLOCK_REACH) and _JIEBA_BLOCK.match(t, hi):
             hi += 1
         word = lo
-        for _, s, _ in _jieba().tokenize(t[lo:hi]):
+        for _, s, _ in jieba_tokenizer().tokenize(t[lo:hi]):
             if lo + s > i:
                 break
             word = lo + s
@@ -231,7 +220,7 @@ class CutPoints:
         if not _CJK.search(t, start, end):
             return []
         cuts: list[int] = []
-        for _, s, _ in _jieba().tokenize(t[start:end]):
+        for _, s, _ in jieba_tokenizer().tokenize(t[start:end]):
             p = start + s
             if p <= start or not self.is_cluster_start(p):
                 continue

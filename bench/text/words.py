@@ -111,16 +111,19 @@ _JIEBA_LOCK = threading.Lock()
 _JIEBA: list[Any] = []  # jieba's tokenizer, once loaded
 
 
-def _jieba() -> Any:
-    """jieba's tokenizer over the dictionary inside its package, loaded once and quietly."""
+def jieba_tokenizer() -> Any:
+    """jieba's tokenizer over the dictionary inside its package, loaded once (about 60 MB) for
+    every stage that cuts Chinese into words, and quietly."""
     if not _JIEBA:
         with _JIEBA_LOCK:
             if not _JIEBA:
                 import jieba
 
-                jieba.setLogLevel(logging.WARNING)  # it announces building and loading its prefix dictionary
+                # loading logs at DEBUG, and at ERROR a cache file it cannot write: neither is the user's concern
+                jieba.setLogLevel(logging.CRITICAL)
                 tokenizer = jieba.Tokenizer()
                 tokenizer.initialize()
+                jieba.setLogLevel(logging.WARNING)
                 _JIEBA.append(tokenizer)
     return _JIEBA[0]
 
@@ -151,7 +154,7 @@ _register("unigrams+bigrams", _unigrams_bigrams, "unigrams+bigrams of graphemes"
 def _jieba_words(run: str, search: bool) -> list[str]:
     """jieba's words of a CJK run (kana one by one, as jieba cuts what it has no word for)."""
     out: list[str] = []
-    for token in (_jieba().lcut_for_search if search else _jieba().lcut)(run):
+    for token in (jieba_tokenizer().lcut_for_search if search else jieba_tokenizer().lcut)(run):
         if out and _ONLY_EXTENDERS.fullmatch(token):
             out[-1] += token  # jieba cuts a voicing mark or a variation selector from its character
         else:

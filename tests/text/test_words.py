@@ -132,7 +132,7 @@ def test_jieba_loads_quietly_once():
     code = "from bench.text.words import segment; print(segment('机器人的电池', 'jieba'))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "['机器人', '的', '电池']" and done.stderr == ""
-    assert words._jieba() is words._jieba()
+    assert words.jieba_tokenizer() is words.jieba_tokenizer()
 
 
 # Random Unicode of every category but surrogates (a str from a file never holds one), with extra
