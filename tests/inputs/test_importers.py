@@ -292,3 +292,27 @@ def test_squad_articles_through_the_chroma_importer(tmp_path: Path):
     bm25 = next(c for c in summary["candidates"] if c["chunker"] == "rec256")
     # questions were written from their paragraph: lexical retrieval finds most of them
     assert bm25["quality"]["hit_rate@5"] > 0.6
+
+
+def test_a_chinese_collection_gets_a_starter_config_with_a_multilingual_model(tmp_path: Path):
+    """MiniLM reads English only: the starter config of a Chinese collection names e5-small instead."""
+    src = tmp_path / "zh-beir"
+    (src / "qrels").mkdir(parents=True)
+    docs = {
+        "z1": "扫地机器人的电池每隔十八个月需要更换一次，更换时请使用原厂电池。",
+        "z2": "退货须在签收后七天内申请，商品及配件应保持完好，并附上购买凭证。",
+    }
+    (src / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": k, "title": "", "text": v}, ensure_ascii=False) + "\n" for k, v in docs.items())
+    )
+    (src / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "电池多久换一次？"}, ensure_ascii=False) + "\n")
+    (src / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tz1\t1\n")
+    result = run_cli("goldset", "import", "beir", str(src), "--name", "zh", "--out", str(tmp_path / "p"))
+    assert result.returncode == 0, result.stderr
+    config = (tmp_path / "p" / "zh.toml").read_text()
+    assert 'models = ["e5-small", "bm25"]' in config and "'zh'" in config
+    english = _beir_folder(tmp_path / "en")
+    assert (
+        run_cli("goldset", "import", "beir", str(english), "--name", "en", "--out", str(tmp_path / "q")).returncode == 0
+    )
+    assert 'models = ["minilm", "bm25"]\n' in (tmp_path / "q" / "en.toml").read_text()

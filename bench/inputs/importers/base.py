@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import files
 from bench.errors import BenchError
 from bench.files import numbered_lines, read_text
+from bench.text.languages import detect_mix
 
 
 @dataclass
@@ -62,8 +64,18 @@ def write_goldset(path: Path, questions: list[dict]) -> None:
     files.write_atomic(path, "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in questions))
 
 
-def write_starter_config(dest: Destination, corpus: Path, unit: str) -> Path | None:
-    """A bench config for the imported data, unless one exists already (it is never overwritten)."""
+def starter_models(texts: Iterable[str]) -> str:
+    """The ``models`` line of a starter config: MiniLM and BM25 for English (or undetermined) text;
+    for any other language e5-small, which is multilingual, since MiniLM reads English only."""
+    language = detect_mix(texts).main
+    if language in ("en", "und"):
+        return 'models = ["minilm", "bm25"]\n'
+    return f'models = ["e5-small", "bm25"]  # the corpus is {language!r}: e5-small reads it, minilm English only\n'
+
+
+def write_starter_config(dest: Destination, corpus: Path, unit: str, texts: Iterable[str]) -> Path | None:
+    """A bench config for the imported data (``texts``, its documents, choose the models), unless
+    one exists already (it is never overwritten)."""
     if dest.config.exists():
         return None
     chunker = (
@@ -81,7 +93,7 @@ def write_starter_config(dest: Destination, corpus: Path, unit: str) -> Path | N
             f'corpus = "{corpus.relative_to(dest.out).as_posix()}"\n'
             f'goldset = "{dest.goldset.relative_to(dest.out).as_posix()}"\n'
             f"k = {k}\n"
-            f'models = ["minilm", "bm25"]\n\n{chunker}'
+            f"{starter_models(texts)}\n{chunker}"
         ),
     )
     return dest.config

@@ -36,7 +36,7 @@ def import_beir(source: Path, dest: Destination, split: str = "test") -> ImportR
         raise BenchError(f"{qrels_path}: no query has a positive judgment of a known document; nothing to import")
     write_documents_jsonl(corpus_out, [(d.id, d.title, d.text) for d in corpus.documents])
     write_goldset(dest.goldset, questions)
-    config = write_starter_config(dest, corpus_out, "document")
+    config = write_starter_config(dest, corpus_out, "document", (d.text for d in corpus.documents))
     return ImportResult(corpus_out, dest.goldset, config, len(corpus), len(questions), dropped)
 
 

@@ -54,7 +54,7 @@ def import_chroma(source: Path, dest: Destination) -> ImportResult:
     for doc_id, text in texts.values():
         files.write_atomic(folder / doc_id, text)
     write_goldset(dest.goldset, questions)
-    config = write_starter_config(dest, folder, "chunk")
+    config = write_starter_config(dest, folder, "chunk", (text for _, text in texts.values()))
     return ImportResult(
         folder, dest.goldset, config, len(texts), len(questions), {k: v for k, v in dropped.items() if v}
     )

@@ -47,7 +47,7 @@ def import_trec(
         raise BenchError(f"{qrels}: no topic has a positive judgment of a known document; nothing to import")
     write_documents_jsonl(corpus_out, documents)
     write_goldset(dest.goldset, questions)
-    config = write_starter_config(dest, corpus_out, "document")
+    config = write_starter_config(dest, corpus_out, "document", (d[2] for d in documents))
     return ImportResult(corpus_out, dest.goldset, config, len(documents), len(questions), dropped)
 
 
