@@ -24,6 +24,8 @@ from bench.embedders.cache import EmbeddingCache
 from bench.errors import BenchError
 from bench.evaluation.relevance import overlap_relevant
 from bench.files import json_object, numbered_lines, read_text
+from bench.inputs.corpus import Corpus
+from bench.inputs.corpus_stats import corpus_languages
 from bench.inputs.goldset import MAX_QUESTION_CHARS, Goldset
 from bench.registry import suggest
 from bench.report.corpus_view import read_corpus
@@ -33,6 +35,7 @@ from bench.run.shootout import build_with_progress, chunk_all, progress_bar
 
 # Without a config: the lexical baseline and the bundled transformer, over paragraph-sized chunks.
 DEFAULT_MODELS = ("bm25", "minilm")
+MULTILINGUAL_DEFAULT = "e5-small"  # in place of minilm where the corpus is not English
 DEFAULT_CHUNKER = ChunkerSpec("rec256", "recursive", (("size", 256),))
 # Pools search exhaustively whatever indexes the config compares: a pool judges the corpus, not an index.
 _POOL_INDEX = "flat"
@@ -119,9 +122,11 @@ def pool_draft(
     if cache_dir is not None:
         settings = dataclasses.replace(settings, cache_override=Path(cache_dir))
     spec = _chunker(settings, chunker, str(settings.path) if config is not None else "the defaults (no config)")
-    settings = _with_retrievers(settings, console)
     root = paths.cache_root(settings.cache_dir, settings.cache_override)
     corpus = read_corpus(Path(corpus_path), paths.extracted_dir(root), console)
+    if config is None:
+        settings = _default_models_for(settings, corpus)
+    settings = _with_retrievers(settings, console)
     models = ModelPool(settings, EmbeddingCache(paths.embeddings_dir(root)), paths.models_dir(root), console)
     console.print(
         f"[bold]bench goldset draft[/] pooling {len(questions)} questions over {len(corpus)} documents: "
@@ -170,6 +175,16 @@ def _settings(config: Config | None, corpus_path: Path) -> Config:
         chunkers=(DEFAULT_CHUNKER,),
         model_specs={name: MODELS.get(name) for name in DEFAULT_MODELS},
     )
+
+
+def _default_models_for(settings: Config, corpus: Corpus) -> Config:
+    """The defaults pool with MiniLM, which reads English only: for a corpus in another language,
+    e5-small (multilingual) takes its place."""
+    language = corpus_languages(corpus).main
+    if language in ("en", "und"):
+        return settings
+    models = tuple(MULTILINGUAL_DEFAULT if m == "minilm" else m for m in settings.models)
+    return dataclasses.replace(settings, models=models, model_specs={m: MODELS.get(m) for m in models})
 
 
 def _chunker(config: Config, name: str | None, where: str) -> ChunkerSpec:

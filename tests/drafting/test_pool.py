@@ -345,3 +345,21 @@ def test_without_a_config_bm25_and_minilm_over_recursive_chunks(project, monkeyp
     assert draft.meta["chunker"] == {"name": "rec256", "kind": "recursive", "size": 256}
     assert (root / "user-cache" / "embeddings").is_dir()
     assert all(q.passages for q in draft.questions)
+
+
+@pytest.mark.slow
+def test_without_a_config_a_chinese_corpus_is_pooled_with_a_model_that_reads_it(tmp_path: Path, monkeypatch) -> None:
+    """MiniLM reads English only: the defaults pool a Chinese corpus with e5-small in its place."""
+    monkeypatch.setenv("BENCH_CACHE_DIR", str(tmp_path / "user-cache"))
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "battery.md").write_text(
+        "# 电池\n\n扫地机器人的电池每隔十八个月需要更换一次，更换时请使用原厂电池。\n", encoding="utf-8"
+    )
+    (tmp_path / "corpus" / "returns.md").write_text(
+        "# 退货\n\n退货须在签收后七天内申请，商品及配件应保持完好，并附上购买凭证。\n", encoding="utf-8"
+    )
+    questions = tmp_path / "questions.txt"
+    questions.write_text("电池多久换一次？\n", encoding="utf-8")
+    draft = pool(tmp_path, None, questions, depth=1)
+    assert draft.meta["retrievers"] == ["bm25", "e5-small"]
+    assert [p.doc for p in draft.questions[0].passages][0] == "battery.md"
