@@ -362,4 +362,4 @@ def test_without_a_config_a_chinese_corpus_is_pooled_with_a_model_that_reads_it(
     questions.write_text("电池多久换一次？\n", encoding="utf-8")
     draft = pool(tmp_path, None, questions, depth=1)
     assert draft.meta["retrievers"] == ["bm25", "e5-small"]
-    assert [p.doc for p in draft.questions[0].passages][0] == "battery.md"
+    assert draft.questions[0].passages[0].doc == "battery.md"
