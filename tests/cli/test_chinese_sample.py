@@ -66,6 +66,8 @@ def test_the_pdf_holds_every_line_its_script_sets(corpus):
     assert doc.text.startswith("# 售后维修服务手册\n")  # the title, set largest, reads as a heading
     assert "\n## 二、保修期外维修收费标准\n" in doc.text
     assert "| 更换电池 | 199 | 299 | 原装电池 |" in doc.text  # the ruled table, as a markdown table
+    # a cell wrapped between two Chinese characters joins with no space, as it was written
+    assert "| 5 个工作日，缺料时 10 个工作日 |" in doc.text
 
 
 def test_the_goldset_resolves_in_chinese_and_is_locked(corpus, goldset):

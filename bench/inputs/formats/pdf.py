@@ -27,8 +27,9 @@ from typing import Any
 from bench.inputs.formats import pdf_streams
 from bench.inputs.formats.base import Extracted, Extractor, Unreadable, mislabelled
 from bench.inputs.formats.limits import LIMITS, MB, Limits
+from bench.text.scripts import collapse_spaces, is_cjk
 
-_OUTPUT_VERSION = "1"  # bump when the text this module makes from the same library output changes
+_OUTPUT_VERSION = "2"  # bump when the text this module makes from the same library output changes
 
 _HEADING_RATIO = 1.15  # a line this much larger than the body text is a heading
 _HEADING_MAX_CHARS = 200  # longer runs of large text are body text set large (a cover, a pull quote)
@@ -251,7 +252,8 @@ def _join_split_lines(pieces: list[_Piece]) -> None:
             ]
             if not near or 2 * sum(1 for o in near if o.x0 < a.x1 and o.x1 > b.x0) <= len(near):
                 break
-            a.text, a.sizes, a.x1 = f"{a.text} {b.text}", a.sizes + b.sizes, b.x1
+            gap = "" if is_cjk(a.text[-1:]) and is_cjk(b.text[:1]) else " "  # Chinese puts no space between words
+            a.text, a.sizes, a.x1 = f"{a.text}{gap}{b.text}", a.sizes + b.sizes, b.x1
             b.sizes = []
 
 
@@ -291,7 +293,9 @@ def _tables(page: Any) -> list[tuple[tuple[float, float, float, float], str]]:
 
 
 def _cell(value: str | None) -> str:
-    return " ".join((value or "").split()).replace("|", "\\|")
+    """A table cell on one line: a line wrapped inside a cell joins with a space, or with none
+    between two Chinese or Japanese characters."""
+    return collapse_spaces(value or "").replace("|", "\\|")
 
 
 def _heading_levels(pages: list[_Page], body: float) -> dict[float, int]:
