@@ -305,7 +305,8 @@ def models_table() -> Table:
             number(spec.dims),
             number(spec.max_tokens),
             number(price.price_per_mtok, "{:g}"),
-            spec.description,
+            # the languages it reads: a run warns about a model that does not read its corpus
+            f"{spec.description} (reads: {', '.join(spec.languages)})" if spec.languages else spec.description,
         )
     return table
 

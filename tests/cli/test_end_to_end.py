@@ -230,6 +230,8 @@ def test_models_lists_without_loading_weights():
     result = run_cli("models")
     assert result.returncode == 0
     assert "minilm" in result.stdout and "bm25" in result.stdout and "384" in result.stdout
+    flat = " ".join(result.stdout.replace("│", " ").split())
+    assert "(reads: en)" in flat and "(reads: multilingual)" in flat  # which models read a Chinese corpus
 
 
 def test_latency_is_sampled_on_the_configured_number_of_questions(tmp_path: Path):
