@@ -10,6 +10,7 @@ from typing import Any
 
 from bench.chunking import make_chunker
 from bench.embedders import LOADERS, MODELS, ModelSpec
+from bench.embedders.base import ANY_LANGUAGE
 from bench.errors import BenchError
 from bench.registry import check_keys, suggest
 from bench.retrieval import bm25
@@ -102,6 +103,8 @@ def model_specs_from(tables: object, where: str) -> dict[str, ModelSpec]:
             )
         if spec.loader == "bm25":  # BM25 has no embedder: it always ranks with its own inverted index
             spec = replace(spec, lexical=True, revision=_bm25_revision(name, spec, "revision" in table, where))
+            if not spec.languages:  # its tokenizer reads every script (bench.text.words)
+                spec = replace(spec, languages=(ANY_LANGUAGE,))
         elif spec.lexical:
             raise BenchError(
                 f'{where}: [model.{name}] lexical = true needs loader = "bm25"; '

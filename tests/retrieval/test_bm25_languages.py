@@ -158,6 +158,7 @@ def test_a_model_table_sets_the_tokenizer_and_language(tmp_path: Path):
     assert mine.revision == bm25.revision(None, "jieba", "zh") and "jieba words" in mine.revision
     assert "stopwords bm25s-zh+en" in mine.revision
     BM25Retriever(mine)  # the retriever agrees with the config's revision
+    assert mine.languages == ("any",)  # a BM25 model of one's own reads every script, as bm25 does
 
 
 @pytest.mark.parametrize(
