@@ -41,11 +41,20 @@ def _top_with_ties(scores: np.ndarray, n: int) -> list[np.ndarray]:
     return [np.flatnonzero(row >= c) for row, c in zip(scores, cut)]
 
 
-def recall_against_exact(approx_ids, exact_ids) -> float:
+# How far below the exact n-th best score a found neighbour may score and still count: float32
+# kernels round one inner product differently (a batched product, a single one, FAISS's own loop),
+# so neighbours tied with the n-th best in exact arithmetic may fall either side of the cut.
+TIE_TOLERANCE = 1e-6
+
+
+def recall_against_exact(approx_ids, exact_ids, vectors: np.ndarray | None = None, queries=None) -> float:
     """Mean over queries of |approx ∩ exact| / |exact|; ids of -1 (no result) are ignored.
 
-    Rows may be ragged (e.g. rankings from ``DenseRetriever.search``). A query whose exact row is
-    empty counts as 1.0; no queries at all gives NaN.
+    Given the ``vectors`` and ``queries``, a found id that is not in the exact list still counts
+    when it scores as well as the exact list's last, within ``TIE_TOLERANCE`` of the scores' scale
+    (scores taken in float64, the same for both): the usual definition of k-NN recall, in which ties at the cut are
+    no miss. Rows may be ragged (e.g. rankings from ``DenseRetriever.search``). A query whose exact
+    row is empty counts as 1.0; no queries at all gives NaN.
     """
     approx_rows, exact_rows = list(approx_ids), list(exact_ids)
     if len(approx_rows) != len(exact_rows):
@@ -53,8 +62,16 @@ def recall_against_exact(approx_ids, exact_ids) -> float:
     if not exact_rows:
         return float("nan")
     total = 0.0
-    for approx, exact in zip(approx_rows, exact_rows):
+    for i, (approx, exact) in enumerate(zip(approx_rows, exact_rows)):
         want = set(np.asarray(exact, dtype=np.int64).ravel().tolist()) - {-1}
         got = set(np.asarray(approx, dtype=np.int64).ravel().tolist()) - {-1}
-        total += len(want & got) / len(want) if want else 1.0
+        found = len(want & got)
+        if vectors is not None and want and got - want:
+            query = np.asarray(queries[i], dtype=np.float64)
+            rows = {r: np.asarray(vectors[r], dtype=np.float64) for r in want | got}
+            # relative to the scores' scale: unit vectors (cosine) are compared to within TIE_TOLERANCE
+            slack = TIE_TOLERANCE * float(np.linalg.norm(query)) * max(float(np.linalg.norm(v)) for v in rows.values())
+            cut = min(float(rows[w] @ query) for w in want) - slack
+            found = min(len(want), found + sum(float(rows[g] @ query) >= cut for g in got - want))
+        total += found / len(want) if want else 1.0
     return total / len(exact_rows)

@@ -212,9 +212,11 @@ class DenseRetriever:
         if self.index_spec.exact and self.index_spec.dims is None:
             return None
         approx = [units for units, _ in self.search(queries, n)]
-        exact = exact_top(self.vectors, np.asarray(queries, dtype=np.float32), min(n, len(self.vectors)))
+        queries = np.asarray(queries, dtype=np.float32)
+        exact = exact_top(self.vectors, queries, min(n, len(self.vectors)))
+        recall = recall_against_exact(approx, exact, self.vectors, queries)
         drop_pages(self.vectors)
-        return recall_against_exact(approx, exact)
+        return recall
 
     def search(self, queries: np.ndarray, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
         queries = self._queries(queries)
