@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from matplotlib import rc_context
 from matplotlib.backends.backend_pdf import PdfPages
@@ -148,6 +148,7 @@ def test_any_text_is_measured_wrapped_drawn_and_saved_without_error(texts, size,
 
 @settings(max_examples=40, deadline=None)
 @given(key=TEXT.filter(lambda t: t.strip()), value=TEXT, width=st.integers(30, 120))
+@example(key="0" * 19, value="", width=30)  # the id and one figure column are 31 columns with their rules
 def test_any_text_fits_the_terminal_tables(key, value, width):
     console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
     table = FittedTable(title=escape(value))  # as every caller does: cells and titles are rich markup
@@ -161,6 +162,38 @@ def test_any_text_fits_the_terminal_tables(key, value, width):
     h2h["disagreements"] = [{"question_id": key, "rank_a": 1, "rank_b": None, "question": value}]
     console.print(head_to_head_table(h2h))
     assert "0.500" in console.export_text()  # a figure is never cut
+
+
+def _column_text(out: str, n: int) -> list[str]:
+    """The text of column ``n`` in each table of ``out``, its folded lines joined."""
+    tables, rows = [], []
+    for line in out.splitlines():
+        if line.startswith("│"):
+            rows.append(line.split("│")[n + 1].strip())
+        elif line.startswith("└"):
+            tables.append("".join(rows))
+            rows = []
+    return tables
+
+
+def test_an_id_wider_than_the_line_folds_and_its_figure_stays_whole():
+    # 19 columns of id, 5 of figure and 7 of rules: one more than the line. Squeezed alike, the
+    # columns would cut the id to "0000000000000000…", the header to "questi" "on" and 0.500 to "0.50" "0".
+    key = "0" * 19
+    for width, wide in ((30, key), (30, "中" * 30), (31, key), (40, "bge-m3/rec256/flat/" * 3)):
+        console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+        table = FittedTable()
+        table.add_column("candidate", key=True)
+        table.add_column("question", justify="left")
+        table.add_column("mrr@5")
+        table.add_row(wide, "", "0.500")
+        console.print(table)
+        out = console.export_text()
+        assert all(cell_len(line) <= width for line in out.splitlines())
+        assert "│ 0.500 │" in out and "┃ question ┃" in out and "mrr@5" in out  # figures and headers whole
+        assert _column_text(out, 0) == [wide, wide]  # the id in both tables, folded, no character lost
+        if width == 31:  # one column more: the id fits beside its figure, on one line
+            assert f"│ {key} │ 0.500 │" in out
 
 
 def test_a_key_stays_whole_beside_a_long_line_of_chinese():
