@@ -112,7 +112,8 @@ MODELS.register(
         # unstemmed results never mix; a test checks these strings against it.
         revision=(
             r"bm25s-lucene-k1.5-b0.75; tokens: lowercase, \w+ with marks, unspaced runs unigrams+bigrams of "
-            "graphemes, stopwords of the main language (bm25s-en when it has no list), stemmer none"
+            "graphemes, stopwords of the main language (bm25s-en when it has no list), stemmer snowball of the main "
+            "language, none for English"
         ),
         description=(
             "BM25 (bm25s, Lucene variant): the lexical baseline; words in every script, Chinese, Japanese "

@@ -35,10 +35,13 @@ def stemmer_languages() -> list[str]:
     return list(Stemmer.algorithms())
 
 
+NONE = "none"
+
+
 def check_stemmer(value: object) -> str | None:
     """A ``stemmer`` setting as given: a Snowball language name, "auto" (the Snowball stemmer of the
-    model's language, where there is one), or None for no stemming."""
-    if value is None or value == AUTO:
+    model's language, where there is one), "none", or None (unset: see ``stemmer_for``)."""
+    if value is None or value in (AUTO, NONE):
         return value
     languages = stemmer_languages()
     if not isinstance(value, str):
@@ -73,15 +76,28 @@ def check_language(value: object) -> str:
     return AUTO if value == AUTO else words.check_language(value)
 
 
+def stemmer_for(setting: str | None, language: str) -> str | None:
+    """The Snowball stemmer a ``stemmer`` setting stands for in ``language``. Unset, it is the
+    language's own, as Lucene's analyzers for those languages stem (Russian, German, Arabic, Hindi …
+    inflect too much to match unstemmed), except English: BM25 over English has always been
+    reported unstemmed here, and ``bm25-stem`` stems it."""
+    if setting == AUTO:
+        return words.SNOWBALL.get(language)
+    if setting is None:
+        return None if language == "en" else words.SNOWBALL.get(language)
+    return None if setting == NONE else setting
+
+
 def revision(stemmer: str | None = None, tokenizer: str = AUTO, language: str = AUTO) -> str:
     """A BM25 model's revision: the scoring and every choice of the tokenizer, so that results of
     different tokenizers (and anything keyed by revision) never pass for one another. With
     ``language = "auto"`` it says the rule; the language found is the built retriever's ``tokenizer``."""
     if language == AUTO:
         stop = "of the main language (bm25s-en when it has no list)"
+        stemmer = words.MAIN_BUT_ENGLISH if stemmer is None else None if stemmer == NONE else stemmer
     else:
         stop = words.stopword_list(language)
-        stemmer = words.SNOWBALL.get(language) if stemmer == AUTO else stemmer
+        stemmer = stemmer_for(stemmer, language)
     return f"{SCORING}; tokens: {words.describe(TOKENIZERS.canonical(tokenizer), stop, stemmer)}"
 
 
@@ -101,8 +117,7 @@ class Tokenizer:
 
     def use(self, language: str) -> LexicalTokenizer:
         """Tokenise for ``language`` from now on (what ``language = "auto"`` resolves to)."""
-        stemmer = words.SNOWBALL.get(language) if self.stemmer == AUTO else self.stemmer
-        self.resolved = LexicalTokenizer(self.tokenizer, language, stemmer)
+        self.resolved = LexicalTokenizer(self.tokenizer, language, stemmer_for(self.stemmer, language))
         self.stopwords = self.resolved.stopwords
         self.counts: Callable[[str], Counter] = self.resolved.counts  # one call less per chunk
         return self.resolved

@@ -242,6 +242,7 @@ SNOWBALL = {
     "es": "spanish", "sv": "swedish", "ta": "tamil", "tr": "turkish", "yi": "yiddish",
 }  # fmt: skip
 UNDETERMINED = "und"
+MAIN_BUT_ENGLISH = "main-but-english"  # BM25's stemmer when unset: the main language's, none for English
 # Languages bench knows by code: those with a list or a stemmer, and the unspaced and other common ones.
 LANGUAGES = frozenset(
     {*_STOPWORDS, *SNOWBALL, UNDETERMINED, "ja", "th", "lo", "km", "my", "vi", "he", "uk", "bg", "bn", "ur", "ms"}
@@ -290,7 +291,15 @@ def describe(segmenter: str, stop: str, stemmer: str | None) -> str:
     """The tokenizer in words, for a revision: every choice that changes a term (``stemmer = "auto"``:
     the main language's, found later)."""
     about = TOKENIZERS.get(segmenter).about
-    stem = "none" if not stemmer else "snowball of the main language" if stemmer == "auto" else f"snowball-{stemmer}"
+    stem = (
+        "none"
+        if not stemmer
+        else "snowball of the main language"
+        if stemmer == "auto"
+        else "snowball of the main language, none for English"
+        if stemmer == MAIN_BUT_ENGLISH
+        else f"snowball-{stemmer}"
+    )
     return rf"lowercase, \w+ with marks, unspaced runs {about}, stopwords {stop}, stemmer {stem}"
 
 

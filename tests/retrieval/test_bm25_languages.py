@@ -130,6 +130,20 @@ def test_a_set_language_is_used_as_given_and_stemmer_auto_takes_its_snowball(tmp
     assert bm25.revision("auto", "auto", "de").endswith("stopwords bm25s-de, stemmer snowball-german")
 
 
+def test_unset_the_stemmer_is_the_main_languages_except_english(tmp_path: Path):
+    """As Lucene's analyzers stem Russian, German or Hindi; English stays as BM25 always read it."""
+    retriever = BM25Retriever(MODELS.get("bm25"))
+    texts = ["Батарею робота-пылесоса нужно менять каждые восемнадцать месяцев.", "Фильтр моют водой раз в месяц."]
+    retriever.build(_table(tmp_path, texts))
+    assert retriever.tokenizer == "ru: unigrams+bigrams, stopwords bm25s-ru+en, stemmer russian"
+    assert retriever.encode(["батареи"]) == retriever.encode(["батарею"]) == [["батар"]]  # one stem, two cases
+    assert Tokenizer(language="en")("running runs") == ["running", "runs"]
+    assert Tokenizer("none", language="ru")("батареи") == ["батареи"]
+    assert Tokenizer(language="zh")("电池") == ["电", "池", "电池"]  # Chinese has no Snowball stemmer
+    assert bm25.revision(None, "auto", "ru").endswith("stemmer snowball-russian")
+    assert bm25.revision(None, "auto", "en").endswith("stemmer none")
+
+
 def test_before_it_is_built_an_auto_language_tokenises_as_undetermined():
     assert Tokenizer()("The robot 机器人") == ["robot", "机", "器", "人", "机器", "器人"]
     assert Tokenizer().resolved.summary == "und: unigrams+bigrams, stopwords bm25s-en, stemmer none"

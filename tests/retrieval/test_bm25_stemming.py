@@ -68,7 +68,10 @@ def test_the_revision_names_the_tokenizer_and_keeps_the_variants_apart():
     assert plain.revision == bm25.revision(None) == Tokenizer().revision
     assert stemmed.revision == bm25.revision("english") == Tokenizer("english").revision
     assert plain.revision != stemmed.revision and plain.cache_key != stemmed.cache_key
-    assert "snowball-english" in stemmed.revision and "stemmer none" in plain.revision
+    assert (
+        "snowball-english" in stemmed.revision
+        and "stemmer snowball of the main language, none for English" in plain.revision
+    )
     for part in ("lowercase", r"\w+ with marks", "unigrams+bigrams", "stopwords of the main language"):
         assert part in plain.revision and part in stemmed.revision
 
