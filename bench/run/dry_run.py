@@ -21,10 +21,13 @@ from bench.embedders import http_api, paths
 from bench.errors import BenchError
 from bench.evaluation import costs, scale
 from bench.inputs.corpus import Corpus
+from bench.inputs.corpus_stats import corpus_languages
 from bench.inputs.goldset import Goldset, load_goldset
+from bench.inputs.goldset_stats import question_languages
 from bench.inputs.lock import LockStatus, check_lock
 from bench.report.corpus_view import print_warnings, read_corpus
 from bench.retrieval.rerankers import reranker_costs
+from bench.run.models import language_findings
 
 CONNECT_TIMEOUT_S = 3.0  # for each service's host to accept a connection
 
@@ -137,6 +140,9 @@ def dry_run(
     goldset = load_goldset(config.goldset, corpus)
     print_warnings(console, corpus)
     candidates = config.candidates(only, skip)
+    languages = language_findings(config, candidates, corpus_languages(corpus), question_languages(goldset))
+    for line in languages["warnings"]:  # a model that does not read the corpus: known before anything is embedded
+        console.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True)
     lock = lock_problem(goldset, corpus, allow_unlocked, console)
     problems = [lock] if lock else []
     problems += service_problems(config, candidates)

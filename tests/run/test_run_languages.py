@@ -21,6 +21,7 @@ from bench.errors import BenchError
 from bench.inputs.corpus import load_corpus
 from bench.inputs.goldset import load_goldset
 from bench.inputs.goldset_stats import goldset_stats
+from bench.run.dry_run import dry_run
 from bench.run.models import UNKNOWN_WARNING, tokenizer_file, unknown_token_share
 from bench.run.shootout import run_shootout
 from tests.helpers import CONFIG, run_cli, write_project
@@ -98,6 +99,15 @@ def test_a_chinese_run_warns_and_names_a_multilingual_model(tmp_path: Path) -> N
     )
     for line in warnings:
         assert f"warning: {line}" in printed.replace("\n", " ") or line[:60] in printed
+
+
+def test_a_dry_run_warns_before_anything_is_embedded(tmp_path: Path) -> None:
+    out = io.StringIO()
+    dry_run(load_config(_chinese_project(tmp_path)), console=Console(file=out, width=400))
+    assert "warning: the corpus is Chinese, which hash does not read" in out.getvalue()
+    out = io.StringIO()
+    dry_run(load_config(write_project(tmp_path / "en")), console=Console(file=out, width=400))
+    assert "does not read" not in out.getvalue()
 
 
 def test_a_multilingual_model_in_the_grid_silences_the_advice(tmp_path: Path) -> None:
