@@ -13,6 +13,7 @@ import pytest
 from bench.inputs.corpus import load_corpus
 from bench.inputs.goldset import load_goldset
 from bench.inputs.lock import check_lock
+from bench.report.fonts import missing_packages
 from bench.text.scripts import has_unspaced
 from tests.cli import huanan_pdf
 from tests.helpers import REPO, finished_runs, run_cli_process
@@ -160,8 +161,12 @@ def test_the_chinese_sample_runs_end_to_end(tmp_path, corpus, goldset):
     from pypdf import PdfReader
 
     # the report's head-to-head page lists questions where the two best disagree, in their own words
-    report = "".join(page.extract_text() for page in PdfReader(run / "report.pdf").pages)
+    pages = [page.extract_text() for page in PdfReader(run / "report.pdf").pages]
+    report = "".join(pages)
     assert any(q.text in report for q in goldset.questions)
+    assert "Corpus: Chinese · questions: Chinese." in pages[0]  # page 1 names the languages
+    if not missing_packages():  # `make fonts` installed them: every glyph had a font
+        assert "\ufffd" not in report
     for line in (run / "texts.jsonl").read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         assert row["text"] == corpus.get(row["doc_id"]).text[row["start"] : row["end"]]
