@@ -150,7 +150,9 @@ def test_registered_for_its_suffixes_with_library_versions() -> None:
         extractor = formats.for_suffix(suffix)
         assert extractor is not None and extractor.name == "html"
     version = formats.EXTRACTORS["html"].version
-    assert re.fullmatch(r"\d+\+beautifulsoup4-[\w.]+\+lxml-[\w.]+\+markdownify-[\w.]+", version)
+    assert re.fullmatch(
+        r"\d+\.\d+\+beautifulsoup4-[\w.]+\+lxml-[\w.]+\+markdownify-[\w.]+\+trafilatura-[\w.]+", version
+    )
 
 
 def test_to_markdown_is_the_one_html_step(tmp_path: Path) -> None:
