@@ -11,6 +11,13 @@ process, the script prints:
 - structure: ``#`` heading lines, ``- `` items and a ``| --- |`` table row where the page has them;
 - speed: documents per second over the pages (best of ``--rounds`` passes), and over one long page.
 
+Then, where /work/shared/datasets/web-articles is (91 saved news and blog pages of Zyte's article
+extraction benchmark, with the article body a person marked), each extractor's F1, precision and
+recall there by the benchmark's own score (word 4-shingles, tests/inputs/shingles.py), and pages
+per second over them (one pass).
+
+"bench whole page" is the page's content as bench read it before the article step (``to_markdown``:
+``<main>`` or a lone ``<article>`` without semantic furniture); "bench" is bench's reading now.
 trafilatura runs as ``extract(html, output_format="markdown", include_tables=True)``, and again
 with ``favor_recall=True``.
 """
@@ -29,7 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.inputs.formats import html as bench_html
-from tests.inputs import make_office
+from tests.inputs import make_office, shingles
 
 
 @dataclass(frozen=True)
@@ -160,6 +167,10 @@ def _bench(data: bytes) -> str:
     return bench_html.extract(data).text
 
 
+def _bench_whole(data: bytes) -> str:
+    return bench_html.to_markdown(bench_html.decode(data)[0])
+
+
 def _trafilatura(favor_recall: bool) -> Callable[[bytes], str]:
     import trafilatura
 
@@ -196,6 +207,7 @@ def main() -> None:
     parser.add_argument("--show", action="store_true", help="print each extractor's text of each page")
     args = parser.parse_args()
     tools = {
+        "bench whole page": _bench_whole,
         "bench": _bench,
         "trafilatura": _trafilatura(False),
         "trafilatura recall": _trafilatura(True),
@@ -233,6 +245,25 @@ def main() -> None:
     print(f"{'pages, docs/s':<24}" + "".join(f"{v:>28.1f}" for v in small.values()))
     large = {name: _speed(extract, big, max(3, args.rounds // 5)) for name, extract in tools.items()}
     print(f"{f'long page ({len(big[0]) // 1000} KB), docs/s':<24}" + "".join(f"{v:>28.2f}" for v in large.values()))
+    if shingles.WEB_ARTICLES.is_dir():
+        web_articles(tools)
+
+
+def web_articles(tools: dict[str, Callable[[bytes], str]]) -> None:
+    """Each extractor's score and speed on the saved pages of the article extraction benchmark."""
+    saved = shingles.web_articles()
+    scores, speeds = {}, {}
+    for name, extract in tools.items():
+        start = time.perf_counter()
+        texts = [extract(data) for _, data, _ in saved]
+        speeds[name] = len(saved) / (time.perf_counter() - start)
+        scores[name] = shingles.score(shingles.matching(body, text) for (_, _, body), text in zip(saved, texts))
+    print(f"\n{f'web-articles ({len(saved)} pages)':<24}" + "".join(f"{name:>28}" for name in tools))
+    print(
+        f"{'F1 (precision, recall)':<24}"
+        + "".join(f"{f'{f:.3f} ({p:.3f}, {r:.3f})':>28}" for f, p, r in scores.values())
+    )
+    print(f"{'pages/s':<24}" + "".join(f"{v:>28.1f}" for v in speeds.values()))
 
 
 if __name__ == "__main__":

@@ -105,3 +105,9 @@ def test_saved_news_pages_read_as_their_articles() -> None:
     f1, precision, recall = shingles.evaluate(lambda data: html.extract(data).text, pages)
     assert f1 >= _MEASURED_F1 - 0.005, (f1, precision, recall)
     assert recall >= 0.98
+
+
+def test_inline_code_stays_in_its_sentence_and_a_code_block_stays_a_block() -> None:
+    code = "<p>Run <code>pump --reset</code> after a stop.</p><pre><code>pump --reset\npump --start</code></pre>"
+    text = html.extract(_page(_ARTICLE.replace("<h2>What changed</h2>", code + "<h2>What changed</h2>"))).text
+    assert "\n\nRun pump --reset after a stop.\n\n```\npump --reset\npump --start\n```\n\n## What changed" in text

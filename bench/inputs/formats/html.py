@@ -322,21 +322,18 @@ def _unescape(text: str) -> str:
     return " ".join(entities.unescape(text).split())
 
 
-def _inline_code(soup: BeautifulSoup) -> BeautifulSoup:
-    """trafilatura writes inline ``<code>`` as ``<pre>`` and nests a block's ``<pre>``: undo both."""
-    for pre in soup.find_all("pre"):
-        if pre.find_parent("pre") is not None:
-            pre.unwrap()
-        elif pre.find_parent(("p", "li", "td", "th")) is not None and "\n" not in pre.get_text():
-            pre.name = "code"
-    return soup
+def _code(found: str) -> str:
+    """trafilatura writes a code block as ``<pre><pre>`` and inline ``<code>`` as a lone ``<pre>``
+    (which a parser would read as a block that ends the paragraph): back to ``<pre>`` and ``<code>``."""
+    found = re.sub(r"</pre>\s*</pre>", "</pre >", re.sub(r"<pre>\s*<pre>", "<pre class=block>", found))
+    return re.sub(r"<pre>(.*?)</pre>", r"<code>\1</code>", found, flags=re.DOTALL)  # the blocks' tags differ
 
 
 def page_markdown(html: str, limits: Limits = LIMITS) -> str:
     """A web page's article as markdown, under a ``#`` heading of its title; the page's content
     (``to_markdown``) when no article stands out."""
     found, title = article(html) if html.count("<") - html.count("</") <= limits.max_html_elements else ("", "")
-    text = markdown(_inline_code(parse(found))) if found else ""
+    text = markdown(parse(_code(found))) if found else ""
     if len(text.split()) < _ARTICLE_MIN_WORDS:
         return to_markdown(html, limits)
     if title and not text.startswith("#") and not re.search(rf"^#+ {re.escape(title)}$", text, re.MULTILINE):
