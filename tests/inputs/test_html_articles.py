@@ -4,6 +4,8 @@ page's whole content when no article stands out; scored on real saved pages wher
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bench.inputs.formats import html
 from tests.inputs import shingles
@@ -111,3 +113,18 @@ def test_inline_code_stays_in_its_sentence_and_a_code_block_stays_a_block() -> N
     code = "<p>Run <code>pump --reset</code> after a stop.</p><pre><code>pump --reset\npump --start</code></pre>"
     text = html.extract(_page(_ARTICLE.replace("<h2>What changed</h2>", code + "<h2>What changed</h2>"))).text
     assert "\n\nRun pump --reset after a stop.\n\n```\npump --reset\npump --start\n```\n\n## What changed" in text
+
+
+_PIECES = (*_FURNITURE.values(), _ARTICLE, "<p>A short note.</p>", "<div hidden>Hidden words.</div>",
+           "<main>", "</main>", "<table><tr><td>x</td></tr></table>", "<ul><li>one</li></ul>", "<pre>a\nb</pre>",
+           "<", "&amp;")  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=8))
+def test_no_page_with_text_comes_out_empty(pieces: list[str]) -> None:
+    page = "".join(pieces)
+    text = html.extract(_page(page)).text
+    assert bool(text) == bool(html.to_markdown(page))  # the article, or the page's own reading; never nothing
+    assert text == text.strip() and "\n\n\n" not in text
+    assert "Hidden words" not in text
