@@ -97,16 +97,23 @@ def test_the_score_by_hand() -> None:
     assert f1 == pytest.approx(0.6)
 
 
-# Measured: F1 0.963 (precision 0.943, recall 0.985); the page's whole content scored 0.841.
-_MEASURED_F1 = 0.963
+# Measured: F1 0.962 (precision 0.942, recall 0.984); the page's whole content scored 0.841 and
+# trafilatura's own markdown 0.958 (benchmarks/compare_html_extractors.py).
+_MEASURED_F1 = 0.962
 
 
 @pytest.mark.skipif(not shingles.WEB_ARTICLES.is_dir(), reason="the web-articles dataset is not on this machine")
 def test_saved_news_pages_read_as_their_articles() -> None:
     pages = shingles.web_articles()
     f1, precision, recall = shingles.evaluate(lambda data: html.extract(data).text, pages)
-    assert f1 >= _MEASURED_F1 - 0.005, (f1, precision, recall)
+    assert f1 >= _MEASURED_F1 - 0.004, (f1, precision, recall)
     assert recall >= 0.98
+
+
+def test_a_numbered_list_stays_numbered() -> None:
+    steps = "<ol><li>Close the intake valve.</li><li>Drain the pump housing.</li></ol>"
+    text = html.extract(_page(_ARTICLE.replace("<h2>What changed</h2>", steps + "<h2>What changed</h2>"))).text
+    assert "\n\n1. Close the intake valve.\n2. Drain the pump housing.\n\n## What changed" in text
 
 
 def test_inline_code_stays_in_its_sentence_and_a_code_block_stays_a_block() -> None:

@@ -294,46 +294,59 @@ def article(html: str) -> tuple[str, str]:
         for tag in [*tree.xpath(_NEVER_SHOWN), *styled]:
             if tag.getparent() is not None:  # not the root, not inside one already taken out
                 tag.drop_tree()  # its tail is the next element's text and stays
-        found = trafilatura.extract(
+        found = trafilatura.bare_extraction(
             tree,
-            output_format="html",
             include_tables=True,
             include_formatting=True,  # headings and lists stay elements, so they stay markdown
             include_comments=False,
             include_links=False,
             include_images=False,
-            with_metadata=True,  # the title, as a <meta> of the result
+            with_metadata=True,  # the title
             favor_precision=True,  # measured on saved news pages: fewer related links, little text lost
         )
     except (ValueError, TypeError, etree.LxmlError, RecursionError):  # a tree it cannot build: the page's own reading
         return "", ""
-    if not found:
+    body = getattr(found, "body", None)
+    if body is None:
         return "", ""
-    title = re.search(r'<meta name="title" content="([^"]*)"', found)
-    return found, _unescape(title.group(1)) if title else ""
+    for tag in body.iter():  # parents before children, so a code element knows whether it is in a block
+        _as_html(tag)
+    title = getattr(found, "title", None) or ""
+    return etree.tostring(body, method="html", encoding="unicode"), " ".join(title.split())
 
 
 _NEVER_SHOWN = "//template|//noscript|//dialog[not(@open)]|//*[@hidden]"
+# trafilatura's markup (TEI-like) as the HTML it stands for; its own HTML writer loses numbered lists and
+# writes inline code as a block. Links and emphasis are plain text to a reader (``_converter``).
+_TEI_HTML = {"item": "li", "quote": "blockquote", "lb": "br", "ref": "span", "hi": "span", "row": "tr"}
 
 
-def _unescape(text: str) -> str:
-    import html as entities
-
-    return " ".join(entities.unescape(text).split())
-
-
-def _code(found: str) -> str:
-    """trafilatura writes a code block as ``<pre><pre>`` and inline ``<code>`` as a lone ``<pre>``
-    (which a parser would read as a block that ends the paragraph): back to ``<pre>`` and ``<code>``."""
-    found = re.sub(r"</pre>\s*</pre>", "</pre >", re.sub(r"<pre>\s*<pre>", "<pre class=block>", found))
-    return re.sub(r"<pre>(.*?)</pre>", r"<code>\1</code>", found, flags=re.DOTALL)  # the blocks' tags differ
+def _as_html(tag: Any) -> None:
+    """One element of trafilatura's markup renamed to its HTML element, its attributes dropped."""
+    name, rend = tag.tag, tag.get("rend") or ""
+    if name == "head":
+        level = rend[1:] if re.fullmatch(r"h[1-6]", rend) else "3"
+        tag.tag = f"h{level}"
+    elif name == "list":
+        tag.tag = "ol" if rend == "ol" else "ul"
+    elif name == "cell":
+        tag.tag = "th" if tag.get("role") == "head" else "td"
+    elif name == "code":  # a block (its own paragraph, or code in code) or code inside a sentence
+        parent = tag.getparent()
+        block = parent is None or parent.tag in ("body", "blockquote") or tag.find("code") is not None
+        tag.tag = "pre" if block and (parent is None or parent.tag != "pre") else "code"
+    elif name == "graphic":
+        tag.tag, tag.text = "span", None
+    else:
+        tag.tag = _TEI_HTML.get(name, name)
+    tag.attrib.clear()
 
 
 def page_markdown(html: str, limits: Limits = LIMITS) -> str:
     """A web page's article as markdown, under a ``#`` heading of its title; the page's content
     (``to_markdown``) when no article stands out."""
     found, title = article(html) if html.count("<") - html.count("</") <= limits.max_html_elements else ("", "")
-    text = markdown(parse(_code(found))) if found else ""
+    text = markdown(parse(found)) if found else ""
     if len(text.split()) < _ARTICLE_MIN_WORDS:
         return to_markdown(html, limits)
     if title and not text.startswith("#") and not re.search(rf"^#+ {re.escape(title)}$", text, re.MULTILINE):
