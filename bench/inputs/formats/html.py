@@ -1,5 +1,9 @@
 """Web pages: the page's content as markdown, without the site's navigation, banners and footers.
 
+A web page reads as its article (``page_markdown``): trafilatura finds it, without the related
+links, share bars and comments pages rarely mark as such, and bench writes it; a page where it
+finds too little keeps its content as its own markup marks it (``content``).
+
 The text is what a reader sees and quotes: link text without its URL, bold and italic text without
 ``**`` or ``_``, no images. Structure stays as markdown (``#`` headings, ``-`` items, ``|`` tables)
 for the chunkers. ``to_markdown`` is the one HTML-to-markdown step; DOCX (through mammoth's HTML)
