@@ -56,16 +56,17 @@ class ExtractionCache:
         """The file's text: from the cache, else extracted now within ``limits`` (``Unreadable``, a
         document over them included, propagates) and kept."""
         if not extractor.cached:
-            return _within(extractor, data, limits)
+            return extract_within(extractor, data, limits)
         key = self.key(extractor, source_sha256)
         found = self.get(key)
         if found is None:
-            found = _within(extractor, data, limits)
+            found = extract_within(extractor, data, limits)
             self.put(key, found)
         return found
 
 
-def _within(extractor: Extractor, data: bytes, limits: Limits) -> Extracted:
+def extract_within(extractor: Extractor, data: bytes, limits: Limits) -> Extracted:
+    """``extractor``'s text of ``data``, or ``Unreadable`` when it is over ``limits`` (time included)."""
     limits.check_size(len(data))
     with time_limit(limits):
         return extractor.extract(data, limits)

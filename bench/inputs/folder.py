@@ -20,6 +20,7 @@ from pathlib import Path
 from bench.errors import BenchError
 from bench.inputs.corpus import NO_TEXT, UNREADABLE, UNSUPPORTED, Corpus, Document, LeftOut, no_documents
 from bench.inputs.extraction_cache import ExtractionCache
+from bench.inputs.extraction_workers import Extractions
 from bench.inputs.formats import LIMITS, Extracted, Extractor, Limits, Unreadable, for_suffix
 
 
@@ -36,34 +37,65 @@ def load_folder(
     progress: Callable[[int, int], None] | None = None,
     limits: Limits = LIMITS,
 ) -> Corpus:
-    """Every document of ``root`` within ``limits``; ``progress(done, total)`` is called after each file."""
+    """Every document of ``root`` within ``limits``; ``progress(done, total)`` is called after each file.
+
+    Documents the cache lacks are extracted in ``limits.workers`` processes (one per core by
+    default); this process alone writes the cache, and the corpus is the same as extracted here.
+    """
     root_resolved = root.resolve()
     files = sorted(f for f in _walk(root))
-    sources: dict[str, _Source] = {}
-    left_out: list[LeftOut] = []
-    notes: dict[str, tuple[str, ...]] = {}
-    for done, file in enumerate(files, start=1):
-        rel = file.relative_to(root).as_posix()
-        try:
-            found = _read(file, root_resolved, cache, limits)
-        except _LeftOut as e:
-            left_out.append(LeftOut(rel, str(e), e.kind))
-        else:
-            source, extracted = found
-            if extracted.notes:
-                notes[rel] = extracted.notes
-            if extracted.text.strip():
-                sources[rel] = source
-            else:  # whitespace-only documents have nothing to retrieve
-                reason = extracted.notes[0] if extracted.notes else "no text in it"
-                left_out.append(LeftOut(rel, reason, NO_TEXT))
+    read: list[_Source | LeftOut | None] = [None] * len(files)  # by file, in path order
+    notes: dict[int, tuple[str, ...]] = {}
+    done = 0
+
+    def settle(i: int, found: _Source | LeftOut, extracted: Extracted | None = None) -> None:
+        nonlocal done
+        if extracted is not None and extracted.notes:
+            notes[i] = extracted.notes
+        if extracted is not None and not extracted.text.strip():  # nothing to retrieve
+            assert isinstance(found, _Source)
+            reason = extracted.notes[0] if extracted.notes else "no text in it"
+            found = LeftOut(found.file.relative_to(root).as_posix(), reason, NO_TEXT)
+        read[i] = found
+        done += 1
         if progress:
             progress(done, len(files))
+
+    def on_extracted(i: int, result: Extracted | str) -> None:
+        source = read[i]
+        assert isinstance(source, _Source)
+        if isinstance(result, str):
+            settle(i, LeftOut(source.file.relative_to(root).as_posix(), result, UNREADABLE))
+        else:
+            cache.put(cache.key(source.extractor, source.sha256), result)
+            settle(i, source, result)
+
+    with Extractions(limits) as extractions:
+        for i, file in enumerate(files):
+            rel = file.relative_to(root).as_posix()
+            try:
+                source, data = _open(file, root_resolved, limits)
+                found = None if source.extractor.cached else _text(source, data, cache, limits)
+                if found is None:
+                    found = cache.get(cache.key(source.extractor, source.sha256))
+            except _LeftOut as e:
+                settle(i, LeftOut(rel, str(e), e.kind))
+                continue
+            if found is not None:
+                settle(i, source, found)
+                continue
+            read[i] = source  # until its text comes back
+            for j, result in extractions.submit(i, file, source.extractor.name, source.sha256, data):
+                on_extracted(j, result)
+        for j, result in extractions.finish():
+            on_extracted(j, result)
+    sources = {x.file.relative_to(root).as_posix(): x for x in read if isinstance(x, _Source)}
+    left_out = [x for x in read if isinstance(x, LeftOut)]
     if not sources:
         raise no_documents(root, left_out)
     ids = sorted(sources)
 
-    def read(i: int) -> Document:
+    def document(i: int) -> Document:
         source = sources[ids[i]]
         extracted = _reread(source, cache, limits)
         return Document(ids[i], extracted.text, pages=extracted.pages, page_label=source.extractor.page_label)
@@ -71,9 +103,9 @@ def load_folder(
     return Corpus(
         root,
         ids,
-        read,
+        document,
         left_out=tuple(left_out),
-        notes=notes,
+        notes={files[i].relative_to(root).as_posix(): n for i, n in sorted(notes.items())},
         formats={i: sources[i].extractor.name for i in ids},
         provenance={
             i: f"{sources[i].extractor.name}-{sources[i].extractor.version}:{sources[i].sha256}"
@@ -101,7 +133,8 @@ class _LeftOut(Exception):
         self.kind = kind
 
 
-def _read(file: Path, root: Path, cache: ExtractionCache, limits: Limits) -> tuple[_Source, Extracted]:
+def _open(file: Path, root: Path, limits: Limits) -> tuple[_Source, bytes]:
+    """The file's format, bytes and their sha256, or ``_LeftOut`` when it cannot be a document."""
     extractor = for_suffix(file.suffix)
     if extractor is None:
         raise _LeftOut(f"no format reads {file.suffix or 'files without a suffix'}", UNSUPPORTED)
@@ -118,9 +151,13 @@ def _read(file: Path, root: Path, cache: ExtractionCache, limits: Limits) -> tup
         raise _LeftOut(str(e), UNREADABLE) from None
     if not data.strip():
         raise _LeftOut("an empty file; add its text or remove it", NO_TEXT)
-    source = _Source(file, extractor, hashlib.sha256(data).hexdigest())
+    return _Source(file, extractor, hashlib.sha256(data).hexdigest()), data
+
+
+def _text(source: _Source, data: bytes, cache: ExtractionCache, limits: Limits) -> Extracted:
+    """A plain text file's text, read here: as fast as reading a cache entry, so never sent to a worker."""
     try:
-        return source, cache.extract(extractor, data, source.sha256, limits)
+        return cache.extract(source.extractor, data, source.sha256, limits)
     except Unreadable as e:
         raise _LeftOut(str(e), UNREADABLE) from None
 

@@ -35,6 +35,8 @@ class Limits:
     max_pages: int = 2000  # a PDF's pages
     max_html_elements: int = 500_000  # a web page's elements (DOCX and EPUB chapters too): ~1 KB each parsed
     max_seconds: float = 300  # extracting one document
+    # processes extracting documents at once (0: one per core); how fast, never what is read
+    workers: int = 0
 
     @classmethod
     def from_settings(cls, table: Mapping[str, object], where: str) -> Limits:
