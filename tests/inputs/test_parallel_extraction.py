@@ -9,6 +9,7 @@ import os
 import signal
 import time
 import zipfile
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import pytest
@@ -113,10 +114,12 @@ def test_a_warm_load_after_a_parallel_one_extracts_nothing(folder: Path, tmp_pat
 def _bomb(path: Path) -> None:
     """A real DOCX holding 300 MB of zeros in about 1 MB."""
     m.write_docx(path)
-    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
-        with z.open("word/media/zeros.bin", "w") as f:
-            for _ in range(300):
-                f.write(bytes(MB))
+    with (
+        zipfile.ZipFile(path, "a", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z,
+        z.open("word/media/zeros.bin", "w") as f,
+    ):
+        for _ in range(300):
+            f.write(bytes(MB))
 
 
 def test_hostile_documents_among_ordinary_ones_are_left_out_in_a_worker_with_their_reasons(tmp_path: Path) -> None:
@@ -166,7 +169,7 @@ def _slow_folder(root: Path) -> Path:
 
 def test_ctrl_c_stops_the_workers_at_once(tmp_path: Path) -> None:
     root = _slow_folder(tmp_path / "corpus")
-    workers: list[multiprocessing.Process] = []
+    workers: list[BaseProcess] = []
 
     def interrupt(done: int, total: int) -> None:
         workers.extend(multiprocessing.active_children())
@@ -186,7 +189,9 @@ def test_a_worker_that_dies_is_an_error_naming_the_files_not_a_hang(tmp_path: Pa
 
     def kill_one(done: int, total: int) -> None:
         if done == 1:
-            os.kill(multiprocessing.active_children()[0].pid, signal.SIGKILL)  # as the kernel's OOM killer does
+            pid = multiprocessing.active_children()[0].pid
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)  # as the kernel's OOM killer does
 
     with pytest.raises(BenchError, match=r"a worker process extracting documents stopped .* long-\d\.pdf"):
         load_folder(root, ExtractionCache(None), kill_one, Limits(workers=2))
@@ -197,5 +202,5 @@ def test_workers_are_a_setting_of_the_documents_table() -> None:
     assert Limits.from_settings({"workers": 3}, "bench.toml").workers == 3
     assert worker_count(Limits(workers=1)) == 1 and worker_count(Limits()) == cores() >= 1
     for value in (0, 1.5, True):
-        with pytest.raises(BenchError, match="documents.workers must be a whole number above 0"):
+        with pytest.raises(BenchError, match=r"documents\.workers must be a whole number above 0"):
             Limits.from_settings({"workers": value}, "bench.toml")
