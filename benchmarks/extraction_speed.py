@@ -17,6 +17,16 @@ In one process, on files generated into a temporary folder (tests/inputs' fixtur
 Each extractor runs once on a small file before it is timed, so the libraries' import time is not
 counted; throughput is the best of --repeats passes, each calling the extractor on the bytes
 (no cache). Prints a table per part and the ratios.
+
+    .venv/bin/python benchmarks/extraction_speed.py --folder /work/shared/datasets/filings/pdfs [--workers N]
+        [--files N] [--first-pages N]
+
+Real documents: the folder is loaded as ``bench corpus stats`` loads it, once in this process
+(``[documents] workers = 1``) and once in worker processes (--workers, default one per core), each
+on a cold cache of its own, and pages (or documents) per second are printed side by side with the
+speed-up. The two reads must give the same texts, left-out files and cache entries byte for byte.
+--files takes the first N files, --first-pages cuts each PDF to its first N pages (with pypdf, into a
+temporary folder), so a run fits in a few minutes.
 """
 
 from __future__ import annotations
@@ -31,8 +41,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.inputs.extraction_cache import ExtractionCache
+from bench.inputs.extraction_workers import cores
 from bench.inputs.folder import load_folder
-from bench.inputs.formats import Extracted, for_suffix
+from bench.inputs.formats import Extracted, Limits, for_suffix
 from tests.inputs import make_office, make_pdf
 
 
@@ -115,13 +126,72 @@ def _load(root: Path, cache_dir: Path) -> tuple[float, float, int, int]:
     return loaded, read, cache.extracted, len(list(cache_dir.glob("*.json")))
 
 
+def _copy(source: Path, target: Path, files: int | None, first_pages: int | None) -> None:
+    """The first ``files`` files of ``source`` into ``target``, each PDF cut to its ``first_pages``."""
+    import pypdf
+
+    target.mkdir()
+    for file in sorted(f for f in source.iterdir() if f.is_file() and not f.name.startswith("."))[:files]:
+        if first_pages is None or file.suffix.lower() != ".pdf":
+            (target / file.name).write_bytes(file.read_bytes())
+            continue
+        reader, writer = pypdf.PdfReader(file), pypdf.PdfWriter()
+        for page in reader.pages[:first_pages]:
+            writer.add_page(page)
+        writer.write(target / file.name)
+
+
+def _timed_load(root: Path, cache_dir: Path, workers: int) -> tuple[float, list[tuple], dict[str, bytes], int]:
+    """Seconds to load ``root`` on a cold cache, what it read, the cache's files, and pages."""
+    cache = ExtractionCache(cache_dir)
+    t0 = time.perf_counter()
+    corpus = load_folder(root, cache, limits=Limits(workers=workers))
+    seconds = time.perf_counter() - t0
+    docs = [(d.id, d.text, d.pages) for d in corpus.documents]
+    entries = {p.name: p.read_bytes() for p in sorted(cache_dir.glob("*.json"))}
+    return seconds, [*docs, *corpus.left_out], entries, sum(len(d[2]) for d in docs)
+
+
+def real_documents(folder: Path, workers: int, files: int | None, first_pages: int | None) -> None:
+    """Serial against parallel extraction of a real folder, cold cache each time."""
+    with tempfile.TemporaryDirectory(prefix="bench-extraction-speed-") as tmp:
+        root = folder
+        if files is not None or first_pages is not None:
+            root = Path(tmp) / "corpus"
+            _copy(folder, root, files, first_pages)
+        _warm_up(Path(tmp))  # the libraries' imports are not the serial run's to pay
+        runs = {}
+        for name, n in (("serial", 1), ("parallel", workers)):
+            runs[name] = _timed_load(root, Path(tmp) / name / "extracted", n)
+        (serial, s_read, s_cache, pages), (parallel, p_read, p_cache, _) = runs["serial"], runs["parallel"]
+        docs = sum(1 for x in s_read if isinstance(x, tuple))
+        unit, count = ("pages", pages) if pages else ("documents", docs)
+        print(f"{root}: {docs} documents, {pages} pages; {cores()} cores\n")
+        rows = [
+            ("one process", "1", f"{serial:.1f}", f"{count / serial:.2f}"),
+            ("worker processes", f"{workers}", f"{parallel:.1f}", f"{count / parallel:.2f}"),
+        ]
+        print(_table(("cold load", "workers", "seconds", f"{unit}/s"), rows))
+        same = s_read == p_read and s_cache == p_cache
+        print(f"\nspeed-up {serial / parallel:.2f}× with {workers} workers; same texts and cache entries: {same}")
+        if not same:
+            sys.exit(1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=make_pdf.LONG_PAGES, help="pages of the long PDF")
     parser.add_argument("--html", type=int, default=200, help="HTML pages")
     parser.add_argument("--office", type=int, default=30, help="DOCX files, and as many PPTX files")
     parser.add_argument("--repeats", type=int, default=1, help="passes of each throughput timing (best is kept)")
+    parser.add_argument("--folder", type=Path, help="real documents: serial against parallel extraction")
+    parser.add_argument("--workers", type=int, default=cores(), help="worker processes of the parallel load")
+    parser.add_argument("--files", type=int, help="with --folder: only its first N files")
+    parser.add_argument("--first-pages", type=int, help="with --folder: each PDF cut to its first N pages")
     args = parser.parse_args()
+    if args.folder is not None:
+        real_documents(args.folder, args.workers, args.files, args.first_pages)
+        return
 
     with tempfile.TemporaryDirectory(prefix="bench-extraction-speed-") as tmp:
         work, corpus = Path(tmp) / "work", Path(tmp) / "corpus"
