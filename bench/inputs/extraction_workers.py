@@ -13,6 +13,9 @@ the corpus is the same whichever way it was extracted.
   may hold threads (torch, tokenizers) whose locks a fork would copy mid-use. They ignore Ctrl-C;
   this process stops them on it, and on any error, so none is left behind.
 - A lone document to extract is extracted here: starting workers costs more than it saves.
+- Like any ``forkserver`` or ``spawn`` worker, each imports the main module of the program (not as
+  ``__main__``), so a script that reads a corpus folder keeps its work under
+  ``if __name__ == "__main__":``, or sets ``workers = 1``.
 """
 
 from __future__ import annotations
@@ -165,8 +168,9 @@ class Extractions:
             except BrokenProcessPool:
                 names = ", ".join(sorted(Path(t.file).name for t in (task, *self._running.values())))
                 raise BenchError(
-                    f"a worker process extracting documents stopped (out of memory?) while reading one of: {names}; "
-                    "set [documents] workers = 1 to read them one at a time and find it, or move it out"
+                    f"a worker process extracting documents stopped while reading one of: {names} (out of memory, "
+                    "or a script that reads a corpus without `if __name__ == '__main__':`); set [documents] "
+                    "workers = 1 to read them one at a time here and find it"
                 ) from None
             yield task.tag, result
 
