@@ -10,6 +10,7 @@ from pathlib import Path
 from bench.errors import BenchError
 from bench.files import json_object, numbered_lines, read_text
 from bench.inputs.corpus import EMPTY_RECORD, NO_TEXT, Corpus, pages_label
+from bench.inputs.page_spans import PAGE_KEYS, page_evidence
 from bench.inputs.quotes import QuoteError, find_quote
 from bench.registry import suggest
 
@@ -148,10 +149,11 @@ def _parse_question(line: str, where: str, corpus: Corpus) -> Question:
     answer = row.get("answer", "")
     if not isinstance(answer, str):
         raise BenchError(f'{where}: question {qid!r}: "answer" (the reference answer) must be a string')
-    items, problems = [], []
+    items: list[Evidence] = []
+    problems = []
     for i, item in enumerate(evidence):
         try:
-            items.append(_parse_evidence(item, f"{where}: question {qid!r} evidence {i + 1}", corpus))
+            items.extend(_parse_evidence(item, f"{where}: question {qid!r} evidence {i + 1}", corpus))
         except BenchError as e:
             problems.append(str(e))
     if problems:
@@ -159,7 +161,8 @@ def _parse_question(line: str, where: str, corpus: Corpus) -> Question:
     return Question(id=qid, text=question, evidence=tuple(items), tags=tuple(tags), answer=answer.strip())
 
 
-def _parse_evidence(item: object, where: str, corpus: Corpus) -> Evidence:
+def _parse_evidence(item: object, where: str, corpus: Corpus) -> tuple[Evidence, ...]:
+    """One evidence item of a goldset line; pages that are not contiguous give one Evidence per run."""
     if not isinstance(item, dict):
         raise BenchError(f'{where}: expected an object like {{"doc": ..., "quote": ...}}')
     doc_id = item.get("doc")
@@ -171,21 +174,29 @@ def _parse_evidence(item: object, where: str, corpus: Corpus) -> Evidence:
     doc = corpus.get(doc_id)
     text = doc.text
     quote, start, end = item.get("quote"), item.get("start"), item.get("end")
+    if any(key in item for key in PAGE_KEYS):
+        if quote is not None or start is not None or end is not None:
+            given = '"quote"' if quote is not None else '"start"/"end"'
+            raise BenchError(f'{where}: give either {given} or "page"/"pages", not both')
+        return tuple(
+            Evidence(doc_id, grade, s, e, pages_label(doc.page_label, doc.page_range(s, e)))
+            for s, e in page_evidence(doc, item, where)
+        )
     if quote is not None:
         if start is not None or end is not None:
             raise BenchError(f'{where}: give either "quote" or "start"/"end", not both')
         locate = (lambda at: pages_label(doc.page_label, doc.page_range(at, at + 1))) if doc.pages else None
         start, end = resolve_quote(text, quote, where, locate=locate)
-        return Evidence(doc_id, grade, start, end, pages_label(doc.page_label, doc.page_range(start, end)))
+        return (Evidence(doc_id, grade, start, end, pages_label(doc.page_label, doc.page_range(start, end))),)
     if start is None and end is None:
-        return Evidence(doc_id, grade)
+        return (Evidence(doc_id, grade),)
     if not (isinstance(start, int) and isinstance(end, int)) or isinstance(start, bool) or isinstance(end, bool):
         raise BenchError(f'{where}: "start" and "end" must both be integers (character offsets)')
     if not 0 <= start < end <= len(text):
         raise BenchError(
             f"{where}: span {start}..{end} is not inside {doc_id!r} (0..{len(text)}); need 0 <= start < end <= length"
         )
-    return Evidence(doc_id, grade, start, end, pages_label(doc.page_label, doc.page_range(start, end)))
+    return (Evidence(doc_id, grade, start, end, pages_label(doc.page_label, doc.page_range(start, end))),)
 
 
 def _not_in_corpus(doc_id: object, corpus: Corpus) -> str:
