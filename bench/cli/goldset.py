@@ -176,3 +176,64 @@ def chroma(source: Path, name: str | None, out: Path, force: bool) -> None:
     from bench.inputs.importers.base import Destination
 
     _report_import(import_chroma(source, Destination(out, name or Path(source).resolve().name, force)))
+
+
+@import_.command()
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option(
+    "--corpus",
+    "corpus_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The folder of the documents the questions name (PDFs, slides, spreadsheets); used where it lies.",
+)
+@click.option(
+    "--zero-based/--one-based",
+    default=None,
+    help="Page numbers count from 0 / from 1 (default: 0 for FinanceBench's evidence_page_num, else 1).",
+)
+@click.option("--question-field", help="The question's field (default: question or query).")
+@click.option("--doc-field", help="The document name's field (default: doc_name, doc, document, file …).")
+@click.option("--page-field", help="The page number's field (default: evidence_page_num, page, pages …).")
+@click.option("--text-field", help="The evidence text's field (default: evidence_text or quote).")
+@cache_option
+@_with_import_options
+def pages(
+    source: Path,
+    corpus_path: Path,
+    zero_based: bool | None,
+    question_field: str | None,
+    doc_field: str | None,
+    page_field: str | None,
+    text_field: str | None,
+    cache_dir: Path | None,
+    name: str | None,
+    out: Path,
+    force: bool,
+) -> None:
+    """Questions whose evidence is a page of a document (FinanceBench and the like): the evidence text's
+    span where it is found within its page, else the page; chunks are the unit."""
+    from bench.cli.corpus import open_corpus
+    from bench.inputs.importers import import_pages
+    from bench.inputs.importers.base import Destination
+    from bench.inputs.importers.pages import Fields
+
+    fields = Fields(question=question_field, doc=doc_field, page=page_field, text=text_field)
+    dest = Destination(out, name or Path(source).stem, force)
+    dest.refuse_overwrite(dest.goldset)  # before the documents are read
+    docs = open_corpus(corpus_path, cache_dir)
+    result = import_pages(source, corpus_path, dest, zero_based, fields, corpus=docs)
+    click.echo(f"corpus:  {result.corpus} ({plural(result.documents, 'document')}, used where it lies)")
+    click.echo(
+        f"goldset: {result.goldset} ({plural(result.questions, 'question')}, pages counted from "
+        f"{0 if result.zero_based else 1} in the source)"
+    )
+    click.echo(f"  evidence found as a quote within its page: {result.quote_resolved}")
+    click.echo(f"  evidence that is the whole page: {result.page_only}")
+    for what, n in result.dropped.items():
+        click.echo(f"  dropped, {what.replace('_', ' ')}: {n}")
+    if result.config:
+        click.echo(
+            f"config:  {result.config}   next: bench goldset lock {result.goldset} --corpus {result.corpus}"
+            f" && bench run {result.config}"
+        )

@@ -90,13 +90,21 @@ def write_starter_config(dest: Destination, corpus: Path, unit: str, texts: Iter
         dest.config,
         (
             f"# Imported by `bench goldset import`; edit freely.\n"
-            f'corpus = "{corpus.relative_to(dest.out).as_posix()}"\n'
+            f'corpus = "{_from(dest.out, corpus)}"\n'
             f'goldset = "{dest.goldset.relative_to(dest.out).as_posix()}"\n'
             f"k = {k}\n"
             f"{starter_models(texts)}\n{chunker}"
         ),
     )
     return dest.config
+
+
+def _from(out: Path, path: Path) -> str:
+    """``path`` as the config names it: relative to the config's folder when inside it, else absolute."""
+    try:
+        return path.relative_to(out).as_posix()
+    except ValueError:
+        return path.resolve().as_posix()
 
 
 def read_lines(path: Path) -> list[tuple[int, str]]:
