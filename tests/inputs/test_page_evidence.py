@@ -8,11 +8,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bench.errors import BenchError
-from bench.inputs.corpus import load_corpus
+from bench.inputs.corpus import Document, load_corpus
 from bench.inputs.goldset import load_goldset
-from bench.inputs.page_spans import page_span, runs
+from bench.inputs.page_spans import PageError, page_span, runs
 from tests.helpers import SHARED, finished_runs, run_cli
 
 PAGES = (
@@ -87,6 +89,34 @@ def test_pages_become_spans(tmp_path: Path, corpus_dir: Path) -> None:
     ]
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.text(alphabet="ab \n", max_size=6), min_size=1, max_size=6),
+    st.data(),
+)
+def test_a_page_run_is_its_pages_text_less_the_edges(sections: list[str], data) -> None:
+    """Differential: the span of pages first..last against the pages' own texts, joined as office
+    extractors join them (a blank line between two), then stripped."""
+    text, starts = "", []
+    for section in sections:
+        if text:
+            text += "\n\n"
+        starts.append(len(text))
+        text += section
+    doc = Document("d.pptx", text, pages=tuple(starts), page_label="slide")
+    first = data.draw(st.integers(1, len(sections)))
+    last = data.draw(st.integers(first, len(sections)))
+    expected = "\n\n".join(sections[first - 1 : last]).strip()
+    if not expected:
+        with pytest.raises(PageError, match="no text"):
+            page_span(doc, first, last)
+        return
+    start, end = page_span(doc, first, last)
+    assert text[start:end] == expected
+    first_page, last_page = doc.page_range(start, end) or (0, 0)
+    assert first <= first_page <= last_page <= last  # the span lies on the pages named, never beside them
+
+
 def test_runs_of_pages() -> None:
     assert runs([5, 1, 2, 3, 3, 9, 8]) == [(1, 3), (5, 5), (8, 9)]
     assert runs([]) == []
@@ -146,6 +176,7 @@ def test_import_pages_end_to_end(tmp_path: Path, corpus_dir: Path) -> None:
             {
                 "financebench_id": "fb1",
                 "question": "What carries roads over rivers?",
+                "answer": "Bridges.",
                 "doc_name": "report",
                 "evidence": [{"evidence_page_num": 1, "evidence_text": "Bridges  carry roads\nover rivers."}],
             },
@@ -176,6 +207,7 @@ def test_import_pages_end_to_end(tmp_path: Path, corpus_dir: Path) -> None:
         assert f"dropped, {line}" in out
     gold = [json.loads(line) for line in (tmp_path / "goldsets" / "fb.jsonl").read_text().splitlines()]
     assert [q["id"] for q in gold] == ["fb1", "fb2", "fb3"]
+    assert gold[0]["answer"] == "Bridges." and "answer" not in gold[1]
     assert gold[0]["evidence"] == [
         {"doc": "report.pdf", "quote": "Bridges carry roads over rivers.", "grade": 1}
     ]  # the document's own text

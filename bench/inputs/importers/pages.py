@@ -96,7 +96,11 @@ def import_pages(
             dropped["questions_without_evidence"] += 1
             continue
         used_ids.add(qid)
-        questions.append({"id": qid, "question": text.strip(), "evidence": evidence, "tags": ["pages"]})
+        question = {"id": qid, "question": text.strip(), "evidence": evidence, "tags": ["pages"]}
+        answer = row.get("answer")
+        if isinstance(answer, str) and answer.strip():  # the reference answer: answers' claim recall uses it
+            question["answer"] = answer.strip()
+        questions.append(question)
     if not questions:
         reasons = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in dropped.items())
         raise BenchError(f"{source}: no question has evidence in {corpus_path} ({reasons}); check the names and pages")
