@@ -61,14 +61,21 @@ def load_folder(
         if progress:
             progress(done, len(files))
 
+    twins: dict[str, list[int]] = {}  # cache key in extraction -> later files of the same bytes and format
+
     def on_extracted(i: int, result: Extracted | str) -> None:
-        source = read[i]
-        assert isinstance(source, _Source)
-        if isinstance(result, str):
-            settle(i, LeftOut(source.file.relative_to(root).as_posix(), result, UNREADABLE))
-        else:
-            cache.put(cache.key(source.extractor, source.sha256), result)
-            settle(i, source, result)
+        first = read[i]
+        assert isinstance(first, _Source)
+        key = cache.key(first.extractor, first.sha256)
+        if not isinstance(result, str):
+            cache.put(key, result)
+        for j in (i, *twins.pop(key)):
+            source = read[j]
+            assert isinstance(source, _Source)
+            if isinstance(result, str):
+                settle(j, LeftOut(source.file.relative_to(root).as_posix(), result, UNREADABLE))
+            else:
+                settle(j, source, result)
 
     with Extractions(limits) as extractions:
         for i, file in enumerate(files):
@@ -85,6 +92,11 @@ def load_folder(
                 settle(i, source, found)
                 continue
             read[i] = source  # until its text comes back
+            key = cache.key(source.extractor, source.sha256)
+            if key in twins:  # a copy of a file in extraction: extracted once, as it is in one process
+                twins[key].append(i)
+                continue
+            twins[key] = []
             for j, result in extractions.submit(i, file, source.extractor.name, source.sha256, data):
                 on_extracted(j, result)
         for j, result in extractions.finish():

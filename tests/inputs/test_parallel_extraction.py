@@ -57,6 +57,8 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     m.write_pptx(root / "deck.pptx")
     m.write_xlsx(root / "sheet.xlsx")
     m.write_epub(root / "book.epub")
+    (root / "copy-of-page-0.html").write_bytes((root / "page-0.html").read_bytes())  # extracted once
+    (root / "corrupt-copy.pdf").write_bytes((root / "corrupt.pdf").read_bytes())
     (root / "notes.md").write_text("# Notes\n\nPlain text is read here.\n", encoding="utf-8")
     (root / "empty.txt").write_text("", encoding="utf-8")
     (root / "data.xyz").write_text("unknown", encoding="utf-8")
@@ -90,15 +92,24 @@ def test_a_parallel_read_is_the_serial_read_byte_for_byte(folder: Path, tmp_path
     assert _everything(parallel) == _everything(serial)
     assert list(parallel.notes) == list(serial.notes)  # in path order too, not as workers finished
     assert _files(tmp_path / "parallel") == _files(tmp_path / "serial")
-    assert parallel_cache.extracted == serial_cache.extracted == 19  # the scan's empty text too: it was read
+    assert (
+        parallel_cache.extracted == serial_cache.extracted == 19
+    )  # the scan's empty text too; a copy is not extracted again
     # what was read and why the rest was not, as a user would check it
-    assert len(parallel) == 19 and "notes.md" in parallel and "sub/review-3.docx" in parallel
+    assert len(parallel) == 20 and "notes.md" in parallel and "sub/review-3.docx" in parallel
     kinds = {x.path: x.kind for x in parallel.left_out}
-    assert kinds == {"corrupt.pdf": UNREADABLE, "data.xyz": UNSUPPORTED, "empty.txt": NO_TEXT, "scan.pdf": NO_TEXT}
+    assert kinds == {
+        "corrupt-copy.pdf": UNREADABLE,
+        "corrupt.pdf": UNREADABLE,
+        "data.xyz": UNSUPPORTED,
+        "empty.txt": NO_TEXT,
+        "scan.pdf": NO_TEXT,
+    }
+    assert parallel.get("copy-of-page-0.html").text == parallel.get("page-0.html").text
     assert "partly.pdf" in parallel.notes
     assert make_pdf.long_sentence(5, 3) in parallel.get("long-3.pdf").text
     # progress counts every file once, in order, and workers did the extracting
-    assert [(d, t) for d, t, _ in seen] == [(i, 23) for i in range(1, 24)]
+    assert [(d, t) for d, t, _ in seen] == [(i, 25) for i in range(1, 26)]
     assert max(n for _, _, n in seen) == 3
     assert multiprocessing.active_children() == []  # the workers are gone once the folder is read
 
@@ -109,6 +120,21 @@ def test_a_warm_load_after_a_parallel_one_extracts_nothing(folder: Path, tmp_pat
     warm, cache = _load(folder, tmp_path / "cache", Limits(workers=2), seen)
     assert cache.extracted == 0 and _everything(warm) == _everything(cold)
     assert max(n for _, _, n in seen) == 0  # nothing to extract: no worker is started
+
+
+def test_copies_of_one_file_are_extracted_once_as_in_one_process(tmp_path: Path) -> None:
+    root = tmp_path / "corpus"
+    root.mkdir()
+    _html(root / "a.html", 0)
+    (root / "b.html").write_bytes((root / "a.html").read_bytes())
+    _html(root / "c.html", 1)
+    (root / "d.pdf").write_bytes(b"%PDF-1.4 cut short")
+    (root / "e.pdf").write_bytes(b"%PDF-1.4 cut short")
+    parallel, cache = _load(root, tmp_path / "parallel", Limits(workers=2))
+    serial, _ = _load(root, tmp_path / "serial", Limits(workers=1))
+    assert cache.extracted == 2 and _everything(parallel) == _everything(serial)
+    assert parallel.ids == ("a.html", "b.html", "c.html") and [x.path for x in parallel.left_out] == ["d.pdf", "e.pdf"]
+    assert parallel.left_out[0].reason == parallel.left_out[1].reason
 
 
 def _bomb(path: Path) -> None:
