@@ -11,7 +11,7 @@ process, the script prints:
 - structure: ``#`` heading lines, ``- `` items and a ``| --- |`` table row where the page has them;
 - speed: documents per second over the pages (best of ``--rounds`` passes), and over one long page.
 
-Then, where /work/shared/datasets/web-articles is (91 saved news and blog pages of Zyte's article
+Then, where ../shared/datasets/web-articles is (91 saved news and blog pages of Zyte's article
 extraction benchmark, with the article body a person marked), each extractor's F1, precision and
 recall there by the benchmark's own score (word 4-shingles, tests/inputs/shingles.py), and pages
 per second over them (one pass).

@@ -18,7 +18,7 @@ Each extractor runs once on a small file before it is timed, so the libraries' i
 counted; throughput is the best of --repeats passes, each calling the extractor on the bytes
 (no cache). Prints a table per part and the ratios.
 
-    .venv/bin/python benchmarks/extraction_speed.py --folder /work/shared/datasets/filings/pdfs [--workers N]
+    .venv/bin/python benchmarks/extraction_speed.py --folder ../shared/datasets/filings/pdfs [--workers N]
         [--files N] [--first-pages N] [--repeats N]
 
 Real documents: the folder is loaded as ``bench corpus stats`` loads it, once in this process

@@ -43,7 +43,7 @@ from bench.inputs.formats import html as bench_html
 from bench.text import languages
 from tests.text.language_samples import SAMPLES
 
-DATASETS = Path("/work/shared/datasets")
+DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"  # beside the repository
 # The web pages not in English, by the key of their file, read by eye (domain and text agree).
 WEB_LANGUAGES = {
     "autoracing.com.br": "pt",

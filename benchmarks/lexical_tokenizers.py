@@ -1,7 +1,7 @@
 """Which lexical tokenizer ranks Chinese best: BM25 over CMRC 2018 with each segmenter of
 bench.text.words, with and without Chinese (and English) stopwords, against the ``\\w+`` words BM25 used before.
 
-    .venv/bin/python benchmarks/lexical_tokenizers.py [/work/shared/datasets/cmrc2018-zh] [--chars 150]
+    .venv/bin/python benchmarks/lexical_tokenizers.py [../shared/datasets/cmrc2018-zh] [--chars 150]
 
 One passage is one document (corpus.jsonl, its title and text as bench reads BEIR), the questions
 are queries.jsonl, the judgments qrels/test.tsv. With ``--chars N`` the passages are cut into
@@ -29,7 +29,7 @@ from bench.retrieval.bm25 import BM25Index
 from bench.text.words import TOKENIZERS, LexicalTokenizer
 
 K = 10
-DATA = Path("/work/shared/datasets/cmrc2018-zh")
+DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "cmrc2018-zh"  # beside the repository
 
 
 def _read_jsonl(path: Path) -> list[dict]:

@@ -1,5 +1,5 @@
 """How often the drafting checks fire on questions people wrote, in Chinese (CMRC 2018) and in English
-(SQuAD v1.1), from /work/shared/datasets when it is there.
+(SQuAD v1.1), from ../shared/datasets when it is there.
 
 "copies its evidence" is measured against the sentence that holds the question's answer, for the
 real question, for that sentence copied verbatim, and for the sentence with its answer replaced by

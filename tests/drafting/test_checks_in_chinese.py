@@ -67,7 +67,7 @@ def test_near_duplicates_of_a_chinese_question():
     assert alike("新员工入职第一年有几天年假？") == pytest.approx(2 / 18)  # another question: 员工, 年假
 
 
-DATA = pytest.mark.skipif(not copy_rates.CMRC.is_dir(), reason="no /work/shared/datasets/cmrc2018-zh")
+DATA = pytest.mark.skipif(not copy_rates.CMRC.is_dir(), reason="no ../shared/datasets/cmrc2018-zh")
 
 
 @DATA

@@ -10,7 +10,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-WEB_ARTICLES = Path("/work/shared/datasets/web-articles")
+from tests.helpers import SHARED
+
+WEB_ARTICLES = SHARED / "web-articles"
 _WORD = re.compile(r"\w+")
 
 

@@ -24,10 +24,10 @@ from bench.inputs.goldset_stats import goldset_stats
 from bench.run.dry_run import dry_run
 from bench.run.models import UNKNOWN_WARNING, tokenizer_file, unknown_token_share
 from bench.run.shootout import run_shootout
-from tests.helpers import CONFIG, run_cli, write_project
+from tests.helpers import CONFIG, SHARED, run_cli, write_project
 
 ROOT = Path(__file__).resolve().parents[2]
-CMRC = Path("/work/shared/datasets/cmrc2018-zh")
+CMRC = SHARED / "cmrc2018-zh"
 
 ZH_DOCS = {
     "hr/leave.md": "# 年假制度\n\n正式员工每年享有十五天带薪年假。未休完的年假可以顺延到次年三月底，逾期作废。\n\n"

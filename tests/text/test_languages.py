@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 
 from bench.text import languages
 from bench.text.languages import LanguageMix, detect, detect_mix, script_counts
+from tests.helpers import SHARED
 from tests.text.language_samples import SAMPLES, UNDETERMINED
 
-CMRC = Path("/work/shared/datasets/cmrc2018-zh")
-SQUAD = Path("/work/shared/datasets/squad-articles")
+CMRC = SHARED / "cmrc2018-zh"
+SQUAD = SHARED / "squad-articles"
 
 
 @pytest.mark.parametrize("lang", sorted(SAMPLES))
