@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import regex
 
-from bench.text.scripts import CJK_CLASS, GRAPHEME, grapheme_starts
+from bench.text.scripts import CJK, CJK_CLASS, GRAPHEME, PHRASED_CLASS, grapheme_starts
 from bench.text.words import jieba_tokenizer
 
 # The re module's \s, which the English rules were written with: regex's \s leaves out U+001C..U+001F.
@@ -25,8 +25,6 @@ _CLOSE = r"\"'”’)\]」』）】》〉〕〗〙〛"
 # Sentence ends that need no space after them: Chinese and Japanese (full-width and half-width),
 # Devanagari danda, Arabic question mark and Urdu full stop, Armenian, Ethiopic, Myanmar, Khmer.
 _STOPS = "。！？｡︒।॥؟۔։።။។៕"
-# Scripts that separate phrases and sentences with a space but not words: Thai, Lao, Khmer, Myanmar.
-_PHRASED = r"\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
 _COMMAS = "，；、：︐︑︓︔﹐﹑﹔﹕،؛፣፤၊"
 
 # A sentence ends right after one of these (the cut goes after the match).
@@ -34,7 +32,7 @@ SENTENCE = regex.compile(
     rf"[.!?…]+[\"'”’)\]]*{_WS}+"  # spaced scripts: terminal punctuation, closing quotes, a space
     rf"|(?:[{_STOPS}]|．(?![0-9０-９]))+[{_CLOSE}]*{_WS}*"  # 。！？ and the like, ．not in 3．14
     rf"|(?:[!?…⋯]|(?<![0-9])\.)[.!?…⋯]*[{_CLOSE}]*(?=[{CJK_CLASS}])"  # 好.我们, 等等……然后: no space in CJK
-    rf"|(?<=[{_PHRASED}]){_WS}+(?=[{_PHRASED}])"  # a space between two Thai letters ends a phrase
+    rf"|(?<=[{PHRASED_CLASS}]){_WS}+(?=[{PHRASED_CLASS}])"  # a space between two Thai letters ends a phrase
 )
 # A clause of a sentence ends after a comma, semicolon, enumeration comma or colon of CJK (and
 # Arabic, Ethiopic, Myanmar), or after the half-width ones where CJK text stands on both sides.
@@ -42,7 +40,6 @@ CLAUSE = regex.compile(
     rf"[{_COMMAS}]+[{_CLOSE}]*{_WS}*|(?<=[{CJK_CLASS}])[,;:]{_WS}*(?=[{CJK_CLASS}])",
 )
 
-_CJK = regex.compile(f"[{CJK_CLASS}]")
 _KATAKANA = regex.compile(r"[\p{Katakana}\u30fc]")  # a run of katakana is one word (loanwords)
 _JIEBA_BLOCK = re.compile(r"[\u4e00-\u9fd5a-zA-Z0-9+#&._%\-]")  # what jieba segments as one block
 _HAN = re.compile(r"[\u4e00-\u9fd5]")
@@ -103,7 +100,7 @@ class CutPoints:
         if i <= 0 or i >= len(t):
             return True
         c, before = t[i], t[i - 1]
-        if not (c.isascii() or (_CJK.match(c) and not JOINS.match(c))):
+        if not (c.isascii() or (CJK.match(c) and not JOINS.match(c))):
             return False
         if before.isascii():
             return not (before == "\r" and c == "\n")
@@ -191,14 +188,14 @@ class CutPoints:
         end = i + 1
         while end < len(t) and end - i < _BLOCK_REACH and _ASCII_WORD.match(t, end):
             end += 1
-        touches = (start > 0 and _CJK.match(t, start - 1)) or (end < len(t) and _CJK.match(t, end))
+        touches = (start > 0 and CJK.match(t, start - 1)) or (end < len(t) and CJK.match(t, end))
         return start if touches or self._mostly_cjk else i
 
     @functools.cached_property
     def _mostly_cjk(self) -> bool:
         """Whether CJK carries at least as much of the text as Latin letters do (a CJK character
         says about what a word of four letters does): then a Latin word is kept whole too."""
-        cjk = len(_CJK.findall(self.text))
+        cjk = len(CJK.findall(self.text))
         return cjk > 0 and 4 * cjk >= len(_LATIN.findall(self.text))
 
     def before(self, i: int, floor: int) -> int:
@@ -217,14 +214,14 @@ class CutPoints:
         """Cuts between the words of the Chinese and Japanese text in ``[start, end)``: jieba's word
         boundaries next to a CJK character, none inside a run of katakana, none inside a cluster."""
         t = self.text
-        if not _CJK.search(t, start, end):
+        if not CJK.search(t, start, end):
             return []
         cuts: list[int] = []
         for _, s, _ in jieba_tokenizer().tokenize(t[start:end]):
             p = start + s
             if p <= start or not self.is_cluster_start(p):
                 continue
-            if not (_CJK.match(t, p - 1) or _CJK.match(t, p)):
+            if not (CJK.match(t, p - 1) or CJK.match(t, p)):
                 continue
             if _KATAKANA.match(t, p - 1) and _KATAKANA.match(t, p):
                 continue

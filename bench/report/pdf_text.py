@@ -17,7 +17,7 @@ import matplotlib
 import regex
 
 from bench.report import fonts
-from bench.text.scripts import CJK_CLASS, GRAPHEME
+from bench.text.scripts import CJK, CJK_CLASS, GRAPHEME
 
 # Characters outside the PDF core fonts' alphabet that the report's own sentences use, written in it:
 # a page all in that alphabet is set in the core fonts, several times faster than embedded TrueType.
@@ -86,7 +86,6 @@ OPENING = "（［｛「『【〈《〔〖〘〚〝“‘"
 CLOSING = "，。、．！？：；）］｝」』】〉》〕〗〙〛〞”’…‥・ーゝゞヽヾ々,.!?:;)]}%"
 _OPEN, _CLOSE = regex.escape(OPENING), regex.escape(CLOSING)
 CJK_PIECE = regex.compile(rf"[{_OPEN}]*(?:[{CJK_CLASS}]\p{{M}}*|[^{CJK_CLASS}{_OPEN}{_CLOSE}]+)?[{_CLOSE}]*")
-CJK = regex.compile(f"[{CJK_CLASS}]")
 
 
 def _pieces(word: str, limit: float, size: float, bold: bool, ids: bool) -> list[str]:

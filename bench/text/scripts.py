@@ -14,7 +14,9 @@ import regex
 # Scripts written without spaces between words: a lexical matcher cannot find words by spaces.
 # Han (Chinese characters, also in Japanese), Hiragana and Katakana are CJK; Hangul is spaced.
 CJK_CLASS = r"\p{Han}\p{Hiragana}\p{Katakana}\u3005\u3006\u30fc"  # 々 〆 ー belong to the words around them
-UNSPACED_CLASS = CJK_CLASS + r"\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
+# Scripts that put spaces between phrases and sentences but not between words.
+PHRASED_CLASS = r"\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
+UNSPACED_CLASS = CJK_CLASS + PHRASED_CLASS
 CJK = regex.compile(f"[{CJK_CLASS}]")
 UNSPACED = regex.compile(f"[{UNSPACED_CLASS}]")
 GRAPHEME = regex.compile(r"\X")

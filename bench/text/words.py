@@ -39,11 +39,9 @@ import regex
 
 from bench.errors import BenchError
 from bench.registry import Registry, suggest
-from bench.text.scripts import CJK_CLASS, GRAPHEME, UNSPACED, UNSPACED_CLASS
+from bench.text.scripts import CJK_CLASS, GRAPHEME, PHRASED_CLASS, UNSPACED, UNSPACED_CLASS
 
 _WORD = re.compile(r"\w+")  # what BM25 read before; on text without marks, the words below
-_OTHER_UNSPACED = UNSPACED_CLASS.removeprefix(CJK_CLASS)  # Thai, Lao, Khmer, Myanmar
-assert _OTHER_UNSPACED != UNSPACED_CLASS
 # A word's pieces: CJK runs, runs of the other unspaced scripts, and what lies between, each with the
 # marks and other grapheme extenders that follow its characters (a Thai mark on a Latin letter
 # stays with it; so do Thai ำ and the half-width voicing marks ﾞ ﾟ, letters that extend a cluster).
@@ -51,7 +49,7 @@ _EXTENDER = r"[\p{M}\p{Grapheme_Cluster_Break=Extend}\p{Grapheme_Cluster_Break=S
 _EXTEND = _EXTENDER + "*"
 _ONLY_EXTENDERS = regex.compile(_EXTENDER + "+")
 _PIECE = regex.compile(
-    rf"(?P<cjk>(?:[{CJK_CLASS}]{_EXTEND})+)|(?P<other>(?:[{_OTHER_UNSPACED}]{_EXTEND})+)"
+    rf"(?P<cjk>(?:[{CJK_CLASS}]{_EXTEND})+)|(?P<other>(?:[{PHRASED_CLASS}]{_EXTEND})+)"
     rf"|(?:[^{UNSPACED_CLASS}]{_EXTEND})+"
 )
 _HAN = regex.compile(r"\p{Han}+")  # a run of ideographs only: each character is a grapheme cluster
