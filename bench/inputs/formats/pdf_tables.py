@@ -86,7 +86,7 @@ def find_tables(page: PageContent) -> list[Table]:
 
 def _figure_tables(chars: list[Char], indexes: list[int]) -> list[Table]:
     rows = [_segments(chars, line) for line in _lines(chars, indexes)]
-    tables = []
+    tables: list[Table] = []
     i = 0
     while i < len(rows):
         if not _figure_row(rows[i]) or _years_row(rows[i]):
