@@ -44,18 +44,48 @@ def _warn(docs) -> None:
 @_corpus_option
 @cache_option
 @strict_option
-def validate(file: Path, corpus: Path | None, cache_dir: Path | None, strict: bool) -> None:
+@click.option(
+    "--explain", is_flag=True, help="Show each quote matched by its words and numbers beside the span bench chose."
+)
+def validate(file: Path, corpus: Path | None, cache_dir: Path | None, strict: bool, explain: bool) -> None:
     """Check every question: quotes found exactly once (as a reader copies them: line breaks, curly
-    quotes and hyphenation forgiven), ids unique, grades positive integers."""
-    from bench.inputs.goldset import validate_goldset
+    quotes and hyphenation forgiven; else by their words and numbers, as another tool copied them),
+    ids unique, grades positive integers."""
+    from bench.inputs.goldset import read_goldset
+    from bench.inputs.quote_anchoring import APPROXIMATE
 
-    errors = validate_goldset(file, _load_pair(file, corpus, cache_dir, strict))
+    docs = _load_pair(file, corpus, cache_dir, strict)
+    gold, errors = read_goldset(file, docs)
     for line in errors:
         click.echo(line, err=True)
-    if errors:
+    if errors or gold is None:
         click.echo(f"bench: {plural(len(errors), 'problem')} in {file}", err=True)
         sys.exit(EXIT_BAD_INPUT)
-    click.echo(f"{file}: ok")
+    quoted = [(q, i, e) for q in gold.questions for i, e in enumerate(q.evidence, start=1) if e.matched]
+    loose = [(q, i, e) for q, i, e in quoted if e.matched == APPROXIMATE]
+    if not loose:
+        click.echo(f"{file}: ok")
+        return
+    hint = "" if explain else "; --explain shows them"
+    click.echo(
+        f"{file}: ok ({len(loose)} of {plural(len(quoted), 'quote')} matched approximately, by their words "
+        f"and numbers{hint})"
+    )
+    for q, i, e in loose if explain else ():
+        where = f", {e.pages}" if e.pages else ""
+        click.echo(f"\nquestion {q.id!r} evidence {i}: {e.doc}{where}, {_percent(e.similarity)} alike")
+        click.echo("  the quote:")
+        click.echo(_indented(e.quote))
+        click.echo(f"  the span bench chose (characters {e.start:,}–{e.end:,}):")
+        click.echo(_indented(docs.get(e.doc).text[e.start : e.end]))
+
+
+def _percent(share: float | None) -> str:
+    return f"{100 * (share or 0.0):.0f}%"
+
+
+def _indented(text: str) -> str:
+    return "\n".join("    " + line for line in text.strip().splitlines() if line.strip())
 
 
 @goldset.command()
@@ -228,7 +258,10 @@ def pages(
         f"goldset: {result.goldset} ({plural(result.questions, 'question')}, pages counted from "
         f"{0 if result.zero_based else 1} in the source)"
     )
-    click.echo(f"  evidence found as a quote within its page: {result.quote_resolved}")
+    click.echo(
+        f"  evidence found as a quote within its page: {result.quote_resolved}"
+        f" ({result.quote_approximate} of them by words and numbers, as another tool read the page)"
+    )
     click.echo(f"  evidence that is the whole page: {result.page_only}")
     for what, n in result.dropped.items():
         click.echo(f"  dropped, {what.replace('_', ' ')}: {n}")

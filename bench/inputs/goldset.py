@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.errors import BenchError
 from bench.files import json_object, numbered_lines, read_text
 from bench.inputs.corpus import EMPTY_RECORD, NO_TEXT, Corpus, pages_label
 from bench.inputs.page_spans import PAGE_KEYS, page_evidence
+from bench.inputs.quote_anchoring import Anchor, anchor_quote
 from bench.inputs.quotes import QuoteError, find_quote
 from bench.registry import suggest
 
@@ -32,6 +33,12 @@ class Evidence:
     start: int | None = None
     end: int | None = None
     pages: str = ""  # the pages the span lies on, "p. 4–5", for documents with pages
+    # how a quote was found (bench.inputs.quote_anchoring: "exact", "normalised", "approximate"; "" for
+    # pages and offsets) and how alike quote and span are (1.0 unless approximate); the span alone
+    # makes the evidence, so these and the quote take no part in comparisons
+    matched: str = field(default="", compare=False)
+    similarity: float | None = field(default=None, compare=False)
+    quote: str = field(default="", compare=False, repr=False)
 
     @property
     def whole_document(self) -> bool:
@@ -186,8 +193,10 @@ def _parse_evidence(item: object, where: str, corpus: Corpus) -> tuple[Evidence,
         if start is not None or end is not None:
             raise BenchError(f'{where}: give either "quote" or "start"/"end", not both')
         locate = (lambda at: pages_label(doc.page_label, doc.page_range(at, at + 1))) if doc.pages else None
-        start, end = resolve_quote(text, quote, where, locate=locate)
-        return (Evidence(doc_id, grade, start, end, pages_label(doc.page_label, doc.page_range(start, end))),)
+        found = anchor_evidence(text, quote, where, locate=locate)
+        start, end = found.start, found.end
+        pages = pages_label(doc.page_label, doc.page_range(start, end))
+        return (Evidence(doc_id, grade, start, end, pages, found.matched, found.similarity, str(quote)),)
     if start is None and end is None:
         return (Evidence(doc_id, grade),)
     if not (isinstance(start, int) and isinstance(end, int)) or isinstance(start, bool) or isinstance(end, bool):
@@ -222,5 +231,17 @@ def resolve_quote(
         raise BenchError(f'{where}: "quote" must be non-empty text copied exactly from the document')
     try:
         return find_quote(text, quote, locate=locate)
+    except QuoteError as e:
+        raise BenchError(f"{where}: {e}") from None
+
+
+def anchor_evidence(text: str, quote: object, where: str, *, locate: Callable[[int], str] | None = None) -> Anchor:
+    """Like :func:`resolve_quote`, and a quote another tool copied (a table read in another order, a
+    cell a line) is anchored by its words and numbers (bench.inputs.quote_anchoring) when it is
+    alike enough to one passage; the anchor says how it matched."""
+    if not isinstance(quote, str) or not quote.strip():
+        raise BenchError(f'{where}: "quote" must be non-empty text copied exactly from the document')
+    try:
+        return anchor_quote(text, quote, locate=locate)
     except QuoteError as e:
         raise BenchError(f"{where}: {e}") from None

@@ -3,8 +3,10 @@
 Each JSONL line is a question with a document name and a page number (or a list), and optionally the
 evidence's text: either on the line itself or in an ``evidence`` list of such objects (FinanceBench:
 ``question``, ``doc_name``, ``evidence: [{evidence_page_num, evidence_text}]``, pages counted from
-0). Evidence whose text is found once within its page becomes that quote's span; otherwise the
-whole page is the evidence. The corpus is the folder of documents, used where it lies.
+0). Evidence whose text is found once within its page becomes that quote's span (verbatim, as a
+reader sees it, or by its words and numbers where another tool read the page in its own way:
+bench.inputs.quote_anchoring); otherwise the whole page is the evidence. The corpus is the folder
+of documents, used where it lies.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from bench.files import json_object
 from bench.inputs.corpus import Corpus, Document, load_corpus
 from bench.inputs.importers.base import Destination, ImportResult, read_lines, write_goldset, write_starter_config
 from bench.inputs.page_spans import PageError, page_span
+from bench.inputs.quote_anchoring import APPROXIMATE, anchor_quote
 from bench.inputs.quotes import QuoteError, find_quote
 
 QUESTION_FIELDS = ("question", "query")
@@ -42,6 +45,7 @@ class Fields:
 @dataclass
 class PagesImport(ImportResult):
     quote_resolved: int = 0  # evidence items whose text was found within their page
+    quote_approximate: int = 0  # of those, the ones anchored by their words and numbers
     page_only: int = 0  # evidence items that are their whole page(s)
     zero_based: bool = False
 
@@ -109,7 +113,8 @@ def import_pages(
     config = write_starter_config(dest, corpus_path, "chunk", (corpus.get(d).text for d in sorted(docs)))
     return PagesImport(
         corpus_path, dest.goldset, config, len(corpus), len(questions), dict(dropped),
-        quote_resolved=counts["quote"], page_only=counts["page"], zero_based=zero_based,
+        quote_resolved=counts["quote"], quote_approximate=counts[APPROXIMATE], page_only=counts["page"],
+        zero_based=zero_based,
     )  # fmt: skip
 
 
@@ -192,7 +197,8 @@ def _evidence(
         span = _quote_within(doc, quote, spans[0][0], spans[-1][1])
         if span is not None:
             counts["quote"] += 1
-            return [_as_quote(doc, *span)]
+            counts[span[2]] += 1
+            return [_as_quote(doc, span[0], span[1])]
     counts["page"] += 1
     return [
         {"doc": doc_id, "page": pages[0], "grade": 1}
@@ -201,13 +207,14 @@ def _evidence(
     ]
 
 
-def _quote_within(doc: Document, quote: str, start: int, end: int) -> tuple[int, int] | None:
-    """The quote's one occurrence within ``start``..``end``, as bench's quote matcher finds it."""
+def _quote_within(doc: Document, quote: str, start: int, end: int) -> tuple[int, int, str] | None:
+    """The quote's one passage within ``start``..``end`` and how it matched: as bench's quote matcher
+    finds it, else by its words and numbers."""
     try:
-        s, e = find_quote(doc.text[start:end], quote)
+        found = anchor_quote(doc.text[start:end], quote)
     except QuoteError:
         return None
-    return start + s, start + e
+    return start + found.start, start + found.end, found.matched
 
 
 def _as_quote(doc: Document, start: int, end: int) -> dict:

@@ -1,0 +1,301 @@
+"""Anchor a goldset quote that another tool copied: by its words and numbers, as annotation tools
+re-attach a highlight to a page whose text changed.
+
+Evidence copied from a PDF viewer or another parser differs from bench's text by more than what a
+reader cannot see (bench.inputs.quotes): bench renders a table as markdown rows (``| Net sales |  | $
+| 34,229 |``), the other tool put a cell on each line, read the columns in another order, or read
+the table column by column where bench read it row by row. Such a quote is anchored on the sequence
+of its words and numbers alone (table rules, cell separators, empty-cell dashes, currency cells and
+markdown marks are no words), in whatever order the two tools read them:
+
+1. the document is indexed once (its tokens and their offsets, cached per text);
+2. the few stretches of the document with the most of the quote's tokens are found by a sliding
+   window over the whole index (vectorised);
+3. within each, the span that best covers the quote's tokens (a multiset, each token weighted by how
+   rare it is in the document) while taking in few others is chosen;
+4. its similarity is the weighted share of the quote's tokens it holds. A span that lacks one of
+   the quote's numbers names a different fact and is never accepted; a span below
+   :data:`THRESHOLD`, or one as similar as another place of the document, is an error that names
+   the closest passages.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import regex
+
+from bench.inputs.quotes import Locate, QuoteError, find_quote
+from bench.text.scripts import UNSPACED_CLASS
+
+EXACT, NORMALISED, APPROXIMATE = "exact", "normalised", "approximate"
+MATCHES = (EXACT, NORMALISED, APPROXIMATE)
+
+# Measured on FinanceBench's evidence and on passages cut from pypdf's text of the same filings
+# (benchmarks/quote_anchoring.py, docs/goldsets.md): the least similarity accepted.
+THRESHOLD = 0.80
+# Two places whose similarities differ by less than this are one quote matching twice: ambiguous.
+AMBIGUOUS_MARGIN = 0.05
+MIN_TOKENS = 4  # fewer words and numbers than this say too little to be anchored approximately
+_CANDIDATES = 4  # stretches of the document refined per quote
+_WIDTHS = (0.6, 0.8, 1.0, 1.2, 1.5, 2.0, 2.5)  # span lengths tried, in quote lengths
+_EXTRA = 0.25  # what a span token that matches nothing costs, against what a match gains
+
+# A number: digits with thousands separators or a decimal point inside; a word: a run of letters of
+# a spaced script; a character of a script written without spaces is a word of its own.
+_TOKEN = regex.compile(rf"\d+(?:[.,]\d+)*|[{UNSPACED_CLASS}]|(?:(?![{UNSPACED_CLASS}])[^\W\d_])+")
+_OPENING = "(\"'‘“$€£¥"
+_CLOSING = ".,;:!?)%\"'’”"
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """Where a quote lies in its document, how it was matched and how alike the two are (1.0:
+    the same text, or the same as a reader sees it)."""
+
+    start: int
+    end: int
+    matched: str  # EXACT, NORMALISED or APPROXIMATE
+    similarity: float
+
+
+@functools.lru_cache(maxsize=100_000)
+def _key(token: str) -> str:
+    """What two tools agree on: case-folded, compatibility-folded, numbers without thousands commas."""
+    token = unicodedata.normalize("NFKC", token).casefold()
+    return token.replace(",", "") if token[0].isdigit() else token
+
+
+def tokens(text: str) -> list[tuple[str, int, int]]:
+    """The words and numbers of ``text``, each with its span."""
+    return [(_key(m.group()), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+
+
+class _Index:
+    """A document's tokens as integer ids with their offsets, and how rare each token is."""
+
+    def __init__(self, text: str) -> None:
+        found = tokens(text)
+        self.vocab: dict[str, int] = {}
+        ids = [self.vocab.setdefault(key, len(self.vocab)) for key, _, _ in found]
+        self.ids = np.asarray(ids, dtype=np.int64)
+        self.starts = np.asarray([s for _, s, _ in found], dtype=np.int64)
+        self.ends = np.asarray([e for _, _, e in found], dtype=np.int64)
+        counts = np.bincount(self.ids, minlength=len(self.vocab)) if len(ids) else np.zeros(0, np.int64)
+        n = max(1, len(ids))
+        # an inverse document frequency over the document's own tokens: "the" weighs little, a figure much
+        self.weights = np.log1p(n / np.maximum(counts, 1))
+        self.unseen_weight = math.log1p(n)
+        self.is_number = np.asarray([k[0].isdigit() for k in self.vocab], dtype=bool)
+        self.token_weight = self.weights[self.ids] if len(ids) else np.zeros(0)
+        self.total = np.concatenate(([0.0], np.cumsum(self.token_weight)))
+
+
+@functools.lru_cache(maxsize=16)
+def _index(text: str) -> _Index:
+    return _Index(text)
+
+
+@dataclass(frozen=True)
+class _Place:
+    first: int  # token positions [first, last)
+    last: int
+    similarity: float
+    missing_numbers: tuple[str, ...]
+
+
+def anchor_quote(text: str, quote: str, *, locate: Locate | None = None, threshold: float = THRESHOLD) -> Anchor:
+    """The one passage of ``text`` that ``quote`` names: verbatim, as a reader sees it
+    (:func:`bench.inputs.quotes.find_quote`), else by its words and numbers (:func:`approximate`).
+
+    Raises :class:`QuoteError` when a quote is ambiguous, or is like no passage closely enough."""
+    try:
+        start, end = find_quote(text, quote, locate=locate)
+    except QuoteError as strict:
+        if "occurs more than once" in str(strict):
+            raise
+        try:
+            return approximate(text, quote, locate=locate, threshold=threshold)
+        except _Weak as weak:
+            raise QuoteError(f"{strict}{weak.why}") from None
+    verbatim = text[start:end] == quote.replace("\r\n", "\n")
+    return Anchor(start, end, EXACT if verbatim else NORMALISED, 1.0)
+
+
+class _Weak(QuoteError):
+    """No passage is alike enough; ``why`` adds what the word-by-word comparison found."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def approximate(text: str, quote: str, *, locate: Locate | None = None, threshold: float = THRESHOLD) -> Anchor:
+    """The span of ``text`` whose words and numbers are most like ``quote``'s, in any order.
+
+    Raises :class:`QuoteError` (the message says what was found) when the best span's similarity is
+    under ``threshold``, it lacks one of the quote's numbers, or another place is about as alike."""
+    index = _index(text)
+    wanted = Counter(key for key, _, _ in tokens(quote))
+    size = sum(wanted.values())
+    if size < MIN_TOKENS:
+        raise _Weak(f"; it has too few words and numbers ({size}) to be matched by them: quote more")
+    places = _places(index, wanted)
+    if not places:
+        raise _Weak("; no passage has its words and numbers")
+    best = places[0]
+    if best.missing_numbers or best.similarity < threshold:
+        raise _Weak(f"; by its words and numbers, the closest passage is {_describe(text, index, best, locate)}")
+    rivals = [p for p in places[1:] if p.similarity >= best.similarity - AMBIGUOUS_MARGIN and not p.missing_numbers]
+    if rivals:
+        both = " and ".join(_describe(text, index, p, locate) for p in (best, rivals[0]))
+        raise QuoteError(
+            f"quote {_show(quote)} is not in the document as written, and by its words and numbers it is "
+            f"as much like two passages: {both}; quote a longer passage or give start/end"
+        )
+    start, end = _widened(text, int(index.starts[best.first]), int(index.ends[best.last - 1]))
+    return Anchor(start, end, APPROXIMATE, best.similarity)
+
+
+def _widened(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span with the marks that belong to its first and last word: ``(1,234)``, ``rivers.``, ``5%``."""
+    while start > 0 and text[start - 1] in _OPENING:
+        start -= 1
+    while end < len(text) and text[end] in _CLOSING:
+        end += 1
+    return start, end
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A passage like a quote: its span, its similarity, and the quote's numbers it lacks."""
+
+    start: int
+    end: int
+    similarity: float
+    missing_numbers: tuple[str, ...]
+
+
+def candidates(text: str, quote: str) -> list[Candidate]:
+    """The passages of ``text`` most like ``quote`` by words and numbers, best first (those that
+    hold all of its numbers before those that do not)."""
+    index = _index(text)
+    wanted = Counter(key for key, _, _ in tokens(quote))
+    return [
+        Candidate(int(index.starts[p.first]), int(index.ends[p.last - 1]), p.similarity, p.missing_numbers)
+        for p in _places(index, wanted)
+    ]
+
+
+def _places(index: _Index, wanted: Counter[str]) -> list[_Place]:
+    """The best span in each of the few stretches richest in the quote's tokens, best first."""
+    keys = list(wanted)
+    ids = np.asarray([index.vocab.get(k, -1) for k in keys], dtype=np.int64)
+    need = np.asarray([wanted[k] for k in keys], dtype=np.int64)
+    weight = np.where(ids >= 0, index.weights[np.maximum(ids, 0)], index.unseen_weight) if len(ids) else ids
+    whole = float((weight * need).sum())
+    size = int(need.sum())
+    seen = ids >= 0
+    if not seen.any() or not len(index.ids):
+        return []
+    # the quote's token of each document position (-1: none), then a window's weight in the quote's
+    # tokens: the stretches to refine
+    lookup = np.full(len(index.vocab), -1, dtype=np.int64)
+    lookup[ids[seen]] = np.flatnonzero(seen)
+    which = lookup[index.ids]
+    hit = np.where(which >= 0, index.token_weight, 0.0)
+    width = min(size, len(hit))
+    total = np.concatenate(([0.0], np.cumsum(hit)))
+    score = total[width:] - total[:-width]
+    places: list[_Place] = []
+    for _ in range(_CANDIDATES):
+        at = int(np.argmax(score))
+        if score[at] <= 0:
+            break
+        score[max(0, at - width) : at + width] = -1.0
+        lo, hi = max(0, at - width), min(len(hit), at + 2 * width)
+        place = _best_span(index, which[lo:hi], need, weight, whole, size, lo, keys)
+        if place is not None and not any(_overlap(place, p) for p in places):
+            places.append(place)
+    places.sort(key=lambda p: (bool(p.missing_numbers), -p.similarity))
+    return places
+
+
+def _overlap(a: _Place, b: _Place) -> bool:
+    return a.first < b.last and b.first < a.last
+
+
+def _best_span(
+    index: _Index,
+    which: np.ndarray,
+    need: np.ndarray,
+    weight: np.ndarray,
+    whole: float,
+    size: int,
+    offset: int,
+    keys: list[str],
+) -> _Place | None:
+    """Within one stretch (``which``: the quote token at each position), the span with the most
+    weight of the quote's tokens less :data:`_EXTRA` of the weight of the rest, over a few lengths."""
+    n = len(which)
+    if not n:
+        return None
+    # counts of each quote token up to each position, one row per token
+    marks = np.zeros((len(need), n + 1), dtype=np.int32)
+    pos = np.flatnonzero(which >= 0)
+    marks[which[pos], pos + 1] = 1
+    counts = np.cumsum(marks, axis=1)
+    span_weight = index.total[offset : offset + n + 1] - index.total[offset]
+    best: tuple[float, int, int] | None = None
+    for factor in _WIDTHS:
+        w = min(n, max(1, round(size * factor)))
+        got = np.minimum(counts[:, w:] - counts[:, : n + 1 - w], need[:, None])
+        matched = weight @ got
+        gain = matched - _EXTRA * (span_weight[w:] - span_weight[: n + 1 - w] - matched)
+        a = int(np.argmax(gain))
+        if best is None or gain[a] > best[0]:
+            best = (float(gain[a]), a, a + w)
+    assert best is not None
+    _, a, b = best
+    a, b = _trim(which, need, a, b)
+    got = np.minimum(counts[:, b] - counts[:, a], need)
+    missing = tuple(keys[k] for k in np.flatnonzero(got < need) if keys[k][0].isdigit())
+    share = float(weight @ got) / whole if whole else 0.0
+    return _Place(offset + a, offset + b, round(share, 6), missing)  # rounded: 0.8 is 0.8, not 0.7999…
+
+
+def _trim(which: np.ndarray, need: np.ndarray, a: int, b: int) -> tuple[int, int]:
+    """``a..b`` less the tokens at its edges that add nothing: none of the quote's, or one more
+    of a token the span already holds as often as the quote does."""
+    have = Counter(int(k) for k in which[a:b] if k >= 0)
+
+    def spare(i: int) -> bool:
+        k = int(which[i])
+        return k < 0 or have[k] > need[k]
+
+    while a < b and spare(a):
+        if which[a] >= 0:
+            have[int(which[a])] -= 1
+        a += 1
+    while b > a and spare(b - 1):
+        if which[b - 1] >= 0:
+            have[int(which[b - 1])] -= 1
+        b -= 1
+    return a, b
+
+
+def _describe(text: str, index: _Index, place: _Place, locate: Locate | None) -> str:
+    start, end = int(index.starts[place.first]), int(index.ends[place.last - 1])
+    where = f"at character {start:,}" + (f", {p}" if locate and (p := locate(start)) else "")
+    lacks = f", lacking the quote's {', '.join(place.missing_numbers[:3])}" if place.missing_numbers else ""
+    return f"{_show(text[start:end], 120)} ({round(100 * place.similarity)}% alike, {where}{lacks})"
+
+
+def _show(s: str, limit: int = 200) -> str:
+    s = " ".join(s.split())
+    return '"' + (s if len(s) <= limit else s[: limit - 1] + "…") + '"'
