@@ -5,6 +5,12 @@ a gigabyte in memory (FlateDecode packs a run of one byte ~1000×, LZW ~2500×, 
 bench extracts a PDF (``bounded``), pdfminer's three unpackers stop a stream at the limit with
 ``StreamTooLarge``; anywhere else they are pdfminer's own, unchanged. They are swapped in pdfminer's
 ``pdftypes`` module, the one place pdfminer unpacks streams, once and for the whole process.
+
+PDFium, which reads the pages' text, unpacks streams in C with no such bound, so before it reads a
+document ``check_pages`` unpacks every stream the pages draw with (content streams, form XObjects,
+fonts and their maps, Type 3 glyphs, tiling patterns) just far enough to know it stays within the
+limit. A FlateDecode stream, nearly all of them, is counted as it unpacks and nothing is kept;
+other filters are unpacked by pdfminer's bounded unpackers.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from io import BytesIO
 from typing import Any
+
+from pdfminer.pdftypes import LITERALS_FLATE_DECODE, PDFObjRef, PDFStream
 
 # bytes one stream may unpack to, in the extraction under way in this thread; None outside one
 _LIMIT: ContextVar[int | None] = ContextVar("pdf_stream_limit", default=None)
@@ -131,3 +139,123 @@ def _install() -> None:
         pdftypes.zlib = _ZLIB  # type: ignore[assignment]
         pdftypes.lzwdecode = _lzwdecode
         pdftypes.rldecode = _rldecode
+
+
+_CHUNK = 1 << 20  # bytes a FlateDecode stream is counted in
+# resources whose streams PDFium parses to read a page's text; images and shadings are not unpacked
+_RESOURCE_KINDS = ("Font", "XObject", "Pattern")
+_FONT_STREAMS = ("FontFile", "FontFile2", "FontFile3")
+
+
+def check_pages(pages: Iterator[Any], limit: int) -> Iterator[Any]:
+    """The pages (pdfminer's ``PDFPage``), each once every stream it draws with is known to unpack
+    to ``limit`` bytes at most; raises ``StreamTooLarge`` at the first that does not. A stream
+    several pages share is unpacked once."""
+    seen: set[int] = set()
+    for page in pages:
+        for stream in page.contents:
+            _check(stream, limit, seen)
+        _resources(page.resources, limit, seen)
+        yield page
+
+
+def _resources(resources: object, limit: int, seen: set[int]) -> None:
+    resources = _resolve(resources, seen, always=True)
+    if not isinstance(resources, dict):
+        return
+    for kind in _RESOURCE_KINDS:
+        group = _resolve(resources.get(kind), seen, always=True)
+        if not isinstance(group, dict):
+            continue
+        for value in group.values():
+            item = _resolve(value, seen)
+            if isinstance(item, PDFStream):  # a form XObject or a tiling pattern: content and resources
+                if kind == "XObject" and _name(item.get("Subtype")) != "Form":
+                    continue
+                _check(item, limit, seen)
+                _resources(item.get("Resources"), limit, seen)
+            elif isinstance(item, dict) and kind == "Font":
+                _font(item, limit, seen)
+
+
+def _font(font: dict[str, Any], limit: int, seen: set[int]) -> None:
+    for key in ("ToUnicode", "Encoding"):
+        item = _resolve(font.get(key), seen)
+        if isinstance(item, PDFStream):
+            _check(item, limit, seen)
+    descriptor = _resolve(font.get("FontDescriptor"), seen)
+    if isinstance(descriptor, dict):
+        for key in _FONT_STREAMS:
+            item = _resolve(descriptor.get(key), seen)
+            if isinstance(item, PDFStream):
+                _check(item, limit, seen)
+    procs = _resolve(font.get("CharProcs"), seen)
+    if isinstance(procs, dict):  # a Type 3 font draws each glyph with a content stream
+        for value in procs.values():
+            item = _resolve(value, seen)
+            if isinstance(item, PDFStream):
+                _check(item, limit, seen)
+        _resources(font.get("Resources"), limit, seen)
+    descendants = _resolve(font.get("DescendantFonts"), seen, always=True)
+    if isinstance(descendants, list):
+        for value in descendants:
+            item = _resolve(value, seen)
+            if isinstance(item, dict):
+                _font(item, limit, seen)
+
+
+def _resolve(value: object, seen: set[int], always: bool = False) -> object:
+    """The object a reference points to, or None when it was visited already (unless ``always``:
+    small dictionaries such as a page's resources are walked again, their streams are not)."""
+    depth = 0
+    while isinstance(value, PDFObjRef) and depth < 32:
+        if not always:
+            if value.objid in seen:
+                return None
+            seen.add(value.objid)
+        value = value.resolve()
+        depth += 1
+    return value
+
+
+def _name(value: object) -> str:
+    return str(getattr(value, "name", value))
+
+
+def _check(stream: object, limit: int, seen: set[int]) -> None:
+    stream = _resolve(stream, seen)
+    if not isinstance(stream, PDFStream) or stream.rawdata is None:
+        return  # visited, or already unpacked by pdfminer under the bound
+    key = id(stream) if stream.objid is None else -stream.objid - 1  # direct streams by identity
+    if key in seen:
+        return
+    seen.add(key)
+    filters = stream.get_filters()
+    if not filters:
+        return  # as long as it is in the file
+    if len(filters) == 1 and filters[0][0] in LITERALS_FLATE_DECODE:
+        data = stream.rawdata
+        if stream.decipher is not None and stream.objid is not None and stream.genno is not None:
+            data = stream.decipher(stream.objid, stream.genno, data, stream.attrs)
+        _count_flate(data, limit)
+        return
+    with bounded(limit):
+        stream.get_data()  # pdfminer's own unpacking, bounded; the document is dropped after the check
+
+
+def _count_flate(data: bytes, limit: int) -> None:
+    """Raises ``StreamTooLarge`` if ``data`` inflates past ``limit`` bytes; keeps nothing."""
+    inflate = zlib.decompressobj()
+    size = 0
+    try:
+        size += len(inflate.decompress(data, _CHUNK))
+        while not inflate.eof and size <= limit:
+            tail = inflate.unconsumed_tail
+            out = inflate.decompress(tail, _CHUNK)
+            if not out and not tail:
+                break  # cut short: the input is spent
+            size += len(out)
+    except zlib.error:
+        return  # damaged: PDFium unpacks what it can, no more than a sound stream of this size
+    if size > limit:
+        raise StreamTooLarge("FlateDecode")
