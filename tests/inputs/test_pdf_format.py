@@ -21,7 +21,7 @@ def report() -> tuple[str, tuple[int, ...]]:
 def test_registered_for_pdf_with_page_label_and_library_versions() -> None:
     extractor = for_suffix(".PDF")
     assert extractor is not None and extractor.name == "pdf" and extractor.page_label == "p."
-    assert "pdfplumber-" in extractor.version and "pdfminer.six-" in extractor.version
+    assert "pypdfium2-" in extractor.version and "pdfminer.six-" in extractor.version
 
 
 def test_headings_become_markdown_lines_ranked_by_size(report: tuple[str, tuple[int, ...]]) -> None:

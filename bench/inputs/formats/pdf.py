@@ -1,10 +1,11 @@
-"""PDF: text from pdfminer.six's layout analysis (through pdfplumber), in markdown-like blocks.
+"""PDF: text from pdfminer.six's layout analysis of the characters PDFium reads, in markdown-like blocks.
 
-pdfminer groups characters into text boxes in reading order (a two-column page reads column by
-column) and keeps each character's font size, so a line set larger than the body text becomes a
-``#`` heading, ranked by size. Tables come from pdfplumber's ``find_tables`` (ruling lines, as real
-PDFs draw them) as markdown tables; their characters are left out of the text boxes so their words
-are not repeated. Line breaks and hyphenation stay as the page has them.
+PDFium (``pdf_engine``) reads each page's characters, with their boxes and font sizes, and its
+ruling lines; pdfminer's layout analysis (``pdf_layout``) groups the characters into text boxes in
+reading order (a two-column page reads column by column), the same for the same bytes in every
+run. A line set larger than the body text becomes a ``#`` heading, ranked by size. Tables
+(``pdf_tables``) become markdown tables; their characters are left out of the text boxes so their
+words are not repeated. Line breaks and hyphenation stay as the page has them.
 
 A page with no characters has no text layer (a scan); the note says to OCR it. Encrypted PDFs open
 with the empty user password when they have one (an owner password only), else raise ``Unreadable``.
@@ -14,22 +15,26 @@ from __future__ import annotations
 
 import bisect
 import io
-import itertools
 import re
 import statistics
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import version as _dist_version
 from typing import Any
 
-from bench.inputs.formats import pdf_streams
+from pdfminer.layout import LTChar
+
+from bench.inputs.formats import pdf_engine, pdf_streams
 from bench.inputs.formats.base import Extracted, Extractor, Unreadable, mislabelled
 from bench.inputs.formats.limits import LIMITS, MB, Limits
-from bench.text.scripts import collapse_spaces, is_cjk
+from bench.inputs.formats.pdf_engine import PageBox
+from bench.inputs.formats.pdf_layout import text_boxes
+from bench.inputs.formats.pdf_page import PageContent
+from bench.inputs.formats.pdf_tables import find_tables
+from bench.text.scripts import is_cjk
 
-_OUTPUT_VERSION = "2"  # bump when the text this module makes from the same library output changes
+_OUTPUT_VERSION = "3"  # bump when the text this module makes from the same library output changes
 
 _HEADING_RATIO = 1.15  # a line this much larger than the body text is a heading
 _HEADING_MAX_CHARS = 200  # longer runs of large text are body text set large (a cover, a pull quote)
@@ -42,7 +47,8 @@ _EOF_WINDOW = 1024  # readers look for %%EOF in the file's last 1024 bytes
 
 
 def _version() -> str:
-    return f"{_OUTPUT_VERSION}+pdfplumber-{_dist_version('pdfplumber')}+pdfminer.six-{_dist_version('pdfminer.six')}"
+    libraries = ("pypdfium2", "pdfminer.six", "pdfplumber")  # characters, layout, ruled tables' cells
+    return "+".join([_OUTPUT_VERSION, *(f"{name}-{_dist_version(name)}" for name in libraries)])
 
 
 @dataclass(slots=True)
@@ -89,49 +95,49 @@ def extract(data: bytes, limits: Limits = LIMITS) -> Extracted:
 
 def _read(data: bytes, limits: Limits) -> tuple[list[_Page], Counter[float]]:
     """Every page's blocks, and the count of characters of each font size in the document."""
-    import pdfplumber
     from pdfminer.pdfdocument import PDFDocument, PDFEncryptionError, PDFPasswordIncorrect
     from pdfminer.pdfpage import PDFPage
     from pdfminer.pdfparser import PDFParser
-    from pdfplumber.utils.exceptions import PdfminerException
 
     sizes: Counter[float] = Counter()
     deadline = time.monotonic() + limits.max_seconds
+    limit = int(limits.max_unpacked_mb * MB)
     try:
-        with pdf_streams.bounded(int(limits.max_unpacked_mb * MB)):
-            # counted before pdfplumber lists (and on closing, visits) them all: millions stop at the limit
+        with pdf_streams.bounded(limit):
+            # pdfminer walks the page tree (counted up to the limit before any page is read) and
+            # unpacks, bounded, every stream the pages draw with, before PDFium unpacks them unbounded
             document = PDFDocument(PDFParser(io.BytesIO(data)))
-            if (
-                sum(1 for _ in itertools.islice(PDFPage.create_pages(document), limits.max_pages + 1))
-                > limits.max_pages
-            ):
-                raise limits.over("a PDF with too many pages", "max_pages", " pages")
+            boxes: list[PageBox] = []
+            for page in pdf_streams.check_pages(PDFPage.create_pages(document), limit):
+                if len(boxes) == limits.max_pages:
+                    raise limits.over("a PDF with too many pages", "max_pages", " pages")
+                x0, y0, x1, y1 = page.mediabox
+                boxes.append(PageBox(x0, y0, x1, y1, page.rotate))
+                if time.monotonic() > deadline:
+                    raise limits.too_slow()
             del document
-            # all_texts: text inside form XObjects (whole pages, for some producers) is grouped too
-            with pdfplumber.open(io.BytesIO(data), laparams={"all_texts": True}) as pdf:
-                pages = []
-                for page in pdf.pages:
-                    if time.monotonic() > deadline:  # where the timer signal cannot stop it (another thread)
-                        raise limits.too_slow()
-                    pages.append(_read_page(page, sizes))
-                    page.close()  # drop the page's cached objects: memory stays flat on long files
+        with pdf_engine.open_document(data) as pdf:
+            if pdf.pages > limits.max_pages:
+                raise limits.over("a PDF with too many pages", "max_pages", " pages")
+            pages = []
+            for i in range(pdf.pages):
+                if time.monotonic() > deadline:  # where the timer signal cannot stop it (another thread)
+                    raise limits.too_slow()
+                box = boxes[i] if i < len(boxes) else pdf.media_box(i)
+                pages.append(_read_page(pdf.page(i, box), sizes))
     except Unreadable:
         raise
     except pdf_streams.StreamTooLarge as e:
         what = f"a decompression bomb: a {e.encoding} stream in it unpacks too far"
         raise limits.over(what, "max_unpacked_mb", " MB", fix="replace it") from None
-    except Exception as e:  # pdfminer raises many kinds (syntax, type, key, value, EOF, ...)
-        wrapped = isinstance(e, PdfminerException) and e.args and isinstance(e.args[0], BaseException)
-        cause = e.args[0] if wrapped else e
-        if isinstance(cause, RecursionError):  # a page tree or object nested thousands deep
-            raise Unreadable("cannot read it as a PDF (objects nested too deeply); re-export it or remove it") from None
-        if isinstance(cause, PDFPasswordIncorrect):
-            raise Unreadable("encrypted with a password; save an unencrypted copy") from None
-        if isinstance(cause, PDFEncryptionError):
-            raise Unreadable(
-                f"encrypted in a way that cannot be read ({_one_line(cause)}); save an unencrypted copy"
-            ) from None
-        raise Unreadable(f"cannot read it as a PDF ({_one_line(cause)}); re-export it or remove it") from None
+    except RecursionError:  # a page tree or object nested thousands deep
+        raise Unreadable("cannot read it as a PDF (objects nested too deeply); re-export it or remove it") from None
+    except PDFPasswordIncorrect:
+        raise Unreadable("encrypted with a password; save an unencrypted copy") from None
+    except PDFEncryptionError as e:
+        raise Unreadable(f"encrypted in a way that cannot be read ({_one_line(e)}); save an unencrypted copy") from None
+    except Exception as e:  # pdfminer raises many kinds (syntax, type, key, value, EOF, ...); PDFium its codes
+        raise Unreadable(f"cannot read it as a PDF ({_one_line(e)}); re-export it or remove it") from None
     return pages, sizes
 
 
@@ -140,19 +146,13 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {message}" if message else type(e).__name__
 
 
-def _read_page(page: Any, sizes: Counter[float]) -> _Page:
-    """A page's text boxes and tables, in reading order, without the characters inside tables."""
-    out = _Page()
-    # pdfplumber's object dicts cost more than the layout analysis: build them only on pages
-    # that draw lines or rectangles, which a ruled table needs
-    tables = _tables(page) if _draws_lines(page.layout) else []
-    # table boxes in pdfminer's coordinates (y up from the media box's bottom), to test characters
-    mb_x0, mb_top = page.mediabox[0], page.mediabox[1]
-    boxes = [
-        (x0 - mb_x0, page.height - bottom + mb_top, x1 - mb_x0, page.height - top + mb_top)
-        for (x0, top, x1, bottom), _ in tables
-    ]
-    found = [(box, _pieces(box, boxes, out)) for box in _text_boxes(page.layout)]
+def _read_page(content: PageContent, sizes: Counter[float]) -> _Page:
+    """A page's text boxes and tables, in reading order; the characters of a table are in its
+    markdown only, never in the text boxes."""
+    out = _Page(has_chars=any(char.text.strip() for char in content.chars))
+    tables = find_tables(content) if content.chars else []
+    taken = frozenset().union(*(table.chars for table in tables)) if tables else frozenset()
+    found = [(box, _pieces(box)) for box in text_boxes(content, taken)]
     _join_split_lines([piece for _, pieces in found for piece in pieces])
     placed = [False] * len(tables)
     for box, pieces in found:
@@ -164,12 +164,12 @@ def _read_page(page: Any, sizes: Counter[float]) -> _Page:
         if not lines:
             continue
         # a table goes before the first box below its top that it overlaps horizontally
-        for i, (_, table) in enumerate(tables):
-            if not placed[i] and box.y1 <= boxes[i][3] and box.x0 < boxes[i][2] and box.x1 > boxes[i][0]:
-                out.blocks.append(table)
+        for i, table in enumerate(tables):
+            if not placed[i] and box.y1 <= table.y1 and box.x0 < table.x1 and box.x1 > table.x0:
+                out.blocks.append(table.markdown)
                 placed[i] = True
         out.blocks.append(lines)
-    out.blocks.extend(table for i, (_, table) in enumerate(tables) if not placed[i])
+    out.blocks.extend(table.markdown for i, table in enumerate(tables) if not placed[i])
     return out
 
 
@@ -185,26 +185,15 @@ class _Piece:
     y1: float
 
 
-def _pieces(box: Any, tables: list[tuple[float, float, float, float]], out: _Page) -> list[_Piece]:
-    from pdfminer.layout import LTChar
-
+def _pieces(box: Any) -> list[_Piece]:
+    """A text box's lines, each with its characters' sizes and box."""
     pieces = []
     for line in box:
-        kept = []
-        for item in line:
-            if isinstance(item, LTChar):
-                if item.get_text().strip():
-                    out.has_chars = True
-                cx, cy = (item.x0 + item.x1) / 2, (item.y0 + item.y1) / 2
-                if not any(b[0] <= cx <= b[2] and b[1] <= cy <= b[3] for b in tables):
-                    kept.append(item)
-            elif kept:  # a space or line end pdfminer inserted, after a kept character
-                kept.append(item)
-        chars = [item for item in kept if isinstance(item, LTChar) and item.get_text().strip()]
+        chars = [item for item in line if isinstance(item, LTChar) and item.get_text().strip()]
         if chars:
             pieces.append(
                 _Piece(
-                    "".join(item.get_text() for item in kept).strip(),
+                    line.get_text().strip(),
                     [round(c.size * 2) / 2 for c in chars],
                     min(c.x0 for c in chars),
                     min(c.y0 for c in chars),
@@ -255,47 +244,6 @@ def _join_split_lines(pieces: list[_Piece]) -> None:
             gap = "" if is_cjk(a.text[-1:]) and is_cjk(b.text[:1]) else " "  # Chinese puts no space between words
             a.text, a.sizes, a.x1 = f"{a.text}{gap}{b.text}", a.sizes + b.sizes, b.x1
             b.sizes = []
-
-
-def _draws_lines(container: Any) -> bool:
-    from pdfminer.layout import LTCurve, LTFigure
-
-    return any(isinstance(obj, LTCurve) or (isinstance(obj, LTFigure) and _draws_lines(obj)) for obj in container)
-
-
-def _text_boxes(container: Any) -> Iterator[Any]:
-    """The text boxes of a page, figures' boxes at the figure's place, in pdfminer's order."""
-    from pdfminer.layout import LTFigure, LTTextBox
-
-    for obj in container:
-        if isinstance(obj, LTTextBox):
-            yield obj
-        elif isinstance(obj, LTFigure):
-            yield from _text_boxes(obj)
-
-
-def _tables(page: Any) -> list[tuple[tuple[float, float, float, float], str]]:
-    """The page's ruled tables as (bbox, markdown), top to bottom. A grid of one row or one column
-    is a frame drawn around text, not a table: its text stays in the text boxes."""
-    found = []
-    for table in page.find_tables():
-        rows = [[_cell(cell) for cell in row] for row in table.extract()]
-        rows = [row for row in rows if any(row)]
-        if len(rows) < 2 or max(len(row) for row in rows) < 2:
-            continue
-        width = max(len(row) for row in rows)
-        rows = [row + [""] * (width - len(row)) for row in rows]
-        lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * width]
-        lines += ["| " + " | ".join(row) + " |" for row in rows[1:]]
-        found.append((tuple(table.bbox), "\n".join(lines)))
-    found.sort(key=lambda t: (t[0][1], t[0][0]))
-    return found
-
-
-def _cell(value: str | None) -> str:
-    """A table cell on one line: a line wrapped inside a cell joins with a space, or with none
-    between two Chinese or Japanese characters."""
-    return collapse_spaces(value or "").replace("|", "\\|")
 
 
 def _heading_levels(pages: list[_Page], body: float) -> dict[float, int]:
