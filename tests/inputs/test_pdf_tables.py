@@ -144,3 +144,33 @@ def test_every_value_stays_in_its_row_and_column(labels: list[str], width: int, 
     lines = table.markdown.splitlines()
     assert lines[0] == "|  | " + " | ".join(years) + " |"
     assert lines[2:] == ["| " + " | ".join([label, *row]) + " |" for label, row in zip(labels, values, strict=True)]
+
+
+def test_a_column_of_wrapped_text_keeps_each_cell_in_its_row() -> None:
+    chars: list[Char] = []
+    _put(chars, "Officer", 712, left=480)
+    for text, left in (("Name", 40), ("Position", 160), ("Since", 480), ("Age", 540)):
+        _put(chars, text, 702, left=left)
+    people = (
+        ("Ann Lee", ("Chief Executive Officer. Ms. Lee has led", "the company since 2012."), "2012", "61"),
+        ("Bo Chan", ("Chief Financial Officer.",), "2019", "54"),
+        ("Cy Diaz", ("Head of Operations. Mr. Diaz ran the", "plants in Ohio from 2001 to", "2015."), "2016", "58"),
+    )
+    y = 690.0
+    for name, lines, since, age in people:
+        _put(chars, name, y, left=40)
+        _put(chars, since, y, right=500)
+        _put(chars, age, y, right=555)
+        for line in lines:
+            _put(chars, line, y, left=160)
+            y -= 10
+    (table,) = find_tables(PageContent(612, 792, chars))
+    assert table.markdown == "\n".join(
+        [
+            "| Name | Position | Officer Since | Age |",
+            "|---|---|---|---|",
+            "| Ann Lee | Chief Executive Officer. Ms. Lee has led the company since 2012. | 2012 | 61 |",
+            "| Bo Chan | Chief Financial Officer. | 2019 | 54 |",
+            "| Cy Diaz | Head of Operations. Mr. Diaz ran the plants in Ohio from 2001 to 2015. | 2016 | 58 |",
+        ]
+    )

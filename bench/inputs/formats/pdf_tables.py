@@ -28,6 +28,7 @@ _HEADER_ROWS = 4  # header lines looked for above a table of figures
 _HEADER_GAP = 1.0  # header lines sit this close (in font sizes) over each other; a title stands apart
 _HEADER_SIZE = 1.2  # a line set larger than this many times a table's text is a title, not a header
 _MIN_FIGURE_ROWS = 2  # lines with figures a table of figures needs
+_INDENT = 3.0  # a text line starting this many font sizes right of the labels continues a cell above
 _EDGE_SNAP = 3.0  # points: ruling lines this close are one line, as pdfplumber's finder snaps them
 _EDGE_MIN = 3.0  # points: shorter ruling lines are marks, not rules
 
@@ -92,14 +93,21 @@ def _figure_tables(chars: list[Char], indexes: list[int]) -> list[Table]:
         if not _figure_row(rows[i]) or _years_row(rows[i]):
             i += 1
             continue
-        end, last, figure_rows = i + 1, i, 1
-        while end < len(rows) and end - last <= _BETWEEN + 1:
-            if _gap(rows[end - 1], rows[end]) > _BLOCK_GAP * _size(rows[end]):
+        end, last, figure_rows, between = i + 1, i, 1, 0
+        label = rows[i][0].x0
+        while end < len(rows) and between <= _BETWEEN:
+            row = rows[end]
+            if _gap(rows[end - 1], row) > _BLOCK_GAP * _size(row):
                 break
-            if _figure_row(rows[end]):
-                last, figure_rows = end, figure_rows + 1
-            elif not _label_only(rows[end], rows[i : last + 1]):
+            if _figure_row(row):
+                last, figure_rows, between = end, figure_rows + 1, 0
+                label = min(label, row[0].x0)
+            elif not _label_only(row, rows[i : last + 1]):
                 break
+            elif row[0].x0 > label + _INDENT * row[0].size and last == end - 1:
+                last = end  # a wrapped cell's next line, under a column of text
+            else:
+                between += 1
             end += 1
         if figure_rows >= _MIN_FIGURE_ROWS:
             first = i
@@ -157,7 +165,9 @@ def _label_only(row: list[_Segment], block: list[list[_Segment]]) -> bool:
 def _figure_table(chars: list[Char], rows: list[list[_Segment]], first: int, end: int) -> Table | None:
     body = rows[first:end]
     start = _figures_start(body)
-    bands = _bands([seg for row in body for seg in row if seg.x0 >= start - 0.5 * seg.size])
+    texts = [seg for row in body if _figure_row(row) for seg in row[1:] if seg.x1 < start - 0.5 * seg.size]
+    aligned = [t for t in texts if any(o is not t and abs(o.x0 - t.x0) <= o.size for o in texts)]
+    bands = _bands([seg for row in body for seg in row if seg.x0 >= start - 0.5 * seg.size] + aligned)
     if not bands:
         return None
     header: list[list[_Segment]] = []
@@ -176,11 +186,16 @@ def _figure_table(chars: list[Char], rows: list[list[_Segment]], first: int, end
         for seg, columns in _spans(row, bands):
             for column in columns:
                 head[column] = f"{head[column]} {seg.text}".strip()
-    cells = [[""] * width for _ in body]
-    for r, row in enumerate(body):
-        for seg in row:
-            column = _columns(seg, bands, spanning=False)[0] if seg.x1 >= bands[0][0] else 0
-            cells[r][column] = f"{cells[r][column]} {seg.text}".strip()
+    cells: list[list[str]] = []
+    for row in body:
+        columns = [_columns(seg, bands, spanning=False)[0] if seg.x1 >= bands[0][0] else 0 for seg in row]
+        if cells and columns[0] > 0 and not _figure_row(row):
+            line = cells[-1]  # the next line of a cell wrapped in a column of text
+        else:
+            line = [""] * width
+            cells.append(line)
+        for seg, column in zip(row, columns, strict=True):
+            line[column] = f"{line[column]} {seg.text}".strip()
     grid = _tidy([head, *cells] if any(head) else cells)
     taken = [i for row in header + body for seg in row for i in seg.chars]
     boxes = [seg for row in header + body for seg in row]
@@ -208,6 +223,8 @@ def _spans(row: list[_Segment], bands: list[tuple[float, float]]) -> list[tuple[
     them, often narrower than they are) also heads the columns beside it that nothing else in its
     line stands over."""
     spans = [(seg, _columns(seg, bands, spanning=True)) for seg in row]
+    # a unit note over several columns, "(in thousands)", heads the labels once, not each column
+    spans = [(seg, [0] if seg.text.startswith("(") and len(cs) > 1 else cs) for seg, cs in spans]
     spanning = [(seg, columns) for seg, columns in spans if len(columns) > 1]
     if spanning:
         covered = {c for _, columns in spans for c in columns}
