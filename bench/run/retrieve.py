@@ -73,7 +73,10 @@ def run_candidate(
                             start=e.start,
                             end=e.end,
                             grade=e.grade,
-                            extra={"pages": e.pages} if e.pages else {},
+                            extra={
+                                **({"pages": e.pages} if e.pages else {}),
+                                **({"matched": e.matched, "similarity": e.similarity} if e.matched else {}),
+                            },
                         )
                         for e in question.evidence
                     ],

@@ -186,6 +186,17 @@ def test_import_pages_end_to_end(tmp_path: Path, corpus_dir: Path) -> None:
                 "doc_name": "report",
                 "evidence": [{"evidence_page_num": 2, "evidence_text": "Text another tool read differently."}],
             },
+            {  # another tool read the page's two lines in the other order: anchored by words
+                "financebench_id": "fb7",
+                "question": "What is page two about?",
+                "doc_name": "report",
+                "evidence": [
+                    {
+                        "evidence_page_num": 1,
+                        "evidence_text": "Bridges carry roads over rivers. Page two is about bridges.",
+                    }
+                ],
+            },
             {  # the quote is on page 1, not on page 3 that is named: the page is the evidence
                 "financebench_id": "fb3",
                 "question": "What about apples?",
@@ -200,19 +211,22 @@ def test_import_pages_end_to_end(tmp_path: Path, corpus_dir: Path) -> None:
     result = run_cli("goldset", "import", "pages", str(source), "--corpus", str(corpus_dir), "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "3 questions, pages counted from 0" in out
-    assert "evidence found as a quote within its page: 1" in out
+    assert "4 questions, pages counted from 0" in out
+    assert "evidence found as a quote within its page: 2 (1 of them by words and numbers" in out
     assert "evidence that is the whole page: 2" in out
     for line in ("pages out of range: 1", "unknown documents: 1", "documents without pages: 1"):
         assert f"dropped, {line}" in out
     gold = [json.loads(line) for line in (tmp_path / "goldsets" / "fb.jsonl").read_text().splitlines()]
-    assert [q["id"] for q in gold] == ["fb1", "fb2", "fb3"]
+    assert [q["id"] for q in gold] == ["fb1", "fb2", "fb7", "fb3"]
     assert gold[0]["answer"] == "Bridges." and "answer" not in gold[1]
     assert gold[0]["evidence"] == [
         {"doc": "report.pdf", "quote": "Bridges carry roads over rivers.", "grade": 1}
     ]  # the document's own text
     assert gold[1]["evidence"] == [{"doc": "report.pdf", "page": 3, "grade": 1}]
-    assert gold[2]["evidence"] == [{"doc": "report.pdf", "page": 3, "grade": 1}]
+    assert gold[2]["evidence"] == [  # the span bench anchored, written as the document's own text
+        {"doc": "report.pdf", "quote": "Page two is about bridges.\nBridges carry roads over rivers.", "grade": 1}
+    ]
+    assert gold[3]["evidence"] == [{"doc": "report.pdf", "page": 3, "grade": 1}]
     config = (tmp_path / "fb.toml").read_text()
     assert 'corpus = "docs"' in config  # the corpus is used where it lies, named from the config's folder
     again = run_cli("goldset", "import", "pages", str(source), "--corpus", str(corpus_dir), "--out", str(tmp_path))
@@ -224,6 +238,7 @@ def test_import_pages_end_to_end(tmp_path: Path, corpus_dir: Path) -> None:
     assert [(e.start, e.end) for q in loaded.questions for e in q.evidence] == [
         (61, 93),
         P3,
+        P2,
         P3,
     ]  # 34 + len("Page two is about bridges.\n")
 
@@ -233,6 +248,20 @@ def test_import_pages_end_to_end(tmp_path: Path, corpus_dir: Path) -> None:
     [run] = finished_runs(tmp_path / "results")
     summary = json.loads((run / "summary.json").read_text())
     assert summary["candidates"]
+    records = [json.loads(line) for line in (run / "per_question.jsonl").read_text().splitlines()]
+    evidence = {r["question_id"]: r["evidence"] for r in records}
+    assert evidence["fb1"] == [
+        {
+            "doc": "report.pdf",
+            "start": 61,
+            "end": 93,
+            "grade": 1,
+            "pages": "p. 2",
+            "matched": "exact",
+            "similarity": 1.0,
+        }
+    ]  # how the quote matched is kept with the span
+    assert evidence["fb2"] == [{"doc": "report.pdf", "start": P3[0], "end": P3[1], "grade": 1, "pages": "p. 3"}]
 
 
 def test_import_pages_one_based_flat_records_with_named_fields(tmp_path: Path, corpus_dir: Path) -> None:
