@@ -19,17 +19,20 @@ counted; throughput is the best of --repeats passes, each calling the extractor 
 (no cache). Prints a table per part and the ratios.
 
     .venv/bin/python benchmarks/extraction_speed.py --folder ../shared/datasets/filings/pdfs [--workers N]
-        [--files N] [--first-pages N] [--repeats N]
+        [--files N] [--first-pages N] [--repeats N] [--baseline REV]
 
-Real documents: the folder is loaded as ``bench corpus stats`` loads it, once in this process
-(``[documents] workers = 1``) and once in worker processes (--workers, default one per core), each
-on a cold cache of its own, and pages (or documents) per second are printed side by side with the
-speed-up (best of --repeats, serial and parallel alternated, so that others' load on a shared
-machine weighs on both alike). The two reads must give the same documents, left-out files and
-cache keys; texts that differ are named (on real PDFs pdfminer's layout grouping can order text
-boxes differently in any two processes, serial or not). --files takes the first N files,
---first-pages cuts each PDF to its first N pages (with pypdf, into a temporary folder), so a run
-fits in a few minutes.
+Real documents, today's extractors against a baseline's, side by side in one run. The baseline is
+the code of git revision --baseline (default: the last commit whose ``pdf.py`` read PDFs with
+pdfplumber, before PDFium), checked out into a temporary ``git worktree``; each load runs in a
+subprocess of its own on its tree's code and a cold cache of its own: in one process
+(``[documents] workers = 1``) and in worker processes (--workers, default one per core). Pages (or
+documents) per second are printed for both codes and both loads, with the speed-up of today's code
+over the baseline's (best of --repeats, all four loads alternated, so that others' load on a shared
+machine weighs on all alike). Today's two loads must give the same documents, left-out files,
+cache keys and texts, byte for byte (PDF extraction is deterministic); the baseline's texts are
+compared too (pdfminer ordered tied text boxes by memory address there). --files takes the first
+N files, --first-pages cuts each PDF to its first N pages (with pypdf, into a temporary folder), so
+a run fits in a few minutes.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -94,7 +97,7 @@ def _best(repeats: int, run: Callable[[], list[Extracted]]) -> tuple[float, list
 def _extract_all(suffix: str, files: list[bytes]) -> list[Extracted]:
     extractor = for_suffix(suffix)
     assert extractor is not None
-    return [extractor.extract(data) for data in files]
+    return [extractor.extract(data, Limits()) for data in files]
 
 
 def _warm_up(folder: Path) -> None:
@@ -109,7 +112,7 @@ def _warm_up(folder: Path) -> None:
         _extract_all(suffix, [data])
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
     widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
 
     def line(row: tuple[str, ...]) -> str:
@@ -145,60 +148,126 @@ def _copy(source: Path, target: Path, files: int | None, first_pages: int | None
         writer.write(target / file.name)
 
 
-def _timed_load(root: Path, cache_dir: Path, workers: int) -> tuple[float, list[tuple], dict[str, bytes], int]:
-    """Seconds to load ``root`` on a cold cache, what it read, the cache's files, and pages."""
-    cache = ExtractionCache(cache_dir)
-    t0 = time.perf_counter()
-    corpus = load_folder(root, cache, limits=Limits(workers=workers))
-    seconds = time.perf_counter() - t0
-    docs = [(d.id, d.text, d.pages) for d in corpus.documents]
-    entries = {p.name: p.read_bytes() for p in sorted(cache_dir.glob("*.json"))}
-    return seconds, [*docs, *corpus.left_out], entries, sum(len(d[2]) for d in docs)
+_LOAD = """
+import hashlib, json, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from bench.inputs.extraction_cache import ExtractionCache
+from bench.inputs.folder import load_folder
+from bench.inputs.formats import Limits
+load_folder(Path(sys.argv[5]), ExtractionCache(Path(sys.argv[5]).parent / "warm-cache"))  # imports untimed
+cache_dir = Path(sys.argv[3])
+cache = ExtractionCache(cache_dir)
+t0 = time.perf_counter()
+corpus = load_folder(Path(sys.argv[2]), cache, limits=Limits(workers=int(sys.argv[4])))
+seconds = time.perf_counter() - t0
+docs = [[d.id, hashlib.sha256(d.text.encode()).hexdigest(), len(d.pages)] for d in corpus.documents]
+print(json.dumps({"seconds": seconds, "docs": docs, "left_out": [str(x) for x in corpus.left_out],
+                  "cache": sorted(p.name for p in cache_dir.glob("*.json"))}))
+"""
 
 
-def docs_of(read: list) -> list[tuple]:
-    return [x for x in read if isinstance(x, tuple)]
+def _load_in(tree: Path, root: Path, cache_dir: Path, workers: int) -> dict:
+    """A cold load of ``root`` by the code in ``tree``, in a subprocess: seconds, documents (id,
+    text sha256, pages), left-out files and cache entries."""
+    import json
+    import subprocess
+
+    # a small PDF first, so that the libraries' imports are not the timed load's to pay
+    warm = cache_dir.parent / "warm"
+    warm.mkdir(parents=True, exist_ok=True)
+    (warm / "warm.pdf").write_bytes(make_pdf.report_bytes())
+    args = [sys.executable, "-c", _LOAD, str(tree), str(root), str(cache_dir), str(workers), str(warm)]
+    done = subprocess.run(args, capture_output=True, text=True, check=False, cwd=tree)
+    if done.returncode:
+        raise SystemExit(f"the load in {tree} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def real_documents(folder: Path, workers: int, files: int | None, first_pages: int | None, repeats: int) -> None:
-    """Serial against parallel extraction of a real folder, cold cache each time, best of ``repeats``."""
+def _baseline_revision() -> str:
+    """The commit before pdf.py first read PDFs with PDFium."""
+    import subprocess
+
+    here = Path(__file__).resolve().parents[1]
+    path = "bench/inputs/formats/pdf.py"
+    log = subprocess.run(
+        ["git", "log", "--format=%H", "--", path], capture_output=True, text=True, cwd=here, check=True
+    )
+    newer = None
+    for commit in log.stdout.split():
+        source = subprocess.run(["git", "show", f"{commit}:{path}"], capture_output=True, text=True, cwd=here)
+        if source.returncode == 0 and "pdf_engine" not in source.stdout:
+            if newer is None:
+                break
+            return f"{newer}^"
+        newer = commit
+    raise SystemExit("no baseline found: pass --baseline REV")
+
+
+def real_documents(
+    folder: Path, workers: int, files: int | None, first_pages: int | None, repeats: int, baseline: str | None
+) -> None:
+    """The baseline's and today's extraction of a real folder, in one process and in workers, cold
+    cache each time, best of ``repeats``."""
+    import subprocess
+
+    here = Path(__file__).resolve().parents[1]
+    revision = subprocess.run(
+        ["git", "rev-parse", "--short", baseline or _baseline_revision()],
+        capture_output=True,
+        text=True,
+        cwd=here,
+        check=True,
+    ).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="bench-extraction-speed-") as tmp:
-        root = folder
+        root = folder.resolve()
         if files is not None or first_pages is not None:
             root = Path(tmp) / "corpus"
             _copy(folder, root, files, first_pages)
-        _warm_up(Path(tmp))  # the libraries' imports are not the serial run's to pay
-        runs: dict[str, tuple] = {}
-        for r in range(repeats):  # alternated, so that others' load weighs on both alike; best of each
-            for name, n in (("serial", 1), ("parallel", workers)):
-                run = _timed_load(root, Path(tmp) / f"{name}-{r}" / "extracted", n)
-                if name not in runs or run[0] < runs[name][0]:
-                    runs[name] = run
-        (serial, s_read, s_cache, pages), (parallel, p_read, p_cache, _) = runs["serial"], runs["parallel"]
-        docs = sum(1 for x in s_read if isinstance(x, tuple))
-        unit, count = ("pages", pages) if pages else ("documents", docs)
-        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-        print(f"{root}: {docs} documents, {pages} pages; {cores()} cores, load average {load}\n")
-        rows = [
-            ("one process", "1", f"{serial:.1f}", f"{count / serial:.2f}"),
-            ("worker processes", f"{workers}", f"{parallel:.1f}", f"{count / parallel:.2f}"),
-        ]
-        print(_table(("cold load", "workers", "seconds", f"{unit}/s"), rows))
-        print(f"\nspeed-up {serial / parallel:.2f}× with {workers} workers")
-        shape = [x[0] if isinstance(x, tuple) else x for x in s_read], list(s_cache)
-        if shape != ([x[0] if isinstance(x, tuple) else x for x in p_read], list(p_cache)):
-            print("FAIL: the two reads have different documents, left-out files or cache keys")
-            sys.exit(1)
-        differ = [a[0] for a, b in zip(s_read, p_read, strict=True) if a != b]
-        print(
-            f"same documents, left-out files and reasons; texts byte for byte: {len(docs_of(s_read)) - len(differ)} "
-            f"of {len(docs_of(s_read))}" + (f" (differ: {', '.join(differ)})" if differ else "")
+        old_tree = Path(tmp) / "baseline"
+        subprocess.run(["git", "worktree", "add", "--detach", "-q", str(old_tree), revision], cwd=here, check=True)
+        try:
+            runs: dict[tuple[str, int], dict] = {}
+            for r in range(repeats):  # alternated, so that others' load weighs on all alike; best of each
+                for code, tree in (("baseline", old_tree), ("today", here)):
+                    for n in (1, workers):
+                        run = _load_in(tree, root, Path(tmp) / f"{code}-{n}-{r}" / "extracted", n)
+                        if (code, n) not in runs or run["seconds"] < runs[code, n]["seconds"]:
+                            runs[code, n] = run
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(old_tree)], cwd=here, check=False)
+        _print_side_by_side(root, revision, workers, runs)
+
+
+def _print_side_by_side(root: Path, revision: str, workers: int, runs: dict[tuple[str, int], dict]) -> None:
+    first = runs["today", 1]
+    pages, docs = sum(d[2] for d in first["docs"]), len(first["docs"])
+    unit, count = ("pages", pages) if pages else ("documents", docs)
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"{root}: {docs} documents, {pages} pages; {cores()} cores, load average {load}")
+    print(f"baseline: {revision} (in a git worktree); today: the working tree\n")
+    rows = []
+    for n, name in ((1, "one process"), (workers, "worker processes")):
+        old, new = runs["baseline", n]["seconds"], runs["today", n]["seconds"]
+        rows.append(
+            (name, f"{n}", f"{old:.1f}", f"{count / old:.2f}", f"{new:.1f}", f"{count / new:.2f}", f"{old / new:.2f}×")
         )
-        if differ:  # pdfminer breaks ties in its layout grouping by memory address, in any two processes
-            print(
-                "pdfminer groups text boxes whose distances tie in an order set by memory addresses, so a PDF's text "
-                "can differ between any two processes, serial or parallel alike"
-            )
+    header = ("cold load", "workers", "baseline s", f"{unit}/s", "today s", f"{unit}/s", "speed-up")
+    print(_table(header, rows))
+    best_old = min(runs["baseline", n]["seconds"] for n in (1, workers))
+    best_new = min(runs["today", n]["seconds"] for n in (1, workers))
+    speed_up = best_old / best_new
+    print(f"\nbest of each: today {count / best_new:.2f} {unit}/s against {count / best_old:.2f}: {speed_up:.2f}×")
+    a, b = runs["today", 1], runs["today", workers]
+    if (a["docs"], a["left_out"], a["cache"]) != (b["docs"], b["left_out"], b["cache"]):
+        print("FAIL: today's two loads differ in documents, texts, left-out files or cache keys")
+        sys.exit(1)
+    print(
+        "today: one process and workers give the same documents, texts (byte for byte), left-out files and cache keys"
+    )
+    old_docs = {d[0]: d[1] for d in runs["baseline", 1]["docs"]}
+    differ = sum(1 for d in a["docs"] if old_docs.get(d[0]) != d[1])
+    print(f"texts that differ from the baseline's: {differ} of {docs}")
 
 
 def main() -> None:
@@ -207,13 +276,14 @@ def main() -> None:
     parser.add_argument("--html", type=int, default=200, help="HTML pages")
     parser.add_argument("--office", type=int, default=30, help="DOCX files, and as many PPTX files")
     parser.add_argument("--repeats", type=int, default=1, help="passes of each throughput timing (best is kept)")
-    parser.add_argument("--folder", type=Path, help="real documents: serial against parallel extraction")
+    parser.add_argument("--folder", type=Path, help="real documents: the baseline's code against today's")
+    parser.add_argument("--baseline", help="with --folder: the git revision to compare with (default: before PDFium)")
     parser.add_argument("--workers", type=int, default=cores(), help="worker processes of the parallel load")
     parser.add_argument("--files", type=int, help="with --folder: only its first N files")
     parser.add_argument("--first-pages", type=int, help="with --folder: each PDF cut to its first N pages")
     args = parser.parse_args()
     if args.folder is not None:
-        real_documents(args.folder, args.workers, args.files, args.first_pages, args.repeats)
+        real_documents(args.folder, args.workers, args.files, args.first_pages, args.repeats, args.baseline)
         return
 
     with tempfile.TemporaryDirectory(prefix="bench-extraction-speed-") as tmp:
@@ -233,9 +303,10 @@ def main() -> None:
 
         # throughput: the extractor on the bytes, no cache
         sets = {"pdf": [pdf], "html": html, "docx": docx, "pptx": pptx}
-        seconds, rows = {}, []
+        seconds: dict[str, float] = {}
+        rows: list[tuple[str, ...]] = []
         for name, files in sets.items():
-            seconds[name], extracted = _best(args.repeats, lambda n=name, f=files: _extract_all(f".{n}", f))
+            seconds[name], extracted = _best(args.repeats, lambda n=name, f=files: _extract_all(f".{n}", f))  # type: ignore[misc]
             if name == "pdf":
                 assert len(extracted[0].pages) == args.pages
                 assert make_pdf.long_sentence(args.pages, 39) in extracted[0].text
@@ -266,9 +337,9 @@ def main() -> None:
             f"hashing and writing the cache; warm load {cold[0] / warm[0]:.0f}× faster than cold "
             f"({(cold[0] + cold[1]) / (warm[0] + warm[1]):.0f}× with every text read back)"
         )
-        files = sum(len(f) for f in sets.values())
-        ok = cold[2] == files and warm[2] == 0 and warm[3] == cold[3]
-        print(f"cold extracted {cold[2]} of {files} files, warm {warm[2]}: {'PASS' if ok else 'FAIL'}")
+        total = sum(len(f) for f in sets.values())
+        ok = cold[2] == total and warm[2] == 0 and warm[3] == cold[3]
+        print(f"cold extracted {cold[2]} of {total} files, warm {warm[2]}: {'PASS' if ok else 'FAIL'}")
         if not ok:
             sys.exit(1)
 
