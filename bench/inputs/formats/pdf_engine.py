@@ -9,8 +9,9 @@ look as pdfminer gives it, so the same analysis groups the same lines:
 - a character's box runs from its font's descent to that plus its font size, as pdfminer's
   ``LTChar`` does (PDFium's loose box gives the descent and the advance; its top is the font's
   ascent, which differs from font to font);
-- spaces and line breaks PDFium makes up (``FPDFText_IsGenerated``) are dropped: the layout
-  analysis decides where words and lines end, as it does with pdfminer;
+- line breaks PDFium makes up (``FPDFText_IsGenerated``) are dropped: the layout analysis decides
+  where lines end, as it does with pdfminer; a space it makes up between two words of a line is
+  kept as a space of no width, since PDFium drops the page's own space that follows it;
 - a ligature (``ﬁ``, or a glyph that maps to ``fi``) is one character with both letters;
 - a hyphen that PDFium marks as ending a line is ``-`` again, and a glyph with no Unicode mapping
   reads ``(cid:N)`` as pdfminer writes it.
@@ -172,6 +173,8 @@ def _chars(text_page: object, ctm: tuple[float, ...]) -> list[Char]:
     for i, t in enumerate(text):
         if t in _GENERATED_WHITESPACE and is_generated(text_page, i):
             last = None
+            if t == " " and out and out[-1].text.strip():
+                _word_space(out, text_page, i, ctm)
             continue
         if t == "\ufffe":  # no place in the page's text: a line-end hyphen, or a glyph without Unicode
             code = unicode_of(text_page, i)
@@ -207,6 +210,23 @@ def _chars(text_page: object, ctm: tuple[float, ...]) -> list[Char]:
         mc, md = c * ca + d * cc, c * cb + d * cd
         out.append(Char(t, x0, y0, x1, y1, y1 - y0, ma * md > 0 and mb * mc <= 0))
     return out
+
+
+def _word_space(out: list[Char], text_page: object, i: int, ctm: tuple[float, ...]) -> None:
+    """A word space PDFium made up in place of the page's own, which it drops after its own (it
+    keeps one space of a run): a space of no width where the next word starts, on the line of the
+    character before, so the words stay apart even where glyphs' boxes overhang the gap."""
+    import pypdfium2.raw as pdfium
+
+    x, y = ctypes.c_double(), ctypes.c_double()
+    if not pdfium.FPDFText_GetCharOrigin(text_page, i, ctypes.byref(x), ctypes.byref(y)):
+        return
+    ca, cb, cc, cd, ce, cf = ctm
+    px, py = ca * x.value + cc * y.value + ce, cb * x.value + cd * y.value + cf
+    prev = out[-1]
+    if not prev.upright or not 0 <= px - prev.x1 < 2 * prev.size or not prev.y0 <= py <= prev.y1:
+        return  # a gap wider than a word space, or not on the line: the layout decides
+    out.append(Char(" ", px, prev.y0, px, prev.y1, prev.size, True))
 
 
 def _edges(page: object, ctm: tuple[float, ...]) -> list[Edge]:
