@@ -38,13 +38,16 @@ MATCHES = (EXACT, NORMALISED, APPROXIMATE)
 
 # Measured on FinanceBench's evidence and on passages cut from pypdf's text of the same filings
 # (benchmarks/quote_anchoring.py, docs/goldsets.md): the least similarity accepted.
-THRESHOLD = 0.80
+THRESHOLD = 0.85
 # Two places whose similarities differ by less than this are one quote matching twice: ambiguous.
 AMBIGUOUS_MARGIN = 0.05
 MIN_TOKENS = 4  # fewer words and numbers than this say too little to be anchored approximately
 _CANDIDATES = 4  # stretches of the document refined per quote
-_WIDTHS = (0.6, 0.8, 1.0, 1.2, 1.5, 2.0, 2.5)  # span lengths tried, in quote lengths
-_EXTRA = 0.25  # what a span token that matches nothing costs, against what a match gains
+_WIDTHS = (0.6, 0.8, 1.0, 1.25, 1.6, 2.0, 2.5, 3.2, 4.0)  # span lengths tried, in quote lengths
+# What a span token that is none of the quote's costs, against what one of the quote's gains: low,
+# since a table read in another order scatters a row's cells among the other rows'.
+_EXTRA = 0.05
+_REACH = 4  # how far, in quote lengths, on either side of a rich stretch its best span may reach
 
 # A number: digits with thousands separators or a decimal point inside; a word: a run of letters of
 # a spaced script; a character of a script written without spaces is a word of its own.
@@ -141,7 +144,7 @@ def approximate(text: str, quote: str, *, locate: Locate | None = None, threshol
     Raises :class:`QuoteError` (the message says what was found) when the best span's similarity is
     under ``threshold``, it lacks one of the quote's numbers, or another place is about as alike."""
     index = _index(text)
-    wanted = Counter(key for key, _, _ in tokens(quote))
+    wanted = _wanted(index, quote)
     size = sum(wanted.values())
     if size < MIN_TOKENS:
         raise _Weak(f"; it has too few words and numbers ({size}) to be matched by them: quote more")
@@ -185,11 +188,38 @@ def candidates(text: str, quote: str) -> list[Candidate]:
     """The passages of ``text`` most like ``quote`` by words and numbers, best first (those that
     hold all of its numbers before those that do not)."""
     index = _index(text)
-    wanted = Counter(key for key, _, _ in tokens(quote))
+    wanted = _wanted(index, quote)
     return [
         Candidate(int(index.starts[p.first]), int(index.ends[p.last - 1]), p.similarity, p.missing_numbers)
         for p in _places(index, wanted)
     ]
+
+
+def _wanted(index: _Index, quote: str) -> Counter[str]:
+    """The quote's tokens, with the words another tool broke or ran together mended where the
+    document has the mended word: ``cont rol`` → ``control``, ``inresponse`` → ``in response``."""
+    keys = [key for key, _, _ in tokens(quote)]
+    out: list[str] = []
+    i = 0
+    while i < len(keys):
+        key = keys[i]
+        if key in index.vocab or key[0].isdigit() or len(key) < 2:
+            out.append(key)
+        elif i + 1 < len(keys) and not keys[i + 1][0].isdigit() and key + keys[i + 1] in index.vocab:
+            out.append(key + keys[i + 1])
+            i += 1
+        else:
+            parts = next(
+                (
+                    [key[:j], key[j:]]
+                    for j in range(2, len(key) - 1)
+                    if key[:j] in index.vocab and key[j:] in index.vocab
+                ),
+                [key],
+            )
+            out.extend(parts)
+        i += 1
+    return Counter(out)
 
 
 def _places(index: _Index, wanted: Counter[str]) -> list[_Place]:
@@ -218,9 +248,12 @@ def _places(index: _Index, wanted: Counter[str]) -> list[_Place]:
         if score[at] <= 0:
             break
         score[max(0, at - width) : at + width] = -1.0
-        lo, hi = max(0, at - width), min(len(hit), at + 2 * width)
-        place = _best_span(index, which[lo:hi], need, weight, whole, size, lo, keys)
-        if place is not None and not any(_overlap(place, p) for p in places):
+        lo, hi = max(0, at - round(_REACH * width)), min(len(hit), at + round((1 + _REACH) * width))
+        region = which[lo:hi].copy()
+        for p in places:  # a place found already is not found again: the next best lies elsewhere
+            region[max(0, p.first - lo) : max(0, p.last - lo)] = -1
+        place = _best_span(index, region, need, weight, whole, size, lo, keys)
+        if place is not None and place.similarity > 0 and not any(_overlap(place, p) for p in places):
             places.append(place)
     places.sort(key=lambda p: (bool(p.missing_numbers), -p.similarity))
     return places
@@ -251,17 +284,30 @@ def _best_span(
     marks[which[pos], pos + 1] = 1
     counts = np.cumsum(marks, axis=1)
     span_weight = index.total[offset : offset + n + 1] - index.total[offset]
+
+    def gain(first: np.ndarray, last: np.ndarray) -> np.ndarray:
+        """The weight of the quote's tokens in each span ``first..last``, less _EXTRA of the rest."""
+        got = np.minimum(counts[:, last] - counts[:, first], need[:, None])
+        matched = weight @ got
+        return matched - _EXTRA * (span_weight[last] - span_weight[first] - matched)
+
     best: tuple[float, int, int] | None = None
     for factor in _WIDTHS:
         w = min(n, max(1, round(size * factor)))
-        got = np.minimum(counts[:, w:] - counts[:, : n + 1 - w], need[:, None])
-        matched = weight @ got
-        gain = matched - _EXTRA * (span_weight[w:] - span_weight[: n + 1 - w] - matched)
-        a = int(np.argmax(gain))
-        if best is None or gain[a] > best[0]:
-            best = (float(gain[a]), a, a + w)
+        firsts = np.arange(n + 1 - w)
+        gains = gain(firsts, firsts + w)
+        a = int(np.argmax(gains))
+        if best is None or gains[a] > best[0]:
+            best = (float(gains[a]), a, a + w)
     assert best is not None
     _, a, b = best
+    # the widths are coarse: move each edge to where the gain is best, twice
+    reach = max(4, (b - a) // 4)
+    for _ in range(2):
+        starts = np.arange(max(0, a - reach), min(b, a + reach + 1))
+        a = int(starts[np.argmax(gain(starts, np.full(len(starts), b)))])
+        ends = np.arange(max(a + 1, b - reach), min(n, b + reach) + 1)
+        b = int(ends[np.argmax(gain(np.full(len(ends), a), ends))])
     a, b = _trim(which, need, a, b)
     got = np.minimum(counts[:, b] - counts[:, a], need)
     missing = tuple(keys[k] for k in np.flatnonzero(got < need) if keys[k][0].isdigit())

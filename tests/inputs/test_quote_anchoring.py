@@ -262,3 +262,84 @@ def test_a_long_document_is_indexed_once_and_quotes_are_fast() -> None:
 # --- real filings ---------------------------------------------------------------------------------
 
 FILINGS = SHARED / "filings"
+_NUMBER = re.compile(r"\d[\d,.]*\d|\d")
+
+
+def _pypdf_passages(pdf: Path, pages: list[int], rng: random.Random) -> list[tuple[int, str]]:
+    """Runs of 1–6 lines of pypdf's text of each page (another extractor than bench's), and the page's
+    first table: a run of 4 lines or more with two numbers or more each."""
+    import pypdf
+
+    reader = pypdf.PdfReader(str(pdf))
+    out = []
+    for page in pages:
+        lines = [line for line in (reader.pages[page - 1].extract_text() or "").splitlines() if tokens(line)]
+        for _ in range(3):
+            k = rng.randint(1, 6)
+            i = rng.randrange(0, max(1, len(lines) - k + 1))
+            if len(tokens(quote := "\n".join(lines[i : i + k]))) >= 4:
+                out.append((page, quote))
+        run: list[str] = []
+        for line in [*lines, ""]:
+            if len(_NUMBER.findall(line)) >= 2:
+                run.append(line)
+            elif len(run) >= 4:
+                out.append((page, "\n".join(run)))
+                break
+            else:
+                run = []
+    return out
+
+
+def _anchors(text: str, quote: str) -> tuple[int, int] | None:
+    try:
+        found = anchor_quote(text, quote)
+    except QuoteError:
+        return None
+    return found.start, found.end
+
+
+def test_real_filings_anchor_other_tools_quotes_and_refuse_the_wrong_ones(tmp_path: Path) -> None:
+    """FinanceBench's evidence and pypdf's passages anchor on their page of bench's text; the same
+    passages in another filing, or with one number changed, do not (rates of docs/goldsets.md)."""
+    filings = SHARED / "filings"
+    if not (filings / "questions.jsonl").is_file():
+        pytest.skip(f"{filings} is absent")
+    names = ("ADOBE_2022_10K", "FOOTLOCKER_2022_8K_dated-2022-05-20")
+    pdfs = tmp_path / "pdfs"
+    pdfs.mkdir()
+    for name in names:
+        (pdfs / f"{name}.pdf").write_bytes((filings / "pdfs" / f"{name}.pdf").read_bytes())
+    corpus = load_corpus(pdfs)
+    adobe, footlocker = (corpus.get(f"{name}.pdf") for name in names)
+
+    def page_text(doc, page: int) -> str:
+        return doc.text[doc.pages[page - 1] : doc.pages[page] if page < len(doc.pages) else len(doc.text)]
+
+    evidence = [
+        (corpus.get(f"{row['doc_name']}.pdf"), e["evidence_page_num"] + 1, e["evidence_text"])
+        for row in map(json.loads, (filings / "questions.jsonl").read_text().splitlines())
+        if row["doc_name"] in names
+        for e in row["evidence"]
+    ]
+    anchored = [_anchors(page_text(doc, page), quote) is not None for doc, page, quote in evidence]
+    assert sum(anchored) == len(anchored) == 3  # every evidence text of these two filings
+
+    rng = random.Random(0)
+    pages = sorted(rng.sample(range(1, len(adobe.pages) + 1), 20))
+    passages = _pypdf_passages(pdfs / "ADOBE_2022_10K.pdf", pages, rng)
+    assert len(passages) >= 30
+    recall = sum(_anchors(page_text(adobe, p), q) is not None for p, q in passages) / len(passages)
+    wrong = sum(_anchors(footlocker.text, q) is not None for _, q in passages) / len(passages)
+    changed = []
+    for page, quote in passages:
+        numbers = [m for m in _NUMBER.finditer(quote) if m.group().strip("0,.")]
+        if numbers:
+            m = rng.choice(numbers)
+            i = max(j for j in range(m.start(), m.end()) if quote[j].isdigit())
+            changed.append((page, quote[:i] + str((int(quote[i]) + rng.randint(1, 8)) % 10) + quote[i + 1 :]))
+    refused = sum(_anchors(page_text(adobe, p), q) is None for p, q in changed) / len(changed)
+    print(f"recall {recall:.3f}, anchored in another filing {wrong:.3f}, changed numbers refused {refused:.3f}")
+    assert recall >= 0.9
+    assert wrong == 0.0
+    assert refused >= 0.9
