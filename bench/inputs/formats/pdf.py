@@ -25,11 +25,12 @@ from typing import Any
 
 from pdfminer.layout import LTChar
 
-from bench.inputs.formats import pdf_engine, pdf_streams
+from bench.inputs.formats import pdf_engine, pdf_margins, pdf_streams
 from bench.inputs.formats.base import Extracted, Extractor, Unreadable, mislabelled
 from bench.inputs.formats.limits import LIMITS, MB, Limits
 from bench.inputs.formats.pdf_engine import PageBox
 from bench.inputs.formats.pdf_layout import text_boxes
+from bench.inputs.formats.pdf_margins import MarginLine
 from bench.inputs.formats.pdf_page import PageContent
 from bench.inputs.formats.pdf_tables import find_tables
 from bench.text.scripts import is_cjk
@@ -55,6 +56,7 @@ def _version() -> str:
 class _Line:
     text: str
     size: float  # the most common character size in the line, to the half point
+    margin: bool | None = None  # in the page's top (True) or bottom (False) margin band, else None
 
 
 @dataclass(slots=True)
@@ -73,6 +75,7 @@ def extract(data: bytes, limits: Limits = LIMITS) -> Extracted:
         # pdfminer would rebuild a truncated file from the objects it finds and silently lose pages
         raise Unreadable("cannot read it as a PDF (truncated: no end-of-file marker); re-export it or remove it")
     pages, sizes = _read(data, limits)
+    running_note = _leave_out_running_lines(pages)
     body = sizes.most_common(1)[0][0] if sizes else 0.0
     levels = _heading_levels(pages, body)
     text, starts = "", []
@@ -90,7 +93,41 @@ def extract(data: bytes, limits: Limits = LIMITS) -> Extracted:
         return Extracted("", tuple(starts), ("no text layer: OCR it first",))
     elif blank:
         notes = (f"{blank} of {len(pages)} pages have no text layer (scanned?); OCR them to search them",)
+    if running_note:
+        notes += (running_note,)
     return Extracted(text, tuple(starts), notes)
+
+
+def _leave_out_running_lines(pages: list[_Page]) -> str:
+    """Drops the running headers and footers (``pdf_margins``) from the pages' text boxes, in
+    place; the note that names them, or "" when there are none."""
+    margin = [
+        MarginLine(k, line.text, line.margin)
+        for k, page in enumerate(pages)
+        for block in page.blocks
+        if isinstance(block, list)
+        for line in block
+        if line.margin is not None
+    ]
+    running = pdf_margins.running(margin, len(pages))
+    if not running:
+        return ""
+    left_out: Counter[tuple[str, bool]] = Counter()
+    for page in pages:
+        on_page = set()
+        for k, block in enumerate(page.blocks):
+            if isinstance(block, list):
+                kept = []
+                for line in block:
+                    key = pdf_margins.key(line.text, line.margin) if line.margin is not None else None
+                    if key in running:
+                        on_page.add(key)
+                    else:
+                        kept.append(line)
+                page.blocks[k] = kept
+        left_out.update(on_page)
+        page.blocks = [block for block in page.blocks if block]
+    return pdf_margins.note(left_out, running, len(pages))
 
 
 def _read(data: bytes, limits: Limits) -> tuple[list[_Page], Counter[float]]:
@@ -160,7 +197,7 @@ def _read_page(content: PageContent, sizes: Counter[float]) -> _Page:
         for piece in pieces:
             if piece.sizes:  # a piece joined onto another has none left
                 sizes.update(piece.sizes)
-                lines.append(_Line(" ".join(piece.text.split()), statistics.mode(piece.sizes)))
+                lines.append(_Line(" ".join(piece.text.split()), statistics.mode(piece.sizes), _margin(piece, content)))
         if not lines:
             continue
         # a table goes before the first box below its top that it overlaps horizontally
@@ -171,6 +208,17 @@ def _read_page(content: PageContent, sizes: Counter[float]) -> _Page:
         out.blocks.append(lines)
     out.blocks.extend(table.markdown for i, table in enumerate(tables) if not placed[i])
     return out
+
+
+def _margin(piece: _Piece, content: PageContent) -> bool | None:
+    """Whether a line stands in the page's top (True) or bottom (False) margin band, where
+    running headers and footers are printed."""
+    band = pdf_margins.MARGIN * content.height
+    if piece.y0 >= content.height - band:
+        return True
+    if piece.y1 <= band:
+        return False
+    return None
 
 
 @dataclass(slots=True)
