@@ -94,7 +94,7 @@ class _Index:
         # an inverse document frequency over the document's own tokens: "the" weighs little, a figure much
         self.weights = np.log1p(n / np.maximum(counts, 1))
         self.unseen_weight = math.log1p(n)
-        self.is_number = np.asarray([k[0].isdigit() for k in self.vocab], dtype=bool)
+        self.numbers = [k for k in self.vocab if k[0].isdigit()]
         self.token_weight = self.weights[self.ids] if len(ids) else np.zeros(0)
         self.total = np.concatenate(([0.0], np.cumsum(self.token_weight)))
 
@@ -197,8 +197,14 @@ def candidates(text: str, quote: str) -> list[Candidate]:
 
 def _wanted(index: _Index, quote: str) -> Counter[str]:
     """The quote's tokens, with the words another tool broke or ran together mended where the
-    document has the mended word: ``cont rol`` → ``control``, ``inresponse`` → ``in response``."""
-    keys = [key for key, _, _ in tokens(quote)]
+    document has the mended words (``cont rol`` → ``control``; ``inresponse``, ``Netincome(loss)`` →
+    ``in response``, ``net income loss``), less a last number the quote was cut inside (``364,8``
+    where the document has ``364,840``)."""
+    found = tokens(quote)
+    keys = [key for key, _, _ in found]
+    cut = found and keys[-1][0].isdigit() and keys[-1] not in index.vocab and found[-1][2] == len(quote.rstrip())
+    if cut and any(k.startswith(keys[-1]) for k in index.numbers):
+        keys.pop()
     out: list[str] = []
     i = 0
     while i < len(keys):
@@ -209,17 +215,22 @@ def _wanted(index: _Index, quote: str) -> Counter[str]:
             out.append(key + keys[i + 1])
             i += 1
         else:
-            parts = next(
-                (
-                    [key[:j], key[j:]]
-                    for j in range(2, len(key) - 1)
-                    if key[:j] in index.vocab and key[j:] in index.vocab
-                ),
-                [key],
-            )
-            out.extend(parts)
+            out.extend(_words_in(key, index.vocab) or [key])
         i += 1
     return Counter(out)
+
+
+def _words_in(run: str, vocab: dict[str, int], longest: int = 30) -> list[str] | None:
+    """``run`` as the fewest words of ``vocab`` (two letters or more) written without spaces, or None."""
+    if len(run) > 200:
+        return None
+    best: list[list[str] | None] = [[]] + [None] * len(run)
+    for end in range(2, len(run) + 1):
+        for start in range(max(0, end - longest), end - 1):
+            before, now = best[start], best[end]
+            if before is not None and run[start:end] in vocab and (now is None or len(before) + 1 < len(now)):
+                best[end] = [*before, run[start:end]]
+    return best[-1]
 
 
 def _places(index: _Index, wanted: Counter[str]) -> list[_Place]:

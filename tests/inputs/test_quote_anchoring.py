@@ -127,6 +127,31 @@ def test_short_and_unrelated_quotes_stay_errors() -> None:
         anchor_quote(MARKDOWN, "Research and development expenses rose sharply this year")
 
 
+def test_words_another_tool_ran_together_or_broke_are_mended() -> None:
+    text = (
+        "Cash flows from operating activities:\n\n"
+        "| Adjustments to reconcile net loss to net cash provided by operating activities: | | |\n"
+        "| Depreciation and amortization | 84,212 | 75,598 |\n\nThe internal control over reporting held.\n"
+    )
+    ran = (
+        "Adjustmentstoreconcilenetlosstonetcashprovidedbyoperatingactivities:\n"
+        "Depreciationandamortization\n84,212\n75,598"
+    )
+    found = anchor_quote(text, ran)
+    assert (found.start, found.similarity) == (text.index("Adjustments"), 1.0)
+    assert found.end == text.index("75,598") + len("75,598")
+    broken = anchor_quote(text, "The internal cont rol over re porting held")
+    assert (broken.start, broken.end, broken.similarity) == (text.index("The internal"), len(text) - 1, 1.0)
+
+
+def test_a_quote_cut_inside_its_last_number_is_not_a_changed_number() -> None:
+    cut = CELL_PER_LINE[: -len("873")]  # "... 12,"
+    found = anchor_quote(MARKDOWN, cut + "8")  # 12,8 of 12,873: left out, the rest anchors
+    assert (found.start, found.end, found.similarity) == (ROWS_START, MARKDOWN.index("14,125") + 6, 1.0)
+    with pytest.raises(QuoteError, match="lacking the quote's 129"):
+        anchor_quote(MARKDOWN, cut + "9")  # no number of the document begins 129: a changed figure
+
+
 def test_tokens_leave_out_table_marks() -> None:
     assert [t for t, _, _ in tokens("| Net sales | $ | (1,234.5) | — |\n|---|:--:|")] == ["net", "sales", "1234.5"]
     assert [t for t, _, _ in tokens("营业收入 Revenue 12")] == ["营", "业", "收", "入", "revenue", "12"]
