@@ -35,5 +35,5 @@ def test_the_note_names_what_was_left_out() -> None:
     examples = {("acme corp.", True): "ACME Corp.", ("#", False): "2"}
     assert note(left_out, examples, 10) == (
         "running headers and footers left out of the text: "
-        "“ACME Corp.” (top, 10 of 10 pages); “2” (bottom, 9 of 10 pages)"
+        "“ACME Corp.” (top, 10 of 10 pages); page numbers (bottom, 9 of 10 pages)"
     )

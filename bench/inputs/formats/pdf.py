@@ -56,7 +56,7 @@ def _version() -> str:
 class _Line:
     text: str
     size: float  # the most common character size in the line, to the half point
-    margin: bool | None = None  # in the page's top (True) or bottom (False) margin band, else None
+    margin: bool | None = None  # among the page's first (True) or last (False) lines, else None
 
 
 @dataclass(slots=True)
@@ -191,13 +191,14 @@ def _read_page(content: PageContent, sizes: Counter[float]) -> _Page:
     taken = frozenset().union(*(table.chars for table in tables)) if tables else frozenset()
     found = [(box, _pieces(box)) for box in text_boxes(content, taken)]
     _join_split_lines([piece for _, pieces in found for piece in pieces])
+    edges = _edge_lines([piece for _, pieces in found for piece in pieces if piece.sizes])
     placed = [False] * len(tables)
     for box, pieces in found:
         lines = []
         for piece in pieces:
             if piece.sizes:  # a piece joined onto another has none left
                 sizes.update(piece.sizes)
-                lines.append(_Line(" ".join(piece.text.split()), statistics.mode(piece.sizes), _margin(piece, content)))
+                lines.append(_Line(" ".join(piece.text.split()), statistics.mode(piece.sizes), edges.get(id(piece))))
         if not lines:
             continue
         # a table goes before the first box below its top that it overlaps horizontally
@@ -210,15 +211,14 @@ def _read_page(content: PageContent, sizes: Counter[float]) -> _Page:
     return out
 
 
-def _margin(piece: _Piece, content: PageContent) -> bool | None:
-    """Whether a line stands in the page's top (True) or bottom (False) margin band, where
-    running headers and footers are printed."""
-    band = pdf_margins.MARGIN * content.height
-    if piece.y0 >= content.height - band:
-        return True
-    if piece.y1 <= band:
-        return False
-    return None
+def _edge_lines(pieces: list[_Piece]) -> dict[int, bool]:
+    """The lines a running header or footer could be: the page's topmost few (True) and its
+    bottommost few (False), by ``id`` of their piece. Pages printed from the web end where their
+    text ends, so a footer is the last line, wherever it stands."""
+    order = sorted(pieces, key=lambda p: -p.y1)
+    edges = {id(p): False for p in order[-pdf_margins.EDGE_LINES :]}
+    edges.update({id(p): True for p in order[: pdf_margins.EDGE_LINES]})
+    return edges
 
 
 @dataclass(slots=True)

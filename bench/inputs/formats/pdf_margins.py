@@ -2,9 +2,9 @@
 
 A company name, a report title, "Table of Contents" links, "Page 12 of 80" and bare page numbers
 are printed on every page; kept in the text they land in every chunk that starts a page, where they
-match every question about the company and none in particular. A line is running when, in the
-margin band at the top (or bottom) of the page, the same text — digits aside, so page numbers
-match — stands on most pages. Such lines are left out of the text and named in the document's
+match every question about the company and none in particular. A line is running when, among the
+first few lines at the top of the page (or the last few at the bottom), the same text — digits
+aside, so page numbers match — stands on most pages. Such lines are left out of the text and named in the document's
 notes, never dropped silently.
 """
 
@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-MARGIN = 0.12  # share of the page height, at the top and at the bottom, where running lines stand
+EDGE_LINES = 2  # lines at the top, and at the bottom, of a page where running lines stand
 _MOST = 0.5  # on at least this share of the pages
 _MIN_PAGES = 3  # and on at least this many: a short document has no running lines to speak of
 _NAMED = 3  # running lines quoted in the note
@@ -27,7 +27,7 @@ _ROMAN = re.compile(r"^(?=[ivxlc]+$)c{0,3}(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})$"
 
 @dataclass(frozen=True, slots=True)
 class MarginLine:
-    """A line of text in a page's top or bottom margin band."""
+    """A line of text among the first or last lines of a page."""
 
     page: int  # 0-based
     text: str
@@ -61,12 +61,16 @@ def running(lines: Sequence[MarginLine], pages: int) -> dict[tuple[str, bool], s
 def note(left_out: Counter[tuple[str, bool]], examples: dict[tuple[str, bool], str], pages: int) -> str:
     """One line for the document's notes: which running lines were left out, on how many pages."""
     named = [
-        f"“{_quote(examples[k])}” ({'top' if k[1] else 'bottom'}, {n} of {pages} pages)"
+        f"{_name(k, examples[k])} ({'top' if k[1] else 'bottom'}, {n} of {pages} pages)"
         for k, n in left_out.most_common(_NAMED)
     ]
     more = len(left_out) - len(named)
     rest = f" and {more} more" if more > 0 else ""
     return "running headers and footers left out of the text: " + "; ".join(named) + rest
+
+
+def _name(k: tuple[str, bool], example: str) -> str:
+    return "page numbers" if k[0] == "#" else f"“{_quote(example)}”"
 
 
 def _quote(text: str) -> str:
