@@ -289,24 +289,30 @@ def _best_span(
     n = len(which)
     if not n:
         return None
-    # counts of each quote token up to each position, one row per token
-    marks = np.zeros((len(need), n + 1), dtype=np.int32)
+    # counts of each quote token up to each position, one row per token the stretch holds (the
+    # others add nothing to any span)
     pos = np.flatnonzero(which >= 0)
-    marks[which[pos], pos + 1] = 1
+    rows, row_of = np.unique(which[pos], return_inverse=True)
+    marks = np.zeros((len(rows), n + 1), dtype=np.float32)
+    marks[row_of, pos + 1] = 1.0
     counts = np.cumsum(marks, axis=1)
+    cap, w_rows = need[rows].astype(np.float32)[:, None], weight[rows].astype(np.float32)
     span_weight = index.total[offset : offset + n + 1] - index.total[offset]
 
-    def gain(first: np.ndarray, last: np.ndarray) -> np.ndarray:
-        """The weight of the quote's tokens in each span ``first..last``, less _EXTRA of the rest."""
-        got = np.minimum(counts[:, last] - counts[:, first], need[:, None])
-        matched = weight @ got
+    def gain_of(inside: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+        """The weight of the quote's tokens in each span ``first..last`` (``inside``: the counts of
+        each token in each), less _EXTRA of the rest."""
+        matched = w_rows @ np.minimum(inside, cap)
         return matched - _EXTRA * (span_weight[last] - span_weight[first] - matched)
+
+    def gain(first: np.ndarray, last: np.ndarray) -> np.ndarray:
+        return gain_of(counts[:, last] - counts[:, first], first, last)
 
     best: tuple[float, int, int] | None = None
     for factor in _WIDTHS:
         w = min(n, max(1, round(size * factor)))
         firsts = np.arange(n + 1 - w)
-        gains = gain(firsts, firsts + w)
+        gains = gain_of(counts[:, w:] - counts[:, : n + 1 - w], firsts, firsts + w)  # slices: no gathering
         a = int(np.argmax(gains))
         if best is None or gains[a] > best[0]:
             best = (float(gains[a]), a, a + w)
@@ -320,7 +326,8 @@ def _best_span(
         ends = np.arange(max(a + 1, b - reach), min(n, b + reach) + 1)
         b = int(ends[np.argmax(gain(np.full(len(ends), a), ends))])
     a, b = _trim(which, need, a, b)
-    got = np.minimum(counts[:, b] - counts[:, a], need)
+    got = np.zeros(len(need))
+    got[rows] = np.minimum(counts[:, b] - counts[:, a], need[rows])
     missing = tuple(keys[k] for k in np.flatnonzero(got < need) if keys[k][0].isdigit())
     share = float(weight @ got) / whole if whole else 0.0
     return _Place(offset + a, offset + b, round(share, 6), missing)  # rounded: 0.8 is 0.8, not 0.7999…
