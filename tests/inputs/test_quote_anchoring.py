@@ -118,6 +118,8 @@ def test_exact_and_normalised_are_said() -> None:
     assert anchor_quote(MARKDOWN, "Management believes").matched == EXACT
     found = anchor_quote("He said “yes” twice.", 'said "yes"')
     assert (found.start, found.end, found.matched, found.similarity) == (3, 13, NORMALISED, 1.0)
+    with pytest.raises(QuoteError, match="occurs more than once"):  # ambiguous as written: not approximated
+        anchor_quote("Net sales rose. Net sales rose.", "Net sales rose.")
 
 
 def test_short_and_unrelated_quotes_stay_errors() -> None:
