@@ -62,7 +62,7 @@ class Outcome:
         return self.similarity >= threshold and self.rival < self.similarity - AMBIGUOUS_MARGIN
 
 
-def outcome(text: str, quote: str) -> Outcome:
+def outcome(text: str, quote: str, pages: tuple[int, ...] = (0,)) -> Outcome:
     t = time.perf_counter()
     try:
         s, e = find_quote(text, quote)
@@ -70,7 +70,7 @@ def outcome(text: str, quote: str) -> Outcome:
     except QuoteError as err:
         if "occurs more than once" in str(err):
             return Outcome("ambiguous", seconds=time.perf_counter() - t)
-    places = candidates(text, quote)
+    places = candidates(text, quote, pages)
     seconds = time.perf_counter() - t
     if not places:
         return Outcome(APPROXIMATE, seconds=seconds)
@@ -189,12 +189,12 @@ def main() -> None:
             page = ev["evidence_page_num"] + 1
             _, body = page_text(text, pages, page)
             fb_page.append(outcome(body, ev["evidence_text"]))
-            whole = outcome(text, ev["evidence_text"])
+            whole = outcome(text, ev["evidence_text"], pages)
             fb_doc.append(whole)
             fb_right.append(on_page(pages, page, whole.start, whole.end))
             for other in ids:
                 if other != doc:
-                    fb_wrong.append(outcome(texts[other][0], ev["evidence_text"]))
+                    fb_wrong.append(outcome(texts[other][0], ev["evidence_text"], texts[other][1]))
 
     # pypdf passages
     pos_page, pos_doc, pos_right, other_doc, changed = [], [], [], [], []
@@ -210,10 +210,10 @@ def main() -> None:
             for quote, kind in found:
                 kinds.append(kind)
                 pos_page.append(outcome(body, quote))
-                whole = outcome(text, quote)
+                whole = outcome(text, quote, pages)
                 pos_doc.append(whole)
                 pos_right.append(on_page(pages, page, whole.start, whole.end))
-                other_doc.append(outcome(texts[other][0], quote))
+                other_doc.append(outcome(texts[other][0], quote, texts[other][1]))
                 if (bad := changed_number(quote, rng)) is not None:
                     changed.append(outcome(body, bad))
 

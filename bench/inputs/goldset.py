@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -193,7 +193,7 @@ def _parse_evidence(item: object, where: str, corpus: Corpus) -> tuple[Evidence,
         if start is not None or end is not None:
             raise BenchError(f'{where}: give either "quote" or "start"/"end", not both')
         locate = (lambda at: pages_label(doc.page_label, doc.page_range(at, at + 1))) if doc.pages else None
-        found = anchor_evidence(text, quote, where, locate=locate)
+        found = anchor_evidence(text, quote, where, locate=locate, pages=doc.pages)
         start, end = found.start, found.end
         pages = pages_label(doc.page_label, doc.page_range(start, end))
         return (Evidence(doc_id, grade, start, end, pages, found.matched, found.similarity, str(quote)),)
@@ -235,13 +235,22 @@ def resolve_quote(
         raise BenchError(f"{where}: {e}") from None
 
 
-def anchor_evidence(text: str, quote: object, where: str, *, locate: Callable[[int], str] | None = None) -> Anchor:
+def anchor_evidence(
+    text: str,
+    quote: object,
+    where: str,
+    *,
+    locate: Callable[[int], str] | None = None,
+    pages: Sequence[int] = (),
+) -> Anchor:
     """Like :func:`resolve_quote`, and a quote another tool copied (a table read in another order, a
     cell a line) is anchored by its words and numbers (bench.inputs.quote_anchoring) when it is
-    alike enough to one passage; the anchor says how it matched."""
+    alike enough to one passage; the anchor says how it matched. ``pages``: where the text's pages
+    start, so that a quote's page numbers and running lines, which the text leaves out, are no
+    figures it lacks."""
     if not isinstance(quote, str) or not quote.strip():
         raise BenchError(f'{where}: "quote" must be non-empty text copied exactly from the document')
     try:
-        return anchor_quote(text, quote, locate=locate)
+        return anchor_quote(text, quote, locate=locate, pages=pages)
     except QuoteError as e:
         raise BenchError(f"{where}: {e}") from None

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import unicodedata
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +49,7 @@ _WIDTHS = (0.6, 0.8, 1.0, 1.25, 1.6, 2.0, 2.5, 3.2, 4.0)  # span lengths tried, 
 # What a span token that is none of the quote's costs, against what one of the quote's gains: low,
 # since a table read in another order scatters a row's cells among the other rows'.
 _EXTRA = 0.05
+_STRAY = 2  # of the quote's words, on a span's first or last line among as many others: not the quote's line
 _REACH = 4  # how far, in quote lengths, on either side of a rich stretch its best span may reach
 
 # A number: digits with thousands separators or a decimal point inside; a word: a run of letters of
@@ -97,6 +100,8 @@ class _Index:
         self.numbers = [k for k in self.vocab if k[0].isdigit()]
         self.token_weight = self.weights[self.ids] if len(ids) else np.zeros(0)
         self.total = np.concatenate(([0.0], np.cumsum(self.token_weight)))
+        breaks = np.asarray([m.start() for m in re.finditer("\n", text)], dtype=np.int64)
+        self.line = np.searchsorted(breaks, self.starts)  # the line each token stands on
 
 
 @functools.lru_cache(maxsize=16)
@@ -112,7 +117,14 @@ class _Place:
     missing_numbers: tuple[str, ...]
 
 
-def anchor_quote(text: str, quote: str, *, locate: Locate | None = None, threshold: float = THRESHOLD) -> Anchor:
+def anchor_quote(
+    text: str,
+    quote: str,
+    *,
+    locate: Locate | None = None,
+    threshold: float = THRESHOLD,
+    pages: Sequence[int] = (),
+) -> Anchor:
     """The one passage of ``text`` that ``quote`` names: verbatim, as a reader sees it
     (:func:`bench.inputs.quotes.find_quote`), else by its words and numbers (:func:`approximate`).
 
@@ -123,7 +135,7 @@ def anchor_quote(text: str, quote: str, *, locate: Locate | None = None, thresho
         if "occurs more than once" in str(strict):
             raise
         try:
-            return approximate(text, quote, locate=locate, threshold=threshold)
+            return approximate(text, quote, locate=locate, threshold=threshold, pages=pages)
         except _Weak as weak:
             raise QuoteError(f"{strict}{weak.why}") from None
     verbatim = text[start:end] == quote.replace("\r\n", "\n")
@@ -138,8 +150,16 @@ class _Weak(QuoteError):
         self.why = why
 
 
-def approximate(text: str, quote: str, *, locate: Locate | None = None, threshold: float = THRESHOLD) -> Anchor:
+def approximate(
+    text: str,
+    quote: str,
+    *,
+    locate: Locate | None = None,
+    threshold: float = THRESHOLD,
+    pages: Sequence[int] = (),
+) -> Anchor:
     """The span of ``text`` whose words and numbers are most like ``quote``'s, in any order.
+    ``pages``: where the text's pages start, if it has any (see :func:`_folios`).
 
     Raises :class:`QuoteError` (the message says what was found) when the best span's similarity is
     under ``threshold``, it lacks one of the quote's numbers, or another place is about as alike."""
@@ -148,7 +168,7 @@ def approximate(text: str, quote: str, *, locate: Locate | None = None, threshol
     size = sum(wanted.values())
     if size < MIN_TOKENS:
         raise _Weak(f"; it has too few words and numbers ({size}) to be matched by them: quote more")
-    places = _places(index, wanted)
+    places = _places(index, wanted, _folios(index, quote, pages))
     if not places:
         raise _Weak("; no passage has its words and numbers")
     best = places[0]
@@ -184,15 +204,51 @@ class Candidate:
     missing_numbers: tuple[str, ...]
 
 
-def candidates(text: str, quote: str) -> list[Candidate]:
+def candidates(text: str, quote: str, pages: Sequence[int] = ()) -> list[Candidate]:
     """The passages of ``text`` most like ``quote`` by words and numbers, best first (those that
     hold all of its numbers before those that do not)."""
     index = _index(text)
     wanted = _wanted(index, quote)
     return [
         Candidate(int(index.starts[p.first]), int(index.ends[p.last - 1]), p.similarity, p.missing_numbers)
-        for p in _places(index, wanted)
+        for p in _places(index, wanted, _folios(index, quote, pages))
     ]
+
+
+_FOLIO = regex.compile(r"\d{1,4}")
+_FOLIO_LINE = 6  # words and numbers at most on a page's running line
+
+
+@dataclass(frozen=True)
+class _Folios:
+    """Numbers of the quote's first and last lines that may be page furniture, and the token
+    positions where the document's pages start and end."""
+
+    head: frozenset[str]
+    tail: frozenset[str]
+    edges: frozenset[int]
+
+
+def _folios(index: _Index, quote: str, pages: Sequence[int]) -> _Folios:
+    """A quote copied from a page viewer carries the page's running lines ("Table of Contents",
+    ``F-4``, ``2021 FORM 10-K 59``), which bench leaves out of a PDF's text. A short first or last
+    line's small numbers (four digits at most, written without separators: a page number, a year)
+    are not asked of a span that reaches the start, or the end, of a page: they are its folio, not
+    a figure."""
+    if not pages:
+        return _Folios(frozenset(), frozenset(), frozenset())
+    lines = [line for line in quote.splitlines() if line.strip()]
+
+    def small(line: str) -> frozenset[str]:
+        found = tokens(line)
+        if len(found) > _FOLIO_LINE:
+            return frozenset()
+        return frozenset(key for key, s, e in found if _FOLIO.fullmatch(line[s:e]))
+
+    edges = {int(e) for e in np.searchsorted(index.starts, np.asarray(pages, dtype=np.int64))} | {0, len(index.ids)}
+    return _Folios(
+        small(lines[0]) if lines else frozenset(), small(lines[-1]) if lines else frozenset(), frozenset(edges)
+    )
 
 
 def _wanted(index: _Index, quote: str) -> Counter[str]:
@@ -233,7 +289,7 @@ def _words_in(run: str, vocab: dict[str, int], longest: int = 30) -> list[str] |
     return best[-1]
 
 
-def _places(index: _Index, wanted: Counter[str]) -> list[_Place]:
+def _places(index: _Index, wanted: Counter[str], folios: _Folios) -> list[_Place]:
     """The best span in each of the few stretches richest in the quote's tokens, best first."""
     keys = list(wanted)
     ids = np.asarray([index.vocab.get(k, -1) for k in keys], dtype=np.int64)
@@ -265,9 +321,19 @@ def _places(index: _Index, wanted: Counter[str]) -> list[_Place]:
             region[max(0, p.first - lo) : max(0, p.last - lo)] = -1
         place = _best_span(index, region, need, weight, whole, size, lo, keys)
         if place is not None and place.similarity > 0 and not any(_overlap(place, p) for p in places):
-            places.append(place)
+            places.append(_without_folios(place, folios))
     places.sort(key=lambda p: (bool(p.missing_numbers), -p.similarity))
     return places
+
+
+def _without_folios(place: _Place, folios: _Folios) -> _Place:
+    """``place`` not lacking the quote's folios where it reaches a page's edge."""
+    exempt = (folios.head if place.first in folios.edges else frozenset()) | (
+        folios.tail if place.last in folios.edges else frozenset()
+    )
+    if not exempt or not place.missing_numbers:
+        return place
+    return _Place(place.first, place.last, place.similarity, tuple(k for k in place.missing_numbers if k not in exempt))
 
 
 def _overlap(a: _Place, b: _Place) -> bool:
@@ -325,7 +391,8 @@ def _best_span(
         a = int(starts[np.argmax(gain(starts, np.full(len(starts), b)))])
         ends = np.arange(max(a + 1, b - reach), min(n, b + reach) + 1)
         b = int(ends[np.argmax(gain(np.full(len(ends), a), ends))])
-    a, b = _trim(which, need, a, b)
+    is_number = np.asarray([k[0].isdigit() for k in keys], dtype=bool)
+    a, b = _trim(which, need, is_number, index.line[offset : offset + n], a, b)
     got = np.zeros(len(need))
     got[rows] = np.minimum(counts[:, b] - counts[:, a], need[rows])
     missing = tuple(keys[k] for k in np.flatnonzero(got < need) if keys[k][0].isdigit())
@@ -333,24 +400,48 @@ def _best_span(
     return _Place(offset + a, offset + b, round(share, 6), missing)  # rounded: 0.8 is 0.8, not 0.7999…
 
 
-def _trim(which: np.ndarray, need: np.ndarray, a: int, b: int) -> tuple[int, int]:
-    """``a..b`` less the tokens at its edges that add nothing: none of the quote's, or one more
-    of a token the span already holds as often as the quote does."""
+def _trim(
+    which: np.ndarray, need: np.ndarray, numbers: np.ndarray, lines: np.ndarray, a: int, b: int
+) -> tuple[int, int]:
+    """``a..b`` less the tokens at its edges that add nothing (none of the quote's, or one more of a
+    token the span already holds as often as the quote does), and less an edge line that holds at
+    most :data:`_STRAY` of the quote's words among as many others (the "of" of the sentence before
+    a table): its line is not the quote's."""
     have = Counter(int(k) for k in which[a:b] if k >= 0)
 
     def spare(i: int) -> bool:
         k = int(which[i])
         return k < 0 or have[k] > need[k]
 
-    while a < b and spare(a):
-        if which[a] >= 0:
-            have[int(which[a])] -= 1
-        a += 1
-    while b > a and spare(b - 1):
-        if which[b - 1] >= 0:
-            have[int(which[b - 1])] -= 1
-        b -= 1
-    return a, b
+    def drop(i: int) -> None:
+        if which[i] >= 0:
+            have[int(which[i])] -= 1
+
+    def stray(run: range) -> bool:
+        used = [i for i in run if not spare(i)]
+        return len(used) <= _STRAY and len(run) - len(used) >= len(used) and not numbers[which[used]].any()
+
+    while True:
+        while a < b and spare(a):
+            drop(a)
+            a += 1
+        while b > a and spare(b - 1):
+            drop(b - 1)
+            b -= 1
+        if a >= b or lines[a] == lines[b - 1]:
+            return a, b
+        first = a + int(np.searchsorted(lines[a:b], lines[a], side="right"))
+        last = a + int(np.searchsorted(lines[a:b], lines[b - 1], side="left"))
+        if stray(range(a, first)):
+            for i in range(a, first):
+                drop(i)
+            a = first
+        elif stray(range(last, b)):
+            for i in range(last, b):
+                drop(i)
+            b = last
+        else:
+            return a, b
 
 
 def _describe(text: str, index: _Index, place: _Place, locate: Locate | None) -> str:

@@ -154,6 +154,24 @@ def test_a_quote_cut_inside_its_last_number_is_not_a_changed_number() -> None:
         anchor_quote(MARKDOWN, cut + "9")  # no number of the document begins 129: a changed figure
 
 
+def test_a_page_number_the_text_left_out_is_no_missing_figure_at_a_page_edge() -> None:
+    page1 = MARKDOWN + "See accompanying notes to the financial statements."
+    text = page1 + "\n\nNotes begin on this page and go on at length about policies."
+    pages = (0, len(page1) + 2)
+    viewer = (
+        "Table of Contents\n" + CELL_PER_LINE + "\nManagement believes the results reflect demand for its products.\n"
+    )
+    viewer += "See accompanying notes to the financial statements.\n38"  # its folio, which bench leaves out
+    found = anchor_quote(text, viewer, pages=pages)
+    assert (found.start, found.end, found.matched) == (ROWS_START, len(page1), APPROXIMATE)
+    assert found.similarity < 1.0  # "Table of Contents" and 38 are not in the span
+    with pytest.raises(QuoteError, match="lacking the quote's 38"):
+        anchor_quote(text, viewer)  # no pages known: 38 may be a figure
+    inside = CELL_PER_LINE + "\n38"  # the span ends inside the page: 38 is a figure it lacks
+    with pytest.raises(QuoteError, match="lacking the quote's 38"):
+        anchor_quote(text, inside, pages=pages)
+
+
 def test_tokens_leave_out_table_marks() -> None:
     assert [t for t, _, _ in tokens("| Net sales | $ | (1,234.5) | — |\n|---|:--:|")] == ["net", "sales", "1234.5"]
     assert [t for t, _, _ in tokens("营业收入 Revenue 12")] == ["营", "业", "收", "入", "revenue", "12"]

@@ -211,7 +211,7 @@ def _quote_within(doc: Document, quote: str, start: int, end: int) -> tuple[int,
     """The quote's one passage within ``start``..``end`` and how it matched: as bench's quote matcher
     finds it, else by its words and numbers."""
     try:
-        found = anchor_quote(doc.text[start:end], quote)
+        found = anchor_quote(doc.text[start:end], quote, pages=(0,))  # the page: its edges are its own
     except QuoteError:
         return None
     return start + found.start, start + found.end, found.matched
