@@ -233,8 +233,8 @@ def _folios(index: _Index, quote: str, pages: Sequence[int]) -> _Folios:
     """A quote copied from a page viewer carries the page's running lines ("Table of Contents",
     ``F-4``, ``2021 FORM 10-K 59``), which bench leaves out of a PDF's text. A short first or last
     line's small numbers (four digits at most, written without separators: a page number, a year)
-    are not asked of a span that reaches the start, or the end, of a page: they are its folio, not
-    a figure."""
+    are not asked of a span that reaches (or crosses) the start, or the end, of a page: they are
+    its folio, not a figure."""
     if not pages:
         return _Folios(frozenset(), frozenset(), frozenset())
     lines = [line for line in quote.splitlines() if line.strip()]
@@ -327,10 +327,10 @@ def _places(index: _Index, wanted: Counter[str], folios: _Folios) -> list[_Place
 
 
 def _without_folios(place: _Place, folios: _Folios) -> _Place:
-    """``place`` not lacking the quote's folios where it reaches a page's edge."""
-    exempt = (folios.head if place.first in folios.edges else frozenset()) | (
-        folios.tail if place.last in folios.edges else frozenset()
-    )
+    """``place`` not lacking the quote's folios where it reaches (or crosses) a page's edge."""
+    head = any(place.first <= e < place.last for e in folios.edges)
+    tail = any(place.first < e <= place.last for e in folios.edges)
+    exempt = (folios.head if head else frozenset()) | (folios.tail if tail else frozenset())
     if not exempt or not place.missing_numbers:
         return place
     return _Place(place.first, place.last, place.similarity, tuple(k for k in place.missing_numbers if k not in exempt))
