@@ -50,6 +50,7 @@ _WIDTHS = (0.6, 0.8, 1.0, 1.25, 1.6, 2.0, 2.5, 3.2, 4.0)  # span lengths tried, 
 # since a table read in another order scatters a row's cells among the other rows'.
 _EXTRA = 0.05
 _STRAY = 2  # of the quote's words, on a span's first or last line among as many others: not the quote's line
+_OFF_PAGE = 0.15  # of the quote's tokens a span holds, on a page at its edge: not the quote's page
 _REACH = 4  # how far, in quote lengths, on either side of a rich stretch its best span may reach
 
 # A number: digits with thousands separators or a decimal point inside; a word: a run of letters of
@@ -227,6 +228,7 @@ class _Folios:
     head: frozenset[str]
     tail: frozenset[str]
     edges: frozenset[int]
+    starts: np.ndarray  # the same token positions, sorted
 
 
 def _folios(index: _Index, quote: str, pages: Sequence[int]) -> _Folios:
@@ -236,7 +238,7 @@ def _folios(index: _Index, quote: str, pages: Sequence[int]) -> _Folios:
     are not asked of a span that reaches (or crosses) the start, or the end, of a page: they are
     its folio, not a figure."""
     if not pages:
-        return _Folios(frozenset(), frozenset(), frozenset())
+        return _Folios(frozenset(), frozenset(), frozenset(), np.zeros(0, dtype=np.int64))
     lines = [line for line in quote.splitlines() if line.strip()]
 
     def small(line: str) -> frozenset[str]:
@@ -246,9 +248,8 @@ def _folios(index: _Index, quote: str, pages: Sequence[int]) -> _Folios:
         return frozenset(key for key, s, e in found if _FOLIO.fullmatch(line[s:e]))
 
     edges = {int(e) for e in np.searchsorted(index.starts, np.asarray(pages, dtype=np.int64))} | {0, len(index.ids)}
-    return _Folios(
-        small(lines[0]) if lines else frozenset(), small(lines[-1]) if lines else frozenset(), frozenset(edges)
-    )
+    head, tail = (small(lines[0]), small(lines[-1])) if lines else (frozenset(), frozenset())
+    return _Folios(head, tail, frozenset(edges), np.asarray(sorted(edges), dtype=np.int64))
 
 
 def _wanted(index: _Index, quote: str) -> Counter[str]:
@@ -319,7 +320,8 @@ def _places(index: _Index, wanted: Counter[str], folios: _Folios) -> list[_Place
         region = which[lo:hi].copy()
         for p in places:  # a place found already is not found again: the next best lies elsewhere
             region[max(0, p.first - lo) : max(0, p.last - lo)] = -1
-        place = _best_span(index, region, need, weight, whole, size, lo, keys)
+        page = np.searchsorted(folios.starts, np.arange(lo, hi), side="right")  # each token's page
+        place = _best_span(index, region, need, weight, whole, size, lo, keys, page)
         if place is not None and place.similarity > 0 and not any(_overlap(place, p) for p in places):
             places.append(_without_folios(place, folios))
     places.sort(key=lambda p: (bool(p.missing_numbers), -p.similarity))
@@ -349,6 +351,7 @@ def _best_span(
     size: int,
     offset: int,
     keys: list[str],
+    page: np.ndarray,
 ) -> _Place | None:
     """Within one stretch (``which``: the quote token at each position), the span with the most
     weight of the quote's tokens less :data:`_EXTRA` of the weight of the rest, over a few lengths."""
@@ -393,6 +396,7 @@ def _best_span(
         b = int(ends[np.argmax(gain(np.full(len(ends), a), ends))])
     is_number = np.asarray([k[0].isdigit() for k in keys], dtype=bool)
     a, b = _trim(which, need, is_number, index.line[offset : offset + n], a, b)
+    a, b = _off_page(which, need, is_number, page, a, b)
     got = np.zeros(len(need))
     got[rows] = np.minimum(counts[:, b] - counts[:, a], need[rows])
     missing = tuple(keys[k] for k in np.flatnonzero(got < need) if keys[k][0].isdigit())
@@ -442,6 +446,32 @@ def _trim(
             b = last
         else:
             return a, b
+
+
+def _off_page(
+    which: np.ndarray, need: np.ndarray, numbers: np.ndarray, page: np.ndarray, a: int, b: int
+) -> tuple[int, int]:
+    """``a..b`` less its part on the page before, or after, the page that holds most of it, where
+    that part holds no number of the quote and at most :data:`_OFF_PAGE` of the quote's tokens the
+    span holds: the next page's heading repeats words of the quote, not the quote."""
+    while a < b and page[a] != page[b - 1]:
+        used = [i for i in range(a, b) if which[i] >= 0]
+        first = a + int(np.searchsorted(page[a:b], page[a], side="right"))
+        last = a + int(np.searchsorted(page[a:b], page[b - 1], side="left"))
+        head = [i for i in used if i < first]
+        tail = [i for i in used if i >= last]
+        if len(head) <= len(tail) and _stray_part(head, used, which, numbers):
+            a = first
+        elif _stray_part(tail, used, which, numbers):
+            b = last
+        else:
+            break
+        a, b = _trim(which, need, numbers, np.zeros(len(which), dtype=np.int64), a, b)
+    return a, b
+
+
+def _stray_part(part: list[int], used: list[int], which: np.ndarray, numbers: np.ndarray) -> bool:
+    return len(part) <= _OFF_PAGE * len(used) and not numbers[which[part]].any()
 
 
 def _describe(text: str, index: _Index, place: _Place, locate: Locate | None) -> str:
