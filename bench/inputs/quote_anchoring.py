@@ -14,7 +14,8 @@ markdown marks are no words), in whatever order the two tools read them:
 3. within each, the span that best covers the quote's tokens (a multiset, each token weighted by how
    rare it is in the document) while taking in few others is chosen;
 4. its similarity is the weighted share of the quote's tokens it holds. A span that lacks one of
-   the quote's numbers names a different fact and is never accepted; a span below
+   the quote's numbers names a different fact and is never accepted (a page number the quote
+   copied, which a PDF's text leaves out, is no figure: :func:`_folios`); a span below
    :data:`THRESHOLD`, or one as similar as another place of the document, is an error that names
    the closest passages.
 """
