@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.errors import BenchError
-from bench.inputs.corpus import NO_TEXT, UNREADABLE, UNSUPPORTED, Corpus, Document, LeftOut, no_documents
+from bench.inputs.documents import NO_TEXT, UNREADABLE, UNSUPPORTED, Corpus, Document, LeftOut, no_documents
 from bench.inputs.extraction_cache import ExtractionCache
 from bench.inputs.extraction_workers import Extractions
 from bench.inputs.formats import LIMITS, Extracted, Extractor, Limits, Unreadable, for_suffix
