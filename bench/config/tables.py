@@ -19,8 +19,7 @@ from bench.retrieval.fusion import FusionSpec, fusion_spec_from_config
 from bench.retrieval.index_kinds import index_spec_from_config
 from bench.retrieval.rerankers import RerankerSpec, reranker_spec_from_config
 
-_SPEC_FIELDS = {f.name for f in fields(ModelSpec)} - {"name", "params"} | {"query_prompt", "passage_prompt"}
-_PREFIXES = {"query_prefix": "query_prompt", "passage_prefix": "passage_prompt"}  # name -> its older name
+_SPEC_FIELDS = {f.name for f in fields(ModelSpec)} - {"name", "params"}
 
 
 @dataclass(frozen=True)
@@ -115,15 +114,12 @@ def model_specs_from(tables: object, where: str) -> dict[str, ModelSpec]:
 
 
 def _check_prefixes(name: str, known: dict[str, Any], where: str) -> None:
-    """Prefixes are text put before every query or passage: strings, each given under one name."""
-    for prefix, older in _PREFIXES.items():
-        for key in (prefix, older):
-            if key in known and not isinstance(known[key], str):
-                raise BenchError(
-                    f'{where}: [model.{name}] {key} = {known[key]!r} must be a string, e.g. "query: " (or "" for none)'
-                )
-        if prefix in known and older in known:
-            raise BenchError(f"{where}: [model.{name}] sets {prefix} and {older} (its older name); keep {prefix}")
+    """Prefixes are text put before every query or passage: strings."""
+    for key in ("query_prefix", "passage_prefix"):
+        if key in known and not isinstance(known[key], str):
+            raise BenchError(
+                f'{where}: [model.{name}] {key} = {known[key]!r} must be a string, e.g. "query: " (or "" for none)'
+            )
 
 
 def _bm25_revision(name: str, spec: ModelSpec, given: bool, where: str) -> str:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import InitVar, dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -17,10 +17,6 @@ MULTILINGUAL, ANY_LANGUAGE, ANY_SPACED = "multilingual", "any", "spaced"
 REMOTE_LOADERS = frozenset({"openai"})  # loaders that call a service rather than run weights here
 
 
-class _Older(str):
-    """A prefix read under its older name."""
-
-
 @dataclass(frozen=True)
 class ModelSpec:
     """Everything known about a model before it is loaded.
@@ -29,7 +25,7 @@ class ModelSpec:
     ``package:<module>`` for weights shipped inside a Python package. ``lexical`` models rank
     with their own inverted index instead of a FAISS index. ``query_prefix`` / ``passage_prefix``
     are prepended to every text of that role before the model reads it (e5's ``"query: "``, a
-    bge query instruction); ``query_prompt`` / ``passage_prompt`` are their older names.
+    bge query instruction).
     ``languages`` are the languages the model reads: ISO 639-1 codes, ``"multilingual"`` (trained
     on many), ``"any"`` (no vocabulary: it reads whatever its tokenizer splits into words) or
     ``"spaced"`` (no vocabulary, words found by spaces: not Chinese, Japanese, Thai …); empty when
@@ -51,19 +47,8 @@ class ModelSpec:
     description: str = ""
     params: tuple[tuple[str, object], ...] = ()  # loader-specific settings, e.g. (("base_url_env", "..."),)
     languages: tuple[str, ...] = field(default=(), repr=False, metadata={"omit_default": True, "hashed": False})
-    if TYPE_CHECKING:  # to readers, plain strings: the prefixes under their older names
-        query_prompt: str = ""
-        passage_prompt: str = ""
-    else:  # older names of the prefixes, taken when a spec is made and read back as them (below)
-        query_prompt: InitVar[str] = ""
-        passage_prompt: InitVar[str] = ""
 
-    def __post_init__(self, *older: str) -> None:
-        """Take ``query_prompt`` / ``passage_prompt`` as the prefixes; ``replace`` hands back what
-        they read as (an ``_Older``), which is no new value."""
-        for name, value in zip(("query_prefix", "passage_prefix"), older):
-            if value and not isinstance(value, _Older):
-                object.__setattr__(self, name, value)
+    def __post_init__(self) -> None:
         object.__setattr__(self, "languages", _languages(self.languages))
 
     def reads(self, language: str) -> bool | None:
@@ -105,18 +90,6 @@ def _languages(value: object) -> tuple[str, ...]:
             f'languages = {value!r} must be a list of language codes, e.g. ["en"], ["zh", "en"] or ["multilingual"]'
         )
     return tuple(dict.fromkeys(v.strip().lower() for v in value))
-
-
-def _read_as(prefix: str) -> property:
-    def read(spec: ModelSpec) -> _Older:
-        return _Older(getattr(spec, prefix))
-
-    return property(read)
-
-
-# The older names read as the prefixes (as attributes they are only taken when a spec is made).
-for _older, _prefix in (("query_prompt", "query_prefix"), ("passage_prompt", "passage_prefix")):
-    setattr(ModelSpec, _older, _read_as(_prefix))
 
 
 class Embedder(Protocol):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.embedders.base import QUERY, ModelSpec, check_dims, normalise
+from bench.embedders.base import ModelSpec, check_dims, normalise
 from bench.errors import CACHE_ELSEWHERE, BenchError, fault_of
 
 
@@ -120,7 +120,7 @@ class StaticEmbedder:
     def embed(self, texts: list[str], role: str) -> np.ndarray:
         """Each text is tokenised once: the token ids give both its vector (as model2vec's ``encode``
         makes it) and its token count, which ``count_tokens`` then needs not compute again."""
-        prompt = self.spec.query_prompt if role == QUERY else self.spec.passage_prompt
+        prompt = self.spec.prefix(role)
         max_length = self.spec.max_tokens or 512
         prompted = [prompt + t for t in texts]
         ids = self._ids(prompted)

@@ -40,8 +40,8 @@ def make(
     key: str | None = KEY,
     dims: int | None = None,
     source: str = "fake-model",
-    query_prompt: str = "",
-    passage_prompt: str = "",
+    query_prefix: str = "",
+    passage_prefix: str = "",
     **params,
 ) -> OpenAIEmbedder:
     """An embedder reading its URL and key from test-only env vars, with near-zero backoff."""
@@ -55,8 +55,8 @@ def make(
         loader="openai",
         source=source,
         dims=dims,
-        query_prompt=query_prompt,
-        passage_prompt=passage_prompt,
+        query_prefix=query_prefix,
+        passage_prefix=passage_prefix,
         params=tuple({"base_url_env": URL_ENV, "api_key_env": KEY_ENV, **params}.items()),
     )
     embedder = OpenAIEmbedder(spec)
@@ -316,7 +316,7 @@ def test_key_never_in_repr_or_attributes(monkeypatch):
 
 def test_missing_usage_is_counted_with_tiktoken(monkeypatch):
     with FakeEmbeddingServer(plan=["ok", "no-usage"]) as server:
-        embedder = make(monkeypatch, server.base_url, batch_size=3, concurrency=1, passage_prompt="doc: ")
+        embedder = make(monkeypatch, server.base_url, batch_size=3, concurrency=1, passage_prefix="doc: ")
         embedder.embed(TEXTS, PASSAGE)
     assert embedder.tokens_estimated is True
     assert embedder.billed_tokens == 7 * 3 + sum(count_tokens("doc: " + t) for t in TEXTS[3:])
@@ -351,8 +351,8 @@ def test_request_body_model_prompts_input_type_dimensions(monkeypatch):
             monkeypatch,
             server.base_url,
             source="my-model",
-            query_prompt="q: ",
-            passage_prompt="p: ",
+            query_prefix="q: ",
+            passage_prefix="p: ",
             input_type=True,
             dimensions=4,
             encoding_format="base64",

