@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint setup fonts clean
+.PHONY: run test lint imports setup fonts clean
 
 run: $(STAMP) fonts
 	$(BIN)/bench run
@@ -20,6 +20,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+# The stages' import contract ([tool.importlinter] in pyproject.toml, docs/architecture.md).
+imports: $(STAMP)
+	$(BIN)/lint-imports
 
 setup: $(STAMP) fonts
 
