@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,8 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import regex
 
+from bench.inputs.quote_tokens import tokens, wanted
 from bench.inputs.quotes import Locate, QuoteError, find_quote
-from bench.text.scripts import UNSPACED_CLASS
 
 EXACT, NORMALISED, APPROXIMATE = "exact", "normalised", "approximate"
 MATCHES = (EXACT, NORMALISED, APPROXIMATE)
@@ -54,9 +53,6 @@ _STRAY = 2  # of the quote's words, on a span's first or last line among as many
 _OFF_PAGE = 0.15  # of the quote's tokens a span holds, on a page at its edge: not the quote's page
 _REACH = 4  # how far, in quote lengths, on either side of a rich stretch its best span may reach
 
-# A number: digits with thousands separators or a decimal point inside; a word: a run of letters of
-# a spaced script; a character of a script written without spaces is a word of its own.
-_TOKEN = regex.compile(rf"\d+(?:[.,]\d+)*|[{UNSPACED_CLASS}]|(?:(?![{UNSPACED_CLASS}])[^\W\d_])+")
 _OPENING = "(\"'‘“$€£¥"
 _CLOSING = ".,;:!?)%\"'’”"
 
@@ -70,18 +66,6 @@ class Anchor:
     end: int
     matched: str  # EXACT, NORMALISED or APPROXIMATE
     similarity: float
-
-
-@functools.lru_cache(maxsize=100_000)
-def _key(token: str) -> str:
-    """What two tools agree on: case-folded, compatibility-folded, numbers without thousands commas."""
-    token = unicodedata.normalize("NFKC", token).casefold()
-    return token.replace(",", "") if token[0].isdigit() else token
-
-
-def tokens(text: str) -> list[tuple[str, int, int]]:
-    """The words and numbers of ``text``, each with its span."""
-    return [(_key(m.group()), m.start(), m.end()) for m in _TOKEN.finditer(text)]
 
 
 class _Index:
@@ -254,41 +238,7 @@ def _folios(index: _Index, quote: str, pages: Sequence[int]) -> _Folios:
 
 
 def _wanted(index: _Index, quote: str) -> Counter[str]:
-    """The quote's tokens, with the words another tool broke or ran together mended where the
-    document has the mended words (``cont rol`` → ``control``; ``inresponse``, ``Netincome(loss)`` →
-    ``in response``, ``net income loss``), less a last number the quote was cut inside (``364,8``
-    where the document has ``364,840``)."""
-    found = tokens(quote)
-    keys = [key for key, _, _ in found]
-    cut = found and keys[-1][0].isdigit() and keys[-1] not in index.vocab and found[-1][2] == len(quote.rstrip())
-    if cut and any(k.startswith(keys[-1]) for k in index.numbers):
-        keys.pop()
-    out: list[str] = []
-    i = 0
-    while i < len(keys):
-        key = keys[i]
-        if key in index.vocab or key[0].isdigit() or len(key) < 2:
-            out.append(key)
-        elif i + 1 < len(keys) and not keys[i + 1][0].isdigit() and key + keys[i + 1] in index.vocab:
-            out.append(key + keys[i + 1])
-            i += 1
-        else:
-            out.extend(_words_in(key, index.vocab) or [key])
-        i += 1
-    return Counter(out)
-
-
-def _words_in(run: str, vocab: dict[str, int], longest: int = 30) -> list[str] | None:
-    """``run`` as the fewest words of ``vocab`` (two letters or more) written without spaces, or None."""
-    if len(run) > 200:
-        return None
-    best: list[list[str] | None] = [[]] + [None] * len(run)
-    for end in range(2, len(run) + 1):
-        for start in range(max(0, end - longest), end - 1):
-            before, now = best[start], best[end]
-            if before is not None and run[start:end] in vocab and (now is None or len(before) + 1 < len(now)):
-                best[end] = [*before, run[start:end]]
-    return best[-1]
+    return wanted(quote, index.vocab, index.numbers)
 
 
 def _places(index: _Index, wanted: Counter[str], folios: _Folios) -> list[_Place]:

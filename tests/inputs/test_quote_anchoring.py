@@ -150,8 +150,9 @@ def test_a_quote_cut_inside_its_last_number_is_not_a_changed_number() -> None:
     cut = CELL_PER_LINE[: -len("873")]  # "... 12,"
     found = anchor_quote(MARKDOWN, cut + "8")  # 12,8 of 12,873: left out, the rest anchors
     assert (found.start, found.end, found.similarity) == (ROWS_START, MARKDOWN.index("14,125") + 6, 1.0)
-    with pytest.raises(QuoteError, match="lacking the quote's 129"):
-        anchor_quote(MARKDOWN, cut + "9")  # no number of the document begins 129: a changed figure
+    # no number of the document begins 129: a changed figure (12,9 reads as 12 and 9: no thousands group)
+    with pytest.raises(QuoteError, match="lacking the quote's 12, 9"):
+        anchor_quote(MARKDOWN, cut + "9")
 
 
 def test_a_page_number_the_text_left_out_is_no_missing_figure_at_a_page_edge() -> None:
