@@ -14,8 +14,10 @@ FOUNDATION = {"bench", "bench.errors", "bench.registry", "bench.files", "bench.f
 # stage -> the stages its modules may import (each may always import itself and the foundation)
 ALLOWED = {
     "inputs": set(),
+    # asking chat models, and the HTTP plumbing every OpenAI-compatible client shares (llm.http_api)
+    "llm": set(),
     "chunking": {"inputs"},
-    "embedders": {"inputs", "chunking"},
+    "embedders": {"inputs", "chunking", "llm"},
     "engines": {"embedders"},
     "retrieval": {"inputs", "chunking", "embedders"},
     # the run's data types and folder layout (results.schema, results.store) are shared vocabulary
@@ -36,9 +38,10 @@ ALLOWED = {
         "report",
         "config",
         "run",
+        "llm",
     },
-    # the answer layer reads runs, asks chat models as the drafter does, and adds to the reports
-    "answers": {"inputs", "evaluation", "results", "report", "drafting"},
+    # the answer layer reads runs, asks chat models, and adds to the reports
+    "answers": {"inputs", "evaluation", "results", "report", "llm"},
 }
 TOP = {"api", "cli", "__main__"}  # the entry points may import anything; so may `bench` itself, lazily
 

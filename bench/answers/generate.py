@@ -14,15 +14,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
-from bench.answers.calls import ChatSettings, Request, Tally, load_template, numbered, replies_path
+from bench.answers.calls import load_prompt, numbered, replies_path
 from bench.answers.contexts import RunContexts
 from bench.errors import BenchError
 from bench.formatting import plural
 from bench.inputs.answers import Answer, meta_path, save_answers
+from bench.llm.asking import Request
+from bench.llm.replies import Tally, reply_text
+from bench.llm.settings import ChatSettings
 
 PROMPT = Path(__file__).with_name("prompts") / "answer_v2.md"
 PROMPT_NEEDS = {"system": (), "user": ("question", "contexts")}
@@ -63,7 +65,7 @@ def generate_answers(
         )
     if not run.records:
         raise BenchError(f"{run.run.path}: candidate {run.candidate} answered no questions; rerun `bench run`")
-    template = load_template(prompt or PROMPT, PROMPT_NEEDS)
+    template = load_prompt(prompt or PROMPT, PROMPT_NEEDS)
     client = chat.client(MAX_TOKENS, json_mode=False)
     planned = []
     for record in run.records.values():  # in the run's (the goldset's) order
@@ -74,7 +76,7 @@ def generate_answers(
         planned.append(
             (record.question_id, tuple(u.id for u in units), Request(client.request_key(messages), messages, about))
         )
-    asker, model = chat.asker(client, out), chat.model
+    asker, model = chat.asker(client, replies_path(out)), chat.model
     with console.status(f"asking {model} to answer {plural(len(planned), 'question')}") as status:
         asker.status = status
         rows = asker.ask((r for _, _, r in planned), f"answering with {model}")
@@ -84,9 +86,9 @@ def generate_answers(
         if row is None:
             not_asked.append(qid)
             continue
-        reply = str(row.get("reply") or "")
+        reply = reply_text(row)
         generation = {"model": model, "prompt_version": template.version, "reply": reply, "usage": row.get("usage")}
-        extra: dict[str, Any] = {"generation": generation}
+        extra: dict[str, object] = {"generation": generation}
         if not reply.strip():
             extra["refused"] = True
             if row.get("refusal"):
@@ -97,7 +99,7 @@ def generate_answers(
             f"--max-cost {chat.max_cost:g} is less than one call is estimated to cost; raise it, or leave it out"
         )
     tally = asker.tally
-    meta: dict[str, Any] = {
+    meta: dict[str, object] = {
         "generated": True,
         "labels": None,  # nobody has labelled the claims yet: a judge or a person does
         "run_id": run.run_id,
@@ -115,8 +117,9 @@ def generate_answers(
     }  # fmt: skip
     save_answers(out, answers, meta)
     report = GenerateReport(
-        out, meta_path(out), replies_path(out), len(answers), meta["refused"], tuple(not_asked), tally
-    )
+        out=out, meta=meta_path(out), replies=replies_path(out), answered=len(answers),
+        refused=sum(1 for a in answers if a.extra.get("refused")), not_asked=tuple(not_asked), tally=tally,
+    )  # fmt: skip
     _print_summary(console, report)
     return report
 

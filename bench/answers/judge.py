@@ -18,18 +18,21 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import regex
 from rich.console import Console
 
 from bench import files
-from bench.answers.calls import Asker, ChatSettings, Request, Tally, Template, load_template, numbered, replies_path
+from bench.answers.calls import load_prompt, numbered, replies_path
 from bench.answers.contexts import RunContexts, open_run
-from bench.drafting.chat import ChatClient, json_in_reply
 from bench.errors import BenchError
 from bench.formatting import plural
 from bench.inputs.answers import JUDGE, Answer, AnswersFile, Claim, meta_path, save_answers
+from bench.llm.asking import Asker, Request
+from bench.llm.client import ChatClient, json_in_reply
+from bench.llm.prompts import Template
+from bench.llm.replies import Row, Tally, reply_text
+from bench.llm.settings import ChatSettings
 from bench.text.scripts import CJK, collapse_spaces
 
 RUBRIC = Path(__file__).with_name("rubric") / "v2.md"
@@ -41,6 +44,9 @@ RUBRIC_NEEDS = {
     "reference": ("question", "answer", "claim"),
 }
 MAX_TOKENS = 600  # of a verdict or a list of claims, unless the chat settings give their own
+# What one request found: the raw reply, the model's reason, and the problem that left its label undecided.
+Found = dict[str, object]
+Rows = dict[str, Row]  # log rows by request key
 MALFORMED, REFUSED, NOT_ASKED = "malformed reply", "refused (empty reply)", "not asked (budget)"
 # Where a generated file's meta says what it was made from; a judged file keeps saying so.
 _CARRIED = ("generated", "run_id", "run_path", "candidate", "k", "goldset", "generator", "prompt")
@@ -153,7 +159,7 @@ class _Case:
     reference: str
     claims: list[str] | None = None
     reference_claims: list[str] | None = None
-    record: dict[str, Any] = field(default_factory=dict)  # the row's "judge" section
+    record: dict[str, object] = field(default_factory=dict)  # the row's "judge" section
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -171,11 +177,11 @@ class _Judging:
         about = {"question_id": case.answer.question_id, "ask": what, "rubric_version": self.rubric.version}
         return Request(self.client.request_key(messages), messages, about)
 
-    def verdict(self, case: _Case, what: str, request: Request, rows: dict, flag: str) -> tuple[bool | None, dict]:
+    def verdict(self, case: _Case, what: str, request: Request, rows: Rows, flag: str) -> tuple[bool | None, Found]:
         """The boolean ``flag`` of a reply, with the raw reply and reason; None (and a recorded
         problem) when the reply gives none."""
         reply, problem = self._reply(request, rows)
-        found: dict[str, Any] = {"reply": reply}
+        found: Found = {"reply": reply}
         value = None
         if problem is None:
             obj = json_in_reply(reply or "")
@@ -190,9 +196,9 @@ class _Judging:
             self._problem(case, what, problem)
         return value, found
 
-    def claim_list(self, case: _Case, what: str, request: Request, rows: dict) -> tuple[list[str] | None, dict]:
+    def claim_list(self, case: _Case, what: str, request: Request, rows: Rows) -> tuple[list[str] | None, Found]:
         reply, problem = self._reply(request, rows)
-        found: dict[str, Any] = {"reply": reply}
+        found: Found = {"reply": reply}
         claims = None
         if problem is None:
             obj = json_in_reply(reply or "")
@@ -206,11 +212,11 @@ class _Judging:
             self._problem(case, what, problem)
         return claims, found
 
-    def _reply(self, request: Request, rows: dict) -> tuple[str | None, str | None]:
+    def _reply(self, request: Request, rows: Rows) -> tuple[str | None, str | None]:
         row = rows.get(request.key)
         if row is None:
             return None, NOT_ASKED
-        reply = str(row.get("reply") or "")
+        reply = reply_text(row)
         return reply, (None if reply.strip() else REFUSED)
 
     def _problem(self, case: _Case, what: str, problem: str) -> None:
@@ -234,10 +240,10 @@ def judge_answers(
     out, console, questions = Path(out or judged_path(source.path)), console or Console(stderr=True), questions or {}
     chat.check()
     _check_out(source, out, force)
-    template = load_template(rubric or RUBRIC, RUBRIC_NEEDS)
+    template = load_prompt(rubric or RUBRIC, RUBRIC_NEEDS)
     client = chat.client(MAX_TOKENS)
     cases = [_case(a, source, run, questions) for a in source.answers]
-    asker = chat.asker(client, out)
+    asker = chat.asker(client, replies_path(out))
     judging = _Judging(template, client, asker)
     with console.status(f"judging {plural(len(cases), 'answer')} with {chat.model}") as status:
         asker.status = status
@@ -344,7 +350,7 @@ def _decide(judging: _Judging, cases: list[_Case]) -> list[Answer]:
             stated = judging.request("reference", case, f"reference claim {i}", question=q, answer=a, claim=claim)
             asks.append((case, "reference", i, stated))
     rows = judging.asker.ask((r for *_, r in asks), f"deciding claims with {judging.client.model}")
-    verdicts: dict[tuple[int, str, int], tuple[bool | None, dict]] = {}
+    verdicts: dict[tuple[int, str, int], tuple[bool | None, Found]] = {}
     for case, what, i, request in asks:
         label = f"claim {i}" if what == "support" else f"reference claim {i}"
         flag = "supported" if what == "support" else "stated"
@@ -352,7 +358,7 @@ def _decide(judging: _Judging, cases: list[_Case]) -> list[Answer]:
     return [_answer(case, verdicts) for case in cases]
 
 
-def _answer(case: _Case, verdicts: dict[tuple[int, str, int], tuple[bool | None, dict]]) -> Answer:
+def _answer(case: _Case, verdicts: dict[tuple[int, str, int], tuple[bool | None, Found]]) -> Answer:
     """The judged row: labels in place, and the raw replies under ``judge``."""
     a = case.answer
     given = {c.text: c.extra for c in a.claims or ()}
@@ -374,7 +380,8 @@ def _answer(case: _Case, verdicts: dict[tuple[int, str, int], tuple[bool | None,
     if claims is not None:
         record["supported"] = support
     if refs is not None:
-        record["reference_claims"] = {**record.get("reference_claims", {}), "stated": covered}
+        given_section = record.get("reference_claims")
+        record["reference_claims"] = {**(given_section if isinstance(given_section, dict) else {}), "stated": covered}
     if case.empty:
         record["addresses_question"] = {"reason": "the answer is empty"}
     record["problems"] = case.problems
@@ -385,7 +392,7 @@ def _answer(case: _Case, verdicts: dict[tuple[int, str, int], tuple[bool | None,
     )  # fmt: skip
 
 
-def _claim(text: str, value: bool | None, found: dict, extra: dict) -> Claim:
+def _claim(text: str, value: bool | None, found: Found, extra: dict[str, object]) -> Claim:
     reason = {"reason": found["reason"]} if "reason" in found else {}
     return Claim(text, value, {**{k: v for k, v in extra.items() if k != "reason"}, **reason})
 

@@ -2,66 +2,13 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import click
 
 from bench.cli.answers import answers
 from bench.cli.app import err_console, results_option
-from bench.errors import BenchError
-
-if TYPE_CHECKING:
-    from bench.answers.calls import ChatSettings
-
-# The parameters chat_options adds, which reach the command as one ChatSettings, `chat`.
-_CHAT_PARAMS = ("llm_base_url", "model", "llm_api_key_env", "max_cost", "price_in", "price_out", "concurrency")
-
-
-def chat_options(model_flag: str, model_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The chat model's address, name, key and prices, and how many calls go at once, as `goldset draft` takes
-    them; the command is given them as one ``chat: ChatSettings``."""
-    options = [
-        click.option(
-            "--llm-base-url",
-            envvar="BENCH_LLM_BASE_URL",
-            help="The chat model's OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 "
-            "(default: $BENCH_LLM_BASE_URL).",
-        ),
-        click.option(model_flag, "model", required=True, help=model_help),
-        click.option(
-            "--llm-api-key-env",
-            default="OPENAI_API_KEY",
-            show_default=True,
-            help="Environment variable holding the API key (optional for a server on this machine).",
-        ),
-        click.option("--max-cost", type=float, metavar="USD", help="Send no call that would take the cost past this."),
-        click.option("--price-in", type=float, default=0.0, show_default=True, help="USD per million prompt tokens."),
-        click.option("--price-out", type=float, default=0.0, show_default=True, help="USD per million reply tokens."),
-        click.option("--concurrency", type=int, default=4, show_default=True, help="Calls in flight at once."),
-    ]
-
-    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(f)
-        def command(**params: Any) -> Any:
-            chat = _chat_settings(**{name: params.pop(name) for name in _CHAT_PARAMS})
-            return f(chat=chat, **params)
-
-        for option in reversed(options):
-            command = option(command)
-        return command
-
-    return decorate
-
-
-def _chat_settings(llm_base_url: str | None, model: str, llm_api_key_env: str, **rest: Any) -> ChatSettings:
-    from bench.answers.calls import ChatSettings
-
-    if not llm_base_url:
-        raise BenchError("give the chat model's --llm-base-url (e.g. http://127.0.0.1:8000/v1) or $BENCH_LLM_BASE_URL")
-    return ChatSettings(llm_base_url, model, api_key_env=llm_api_key_env, **rest)
+from bench.cli.chat_options import ChatOptions, chat_options
 
 
 @answers.command()
@@ -83,7 +30,7 @@ def generate(
     results: Path,
     prompt: Path | None,
     force: bool,
-    chat: ChatSettings,
+    chat: ChatOptions,
 ) -> None:
     """Have a chat model answer each question of RUN from its candidate's top k contexts.
 
@@ -94,8 +41,9 @@ def generate(
     from bench.answers.contexts import open_run
     from bench.answers.generate import generate_answers
 
+    settings = chat.settings()
     run = open_run(run_ref, results, candidate)
-    report = generate_answers(run, out, chat, prompt=prompt, force=force, console=err_console())
+    report = generate_answers(run, out, settings, prompt=prompt, force=force, console=err_console())
     click.echo(f"answers: {out} ({report.answered} from {run.candidate} of run {run.run_id}, k={run.k})")
     click.echo(f"next:    bench answers judge {out} --judge-model MODEL")
 
@@ -125,7 +73,7 @@ def judge(
     results: Path,
     rubric: Path | None,
     force: bool,
-    chat: ChatSettings,
+    chat: ChatOptions,
 ) -> None:
     """Label FILE's answers with a chat model's verdicts, claim by claim, by a written rubric.
 
@@ -136,10 +84,11 @@ def judge(
     from bench.answers.judge import judge_answers, resolve_sources
     from bench.inputs.answers import load_answers
 
+    settings = chat.settings()
     source = load_answers(file)
     run, questions = resolve_sources(source, run_ref=run_ref, results=results, candidate=candidate, goldset=goldset)
     report = judge_answers(
-        source, out, chat, rubric=rubric, run=run, questions=questions, force=force, console=err_console()
+        source, out, settings, rubric=rubric, run=run, questions=questions, force=force, console=err_console()
     )
     click.echo(f"judged: {report.out} ({report.answers} answers, {report.claims} claims)")
     click.echo(f"next:   bench answers score {report.out}")

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from bench.cli.app import err_console
+from bench.cli.chat_options import STOP_BEFORE, ChatOptions, chat_options
 from bench.cli.corpus import cache_option
 from bench.cli.goldset import goldset
 from bench.errors import BenchError
@@ -39,23 +40,10 @@ from bench.formatting import plural
 )
 @click.option("--force", is_flag=True, help="Replace an existing draft (its review is lost).")
 @cache_option
-@click.option(
-    "--llm-base-url",
-    envvar="BENCH_LLM_BASE_URL",
-    help="The chat model's OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (default: $BENCH_LLM_BASE_URL).",
+@chat_options(
+    "--llm-model", "The chat model's name (needed with --generate).", required=False, max_cost_help=STOP_BEFORE
 )
-@click.option("--llm-model", help="The chat model's name (needed with --generate).")
-@click.option(
-    "--llm-api-key-env",
-    default="OPENAI_API_KEY",
-    show_default=True,
-    help="Environment variable holding the API key (optional for a server on this machine).",
-)
-@click.option("--max-cost", type=float, metavar="USD", help="Stop before a call that would take the cost past this.")
-@click.option("--price-in", type=float, default=0.0, show_default=True, help="USD per million prompt tokens.")
-@click.option("--price-out", type=float, default=0.0, show_default=True, help="USD per million reply tokens.")
 @click.option("--per-call", type=int, default=3, show_default=True, help="Questions asked for in each call.")
-@click.option("--concurrency", type=int, default=4, show_default=True, help="Calls in flight at once.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Which passages are drawn, and in what order.")
 def draft(
     corpus_path: Path,
@@ -67,14 +55,8 @@ def draft(
     chunker: str | None,
     force: bool,
     cache_dir: Path | None,
-    llm_base_url: str | None,
-    llm_model: str | None,
-    llm_api_key_env: str,
-    max_cost: float | None,
-    price_in: float,
-    price_out: float,
+    chat: ChatOptions,
     per_call: int,
-    concurrency: int,
     seed: int,
 ) -> None:
     """Write a draft goldset to review in the browser (`bench goldset review DRAFT`).
@@ -100,33 +82,14 @@ def draft(
         click.echo(f"draft: {out} ({plural(len(made.questions), 'question')})")
     else:
         from bench.cli.corpus import open_corpus
-        from bench.drafting.generate import generate_draft
+        from bench.drafting.generate import DraftPlan, generate_draft
 
         assert generate is not None
         if generate < 1:
             raise BenchError(f"--generate {generate}: ask for at least one question")
-        if not llm_model:
-            raise BenchError("--generate needs --llm-model (the chat model's name, as its server knows it)")
-        if not llm_base_url:
-            raise BenchError("--generate needs --llm-base-url (e.g. http://127.0.0.1:8000/v1) or $BENCH_LLM_BASE_URL")
-        if max_cost is not None and max_cost < 0:
-            raise BenchError(f"--max-cost {max_cost:g} must not be negative")
+        settings = chat.settings(needed_by="--generate")
         corpus = open_corpus(corpus_path, cache_dir)
-        report = generate_draft(
-            corpus,
-            generate,
-            out,
-            base_url=llm_base_url,
-            model=llm_model,
-            api_key_env=llm_api_key_env,
-            max_cost=max_cost,
-            price_in=price_in,
-            price_out=price_out,
-            per_call=per_call,
-            concurrency=concurrency,
-            seed=seed,
-            force=force,
-            console=err_console(),
-        )
+        plan = DraftPlan(per_call=per_call, seed=seed)
+        report = generate_draft(corpus, generate, out, settings, plan, force=force, console=err_console())
         click.echo(f"draft: {out} ({plural(report.kept, 'question')}; replies in {report.log.name})")
     click.echo(f"next:  bench goldset review {out}")

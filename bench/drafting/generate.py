@@ -18,7 +18,8 @@ The model is asked for questions in the passages' language and for quotes in the
 Calls run concurrently but are read in the order they were planned, so the kept questions do not
 depend on which reply came back first. Every reply is appended to ``<draft>.llm.jsonl`` (the prompt
 hash, the model, the raw reply and its usage) as it arrives: a rerun of the same command finds its
-calls there and sends none of them again, which is how a crashed or interrupted run resumes.
+calls there and sends none of them again, which is how a crashed or interrupted run resumes. The
+prompt is the file ``prompts/draft_v2.md``; the chat model is asked through ``bench.llm``.
 """
 
 from __future__ import annotations
@@ -26,49 +27,29 @@ from __future__ import annotations
 import json
 import random
 import re
-import threading
 from bisect import bisect_right
-from collections import Counter, deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
-from bench.drafting.chat import ChatClient, ReplyLog, Usage, estimate_tokens
 from bench.drafting.draft import PENDING, Draft, DraftQuestion, Found, Passage, load_draft, save_draft
-from bench.drafting.judging import Judge
-from bench.embedders.http_api import Aborted, redact_url
+from bench.drafting.judging import Judge, Shown
+from bench.llm.http_api import redact_url
 from bench.errors import BenchError
 from bench.formatting import usd
 from bench.inputs.corpus import Corpus
+from bench.llm.asking import Request
+from bench.llm.client import ChatClient
+from bench.llm.prompts import load_template
+from bench.llm.replies import Row, Tally, reply_text
+from bench.llm.settings import ChatSettings
 
-PROMPT_VERSION = "llm-draft-v2"  # v2: questions in the passages' language, quotes in their own script
-
-SYSTEM_PROMPT = (
-    "You write test questions for a search engine over a knowledge base. Each question is one that a "
-    "real user of this knowledge base would type, in their own words: everyday words and synonyms, "
-    "not phrases copied from the text, and never 'the passage' or 'the document'. Users write in the "
-    "language of their knowledge base: each question is in the language of the passages it asks about "
-    "(Chinese passages get Chinese questions), never translated. Each question is answered by the "
-    "passages, and is supported by quotes copied character for character from them, in their own script."
-)
-USER_PROMPT = """Passages from the knowledge base, each labelled with its document id:
-
-{passages}
-
-Write {per_call} questions about these passages. Most are answered by one quote; about one in three \
-needs two quotes (from different passages where possible), each of them necessary for the answer. \
-A quote is a sentence or two copied exactly from one passage, with that passage's document id.
-
-Write each question in the same language as the passages that answer it, not in English unless they \
-are in English, and never translated. Copy each quote exactly as the passage writes it: the same \
-characters and punctuation (full-width 。，、 stay full-width), nothing translated, no spaces added.
-
-Reply with JSON only, in this form:
-{"questions": [{"question": "...", "evidence": [{"doc": "<document id>", "quote": "<verbatim text>"}]}]}"""
+PROMPT = Path(__file__).with_name("prompts") / "draft_v2.md"
+_TEMPLATE = load_template(PROMPT, {"system": (), "user": ("passages", "per_call")})
+PROMPT_VERSION = _TEMPLATE.version  # llm-draft-v2: questions in the passages' language, quotes in their own script
+SYSTEM_PROMPT, USER_PROMPT = _TEMPLATE.sections["system"], _TEMPLATE.sections["user"]
 
 # Settings that decide what is asked: a draft made with others is not resumed but refused.
 _SAME = (
@@ -78,13 +59,34 @@ _SAME = (
 
 
 @dataclass(frozen=True)
+class DraftPlan:
+    """What each call shows and asks for: ``per_call`` questions about ``passages_per_call`` passages
+    of about ``passage_chars`` characters, drawn in an order fixed by ``seed``."""
+
+    per_call: int = 3
+    passages_per_call: int = 3
+    passage_chars: int = 1500
+    seed: int = 0
+
+    def check(self) -> None:
+        if self.per_call < 1:
+            raise BenchError(f"per_call = {self.per_call} must be at least 1")
+        if self.passages_per_call < 1 or self.passage_chars < 100:
+            raise BenchError("passages_per_call must be at least 1 and passage_chars at least 100")
+
+    @property
+    def max_tokens(self) -> int:
+        """The reply a call allows: about 250 tokens a question."""
+        return 250 * self.per_call + 200
+
+
+@dataclass(frozen=True)
 class Call:
-    """One request: the passages it shows, its messages and the hash that finds its reply in the log."""
+    """One request: the passages it shows, and the request (messages, and the hash that finds its reply in the log)."""
 
     index: int
-    passages: tuple[tuple[str, int, int], ...]
-    messages: list[dict[str, str]]
-    key: str
+    passages: Shown
+    request: Request
 
 
 @dataclass
@@ -95,30 +97,32 @@ class GenerateReport:
     asked: int
     kept: int
     dropped: dict[str, int]
-    calls_sent: int
-    calls_cached: int
-    prompt_tokens: int
-    completion_tokens: int
-    tokens_estimated: bool
-    cost_usd: float
     stopped: str  # "enough questions", "budget", "passages used up"
+    tally: Tally = field(default_factory=Tally)
 
+    @property
+    def calls_sent(self) -> int:
+        return self.tally.sent
 
-@dataclass
-class _Tally:
-    dropped: Counter = field(default_factory=Counter)
-    sent: int = 0
-    cached: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    estimated: bool = False
-    cost: float = 0.0
+    @property
+    def calls_cached(self) -> int:
+        return self.tally.cached
 
-    def add(self, usage: Usage, price_in: float, price_out: float) -> None:
-        self.prompt_tokens += usage.prompt_tokens
-        self.completion_tokens += usage.completion_tokens
-        self.estimated = self.estimated or usage.estimated
-        self.cost += (usage.prompt_tokens * price_in + usage.completion_tokens * price_out) / 1e6
+    @property
+    def prompt_tokens(self) -> int:
+        return self.tally.prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int:
+        return self.tally.completion_tokens
+
+    @property
+    def tokens_estimated(self) -> bool:
+        return self.tally.estimated
+
+    @property
+    def cost_usd(self) -> float:
+        return self.tally.cost
 
 
 # --- passages ---------------------------------------------------------------------------------------
@@ -175,21 +179,19 @@ def sampled_passages(corpus: Corpus, size: int, seed: int) -> Iterator[tuple[str
             return
 
 
-def planned_calls(
-    corpus: Corpus, client: ChatClient, per_call: int, passages_per_call: int, passage_chars: int, seed: int
-) -> Iterator[Call]:
-    stream = sampled_passages(corpus, passage_chars, seed)
+def planned_calls(corpus: Corpus, client: ChatClient, plan: DraftPlan) -> Iterator[Call]:
+    stream = sampled_passages(corpus, plan.passage_chars, plan.seed)
     for index in range(1 << 62):
-        group = [p for _, p in zip(range(passages_per_call), stream, strict=False)]
+        group = tuple(p for _, p in zip(range(plan.passages_per_call), stream, strict=False))
         if not group:
             return
         shown = "\n\n".join(
             f"<passage doc={json.dumps(doc, ensure_ascii=False)}>\n{corpus.get(doc).text[s:e]}\n</passage>"
             for doc, s, e in group
         )
-        user = USER_PROMPT.replace("{per_call}", str(per_call)).replace("{passages}", shown)  # passages last
-        messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
-        yield Call(index, tuple(group), messages, client.request_key(messages))
+        messages = _TEMPLATE.messages("user", per_call=str(plan.per_call), passages=shown)
+        about: dict[str, object] = {"call": index, "prompt_version": PROMPT_VERSION}
+        yield Call(index, group, Request(client.request_key(messages), messages, about))
 
 
 def log_path(draft: Path) -> Path:
@@ -204,100 +206,91 @@ def generate_draft(
     corpus: Corpus,
     n: int,
     out: Path,
+    chat: ChatSettings,
+    plan: DraftPlan = DraftPlan(),
     *,
-    base_url: str,
-    model: str,
-    api_key_env: str = "OPENAI_API_KEY",
-    max_cost: float | None = None,
-    price_in: float = 0.0,
-    price_out: float = 0.0,
-    per_call: int = 3,
-    concurrency: int = 4,
-    seed: int = 0,
     force: bool = False,
     console: Console | None = None,
-    passages_per_call: int = 3,
-    passage_chars: int = 1500,
-    temperature: float = 0.0,
-    max_attempts: int = 6,
-    timeout_s: float = 120.0,
 ) -> GenerateReport:
-    """Ask ``model`` for questions about ``corpus`` until ``n`` are kept; write them as a draft at ``out``.
+    """Ask ``chat``'s model for questions about ``corpus`` until ``n`` are kept; write them as a draft at ``out``.
 
-    Prices are USD per million tokens. ``max_cost`` stops before a call whose estimate (the prompt's
-    ASCII characters / 4 and its other characters one each, plus its max_tokens of reply) would take
-    the draft's cost past it; replies found in the log count as spent, so a resumed run keeps to the
-    same budget.
+    ``chat.max_cost`` stops before a call whose estimate (the prompt's ASCII characters / 4 and its
+    other characters one each, plus its max_tokens of reply) would take the draft's cost past it;
+    replies found in the log count as spent, so a resumed run keeps to the same budget.
     """
-    for name, value in (("n", n), ("per_call", per_call), ("concurrency", concurrency)):
-        if value < 1:
-            raise BenchError(f"{name} = {value} must be at least 1")
-    if passages_per_call < 1 or passage_chars < 100:
-        raise BenchError("passages_per_call must be at least 1 and passage_chars at least 100")
+    if n < 1:
+        raise BenchError(f"n = {n} must be at least 1")
+    plan.check()
+    chat.check()
     out, console = Path(out), console or Console(stderr=True)
-    max_tokens = 250 * per_call + 200
-    client = ChatClient(
-        base_url,
-        model,
-        api_key_env=api_key_env,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        timeout_s=timeout_s,
-        max_attempts=max_attempts,
-    )
-    meta: dict[str, Any] = {
+    client = chat.client(plan.max_tokens)
+    meta: dict[str, object] = {
         "method": "llm", "corpus": {"path": str(corpus.path), "sha256": corpus.fingerprint},
-        "base_url": redact_url(client.base_url), "model": model, "prompt_version": PROMPT_VERSION,
-        "per_call": per_call, "passages_per_call": passages_per_call, "passage_chars": passage_chars,
-        "seed": seed, "temperature": temperature, "max_tokens": max_tokens,
+        "base_url": redact_url(client.base_url), "model": chat.model, "prompt_version": PROMPT_VERSION,
+        "per_call": plan.per_call, "passages_per_call": plan.passages_per_call, "passage_chars": plan.passage_chars,
+        "seed": plan.seed, "temperature": chat.temperature, "max_tokens": client.max_tokens,
     }  # fmt: skip
     _check_overwrite(out, meta, force)
-    log = ReplyLog(log_path(out))
-    calls = planned_calls(corpus, client, per_call, passages_per_call, passage_chars, seed)
-    tally = _Tally()
-    judge = Judge(corpus, tally.dropped)
-    prices = (price_in, price_out)
-    with console.status(f"asking {model} for {n} questions") as status:
-        stopped = _ask(client, calls, log, judge, tally, n, per_call, concurrency, max_cost, prices, max_tokens, status)
+    asker = chat.asker(client, log_path(out))
+    judge = Judge(corpus)
+    calls: dict[str, Call] = {}
+
+    def requests() -> Iterator[Request]:
+        for call in planned_calls(corpus, client, plan):
+            calls[call.request.key] = call
+            yield call.request
+
+    def read(request: Request, row: Row) -> bool:
+        judge.read(calls[request.key].passages, reply_text(row), n)
+        status.update(f"asking {chat.model}: {len(judge.kept)} of {n} questions kept, {usd(asker.tally.cost)} spent")
+        return len(judge.kept) >= n
+
+    def room(pending: int) -> bool:  # no more calls than could still be needed
+        return len(judge.kept) + plan.per_call * pending < n
+
+    with console.status(f"asking {chat.model} for {n} questions") as status:
+        ended = asker.in_order(requests(), read, room)
+    tally = asker.tally
+    stopped = {"enough": "enough questions", "budget": "budget", "all asked": "passages used up"}[ended]
     if not judge.kept and stopped == "passages used up" and tally.sent + tally.cached == 0:
         raise BenchError(f"{corpus.path}: the documents hold no text to ask about")
     questions = [
         DraftQuestion(
             id=f"g{i:03d}",
-            question=question,
+            question=kept.question,
             origin="llm",
             status=PENDING,
-            evidence=spans,
-            passages=tuple(Passage(d, s, e, (Found("llm", 1, None),)) for d, s, e in call.passages),
+            evidence=kept.evidence,
+            passages=tuple(Passage(d, s, e, (Found("llm", 1, None),)) for d, s, e in kept.shown),
         )
-        for i, (question, spans, call) in enumerate(judge.kept, 1)
+        for i, kept in enumerate(judge.kept, 1)
     ]
-    dropped = dict(sorted(tally.dropped.items(), key=lambda kv: (-kv[1], kv[0])))
+    dropped = dict(sorted(judge.dropped.items(), key=lambda kv: (-kv[1], kv[0])))
     meta |= {
         "prompt": {"system": SYSTEM_PROMPT, "user": USER_PROMPT},
-        "llm_log": log.path.name,
+        "llm_log": asker.log.path.name,
         "asked": n,
         "kept": len(questions),
         "dropped": dropped,
         "stopped": stopped,
         "calls": {"sent": tally.sent, "from_log": tally.cached},
-        "tokens": {"prompt": tally.prompt_tokens, "completion": tally.completion_tokens, "estimated": tally.estimated},
-        "price_per_million": {"input": price_in, "output": price_out},
+        "tokens": tally.tokens(),
+        "price_per_million": {"input": chat.price_in, "output": chat.price_out},
         "cost_usd": round(tally.cost, 6),
-        "max_cost_usd": max_cost,
+        "max_cost_usd": chat.max_cost,
         "response_format": client.json_mode,
     }
     draft = Draft(out, questions, meta)
     save_draft(draft)
     report = GenerateReport(
-        out, draft.meta_path, log.path, n, len(questions), dropped, tally.sent, tally.cached,
-        tally.prompt_tokens, tally.completion_tokens, tally.estimated, tally.cost, stopped,
+        draft=out, meta=draft.meta_path, log=asker.log.path, asked=n, kept=len(questions), dropped=dropped,
+        stopped=stopped, tally=tally,
     )  # fmt: skip
     _print_summary(console, report)
     return report
 
 
-def _setting(meta: dict, key: str) -> object:
+def _setting(meta: dict[str, object], key: str) -> object:
     """A setting of a draft's meta; the corpus counts by its fingerprint, wherever it lies."""
     if key == "corpus_sha256":
         corpus = meta.get("corpus")
@@ -305,7 +298,7 @@ def _setting(meta: dict, key: str) -> object:
     return meta.get(key)
 
 
-def _check_overwrite(out: Path, meta: dict, force: bool) -> None:
+def _check_overwrite(out: Path, meta: dict[str, object], force: bool) -> None:
     """An existing draft is resumed when it was made the same way and nobody has reviewed it yet."""
     if force or not out.exists():
         return
@@ -322,69 +315,6 @@ def _check_overwrite(out: Path, meta: dict, force: bool) -> None:
             f"{out} exists and {reviewed} of its questions have been reviewed; "
             "pass --force to replace it (the review is lost), or give another --out"
         )
-
-
-def _ask(client, calls, log, judge, tally, n, per_call, concurrency, max_cost, prices, max_tokens, status) -> str:
-    """Send calls (at most ``concurrency`` at once, no more than could still be needed) and read
-    their replies in planned order until ``n`` questions are kept; why it stopped."""
-    abort = threading.Event()
-    pending: deque[tuple[Call, Future | dict, float]] = deque()
-    reserved, stopped, held = 0.0, "", None  # held: a call waiting for the replies in flight to bill
-    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="bench-draft")
-
-    def send(call: Call) -> dict:
-        reply = client.complete(call.messages, abort)
-        return log.add(call.key, reply, call=call.index, model=client.model, prompt_version=PROMPT_VERSION)
-
-    try:
-        while True:
-            while not stopped and len(pending) < concurrency and len(judge.kept) + per_call * len(pending) < n:
-                call, held = held or next(calls, None), None
-                if call is None:
-                    stopped = "passages used up"
-                elif call.key in log.entries:
-                    pending.append((call, log.entries[call.key], 0.0))
-                else:
-                    prompt = sum(estimate_tokens(m["content"]) for m in call.messages)
-                    estimate = (prompt * prices[0] + max_tokens * prices[1]) / 1e6
-                    if max_cost is not None and tally.cost + reserved + estimate > max_cost:
-                        if reserved:  # the calls in flight may cost less than their estimates
-                            held = call
-                            break
-                        stopped = "budget"
-                    else:
-                        reserved += estimate
-                        pending.append((call, pool.submit(send, call), estimate))
-            if not pending:
-                return stopped
-            call, answer, estimate = pending.popleft()
-            if isinstance(answer, dict):
-                tally.cached += 1
-                row = answer
-            else:
-                row = answer.result()
-                tally.sent += 1
-                reserved -= estimate
-            tally.add(Usage.from_dict(row.get("usage")), *prices)
-            judge.read(call, str(row.get("reply", "")), n)
-            status.update(f"asking {client.model}: {len(judge.kept)} of {n} questions kept, {usd(tally.cost)} spent")
-            if len(judge.kept) >= n:
-                stopped = "enough questions"
-                break
-        for _, answer, _ in pending:  # replies already on their way are paid for: log and count them
-            if isinstance(answer, Future) and not answer.cancel():
-                try:
-                    tally.add(Usage.from_dict(answer.result().get("usage")), *prices)
-                    tally.sent += 1
-                except (BenchError, Aborted):
-                    pass
-        return stopped
-    except BaseException:
-        abort.set()  # the other calls stop retrying: this draft fails anyway (what came back is logged)
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    finally:
-        pool.shutdown(wait=True)
 
 
 def _print_summary(console: Console, r: GenerateReport) -> None:

@@ -20,17 +20,17 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
 
-from bench.drafting.chat import json_in_reply
 from bench.drafting.draft import Span
 from bench.inputs.corpus import Corpus
 from bench.inputs.quotes import QuoteError, find_quote
+from bench.llm.client import json_in_reply
 from bench.text.scripts import collapse_spaces, has_unspaced
 from bench.text.words import content_terms
 
-if TYPE_CHECKING:
-    from bench.drafting.generate import Call
+# What a call showed the model: (document id, start, end) of each passage.
+Shown = tuple[tuple[str, int, int], ...]
 
 INVENTED, UNKNOWN_DOC, COPYING, DUPLICATE = (
     "invented quote",
@@ -88,15 +88,24 @@ def copies(question: str, quote: str) -> bool:
     return _jaccard(set(q), set(t)) >= COPY_JACCARD
 
 
+@dataclass(frozen=True)
+class Kept:
+    question: str
+    evidence: tuple[Span, ...]
+    shown: Shown  # the passages of the call that proposed it
+
+
 class Judge:
     """Keeps or drops each proposed question, in call order, counting why."""
 
-    def __init__(self, corpus: Corpus, dropped: Counter) -> None:
-        self.corpus, self.dropped = corpus, dropped
-        self.kept: list[tuple[str, tuple[Span, ...], Call]] = []
+    def __init__(self, corpus: Corpus) -> None:
+        self.corpus = corpus
+        self.dropped: Counter[str] = Counter()
+        self.kept: list[Kept] = []
         self._words: list[set[str]] = []
 
-    def read(self, call: Call, reply: str, room: int) -> None:
+    def read(self, shown: Shown, reply: str, room: int) -> None:
+        """Judge the questions of one reply to a call that showed ``shown``, keeping no more than ``room`` in all."""
         if not reply.strip():
             self.dropped[EMPTY] += 1
             return
@@ -108,11 +117,11 @@ class Judge:
         for item in items or ():
             if len(self.kept) >= room:
                 return
-            why = self._judge(item, call)
+            why = self._judge(item, shown)
             if why:
                 self.dropped[why] += 1
 
-    def _judge(self, item: Any, call: Call) -> str | None:
+    def _judge(self, item: object, shown: Shown) -> str | None:
         if not isinstance(item, dict) or not isinstance(item.get("question"), str) or not item["question"].strip():
             return MALFORMED
         evidence = item.get("evidence")
@@ -124,7 +133,7 @@ class Judge:
                 return MALFORMED
             if e["doc"] not in self.corpus:
                 return UNKNOWN_DOC
-            found = self._resolve(call, e["doc"], e["quote"])
+            found = self._resolve(shown, e["doc"], e["quote"])
             if found is None:
                 return INVENTED
             if copies(question, e["quote"]):
@@ -137,10 +146,10 @@ class Judge:
         if any(_jaccard(words, earlier) >= alike for earlier in self._words):
             return DUPLICATE
         self._words.append(words)
-        self.kept.append((question, tuple(spans), call))
+        self.kept.append(Kept(question, tuple(spans), shown))
         return None
 
-    def _resolve(self, call: Call, doc: str, quote: str) -> tuple[int, int] | None:
+    def _resolve(self, shown: Shown, doc: str, quote: str) -> tuple[int, int] | None:
         """The quote's span in its document; a quote found more than once there counts where it is
         once in a passage the model was shown."""
         text = self.corpus.get(doc).text
@@ -148,7 +157,7 @@ class Judge:
             return find_quote(text, quote)
         except QuoteError:
             pass
-        for d, start, end in call.passages:
+        for d, start, end in shown:
             if d == doc:
                 try:
                     s, e = find_quote(text[start:end], quote)

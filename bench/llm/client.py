@@ -1,4 +1,5 @@
-"""A small client for an OpenAI-compatible ``POST {base_url}/chat/completions`` (standard library only).
+"""The client of an OpenAI-compatible ``POST {base_url}/chat/completions`` (standard library only),
+with what a reply holds: its text, its usage (or an estimate of it), a refusal, the JSON in it.
 
 It asks for a JSON reply (``response_format={"type": "json_object"}``) and, when a server answers
 400 naming ``response_format``, asks once more without it and remembers. A 429, a 5xx, a timeout or
@@ -17,9 +18,8 @@ import re
 import threading
 import urllib.parse
 from dataclasses import dataclass
-from pathlib import Path
 
-from bench.embedders.http_api import (
+from bench.llm.http_api import (
     LOOPBACK,
     EndpointCounters,
     Exhausted,
@@ -40,7 +40,7 @@ class Usage:
     completion_tokens: int = 0
     estimated: bool = False  # the server sent no usage: counted by estimate_tokens
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, int | bool]:
         return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
@@ -85,34 +85,6 @@ def json_in_reply(text: str) -> object | None:
         except ValueError:
             continue
     return None
-
-
-class ReplyLog:
-    """Replies by request key, in a JSONL file appended (line by line) as each arrives: a rerun finds
-    what was already paid for."""
-
-    def __init__(self, path: Path) -> None:
-        self.path, self._lock = Path(path), threading.Lock()
-        self.entries: dict[str, dict] = {}
-        if self.path.is_file():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
-                try:
-                    row = json.loads(line)
-                    self.entries[row["key"]] = row
-                except (ValueError, KeyError, TypeError):
-                    continue  # a line cut short by a crash: that request is simply sent again
-
-    def add(self, key: str, reply: Reply, **about: object) -> dict:
-        row = {"key": key, **about, "reply": reply.text, "usage": reply.usage.to_dict()}
-        if reply.refusal:
-            row["refusal"] = reply.refusal
-        line = json.dumps(row, ensure_ascii=False) + "\n"
-        with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as f:
-                f.write(line)
-            self.entries[key] = row
-        return row
 
 
 class ChatClient(EndpointCounters):

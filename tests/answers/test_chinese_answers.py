@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bench.answers.calls import ChatSettings
 from bench.answers.contexts import RunContexts, open_run
 from bench.answers.generate import generate_answers
 from bench.answers.judge import judge_answers, judged_path, resolve_sources, sentences
 from bench.answers.score import agree
-from bench.drafting.chat import ChatClient
 from bench.inputs.answers import load_answers, meta_path
+from bench.llm.client import ChatClient
+from bench.llm.settings import ChatSettings
 from tests.answers.chat_server import ChatServer
 from tests.helpers import finished_runs, run_cli
 

@@ -14,13 +14,14 @@ import pytest
 from rich.console import Console
 
 from bench.answers import judge as judging
-from bench.answers.calls import ChatSettings, replies_path
+from bench.answers.calls import replies_path
 from bench.answers.contexts import RunContexts, open_run
 from bench.answers.generate import PROMPT, generate_answers
 from bench.answers.judge import judge_answers, judged_path, read_goldset_questions, resolve_sources
-from bench.drafting.chat import ChatClient
 from bench.errors import BenchError
 from bench.inputs.answers import JUDGE, load_answers, meta_path
+from bench.llm.client import ChatClient
+from bench.llm.settings import ChatSettings
 from tests.answers.chat_server import ChatServer
 from tests.helpers import CONFIG, finished_runs, run_cli, write_project
 

@@ -15,11 +15,12 @@ import pytest
 from rich.console import Console
 
 from bench.drafting import generate
-from bench.drafting.chat import ChatClient
 from bench.drafting.draft import load_draft
-from bench.drafting.generate import generate_draft, log_path, windows
+from bench.drafting.generate import DraftPlan, generate_draft, log_path, windows
 from bench.errors import BenchError
 from bench.inputs.corpus import Corpus, Document
+from bench.llm.client import ChatClient
+from bench.llm.settings import ChatSettings
 from tests.helpers import free_port, run_cli
 
 KEY_ENV = "BENCH_TEST_LLM_KEY"
@@ -213,10 +214,11 @@ def corpus(tmp_path) -> Corpus:
     return Corpus.from_documents(tmp_path / "corpus", [Document(i, DOCS[i]) for i in sorted(DOCS)])
 
 
-def draft(corpus: Corpus, out: Path, server: ChatServer, n: int = ASKED, **kwargs):
+def draft(corpus: Corpus, out: Path, server: ChatServer, n: int = ASKED, seed: int = 0, force: bool = False, **chat):
     """One document a call, so that each reply is the script of one document."""
-    kwargs = {"per_call": 3, "passages_per_call": 1, "api_key_env": KEY_ENV, "console": quiet(), **kwargs}
-    return generate_draft(corpus, n, out, base_url=server.base_url, model="chat-test", **kwargs)
+    settings = ChatSettings(server.base_url, "chat-test", api_key_env=KEY_ENV, **chat)
+    plan = DraftPlan(per_call=3, passages_per_call=1, seed=seed)
+    return generate_draft(corpus, n, out, settings, plan, force=force, console=quiet())
 
 
 def quiet() -> Console:

@@ -12,10 +12,11 @@ import pytest
 from rich.console import Console
 
 from bench.drafting import generate
-from bench.drafting.chat import ChatClient, estimate_tokens
 from bench.drafting.draft import load_draft
-from bench.drafting.generate import generate_draft
+from bench.drafting.generate import DraftPlan, generate_draft
 from bench.inputs.corpus import Corpus, Document
+from bench.llm.client import ChatClient, estimate_tokens
+from bench.llm.settings import ChatSettings
 from tests.answers.chat_server import ChatServer
 
 KEY_ENV = "BENCH_TEST_LLM_KEY"
@@ -81,10 +82,9 @@ def corpus(tmp_path) -> Corpus:
 
 
 def draft(corpus: Corpus, out: Path, server: ChatServer, n: int = 20):
-    return generate_draft(
-        corpus, n, out, base_url=server.base_url, model="chat-test", api_key_env=KEY_ENV, per_call=3,
-        passages_per_call=1, concurrency=1, console=Console(file=StringIO(), width=200),
-    )  # fmt: skip
+    chat = ChatSettings(server.base_url, "chat-test", api_key_env=KEY_ENV, concurrency=1)
+    plan = DraftPlan(per_call=3, passages_per_call=1)
+    return generate_draft(corpus, n, out, chat, plan, console=Console(file=StringIO(), width=200))
 
 
 def test_chinese_questions_with_verbatim_quotes_are_kept_and_copies_and_duplicates_dropped(tmp_path, corpus):
