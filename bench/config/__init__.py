@@ -13,6 +13,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 from bench.config.tables import (
     ChunkerSpec,
@@ -87,13 +88,13 @@ class Config:
     models: tuple[str, ...]
     chunkers: tuple[ChunkerSpec, ...]
     indexes: tuple[str, ...] = ("flat",)
-    model_specs: dict = field(default_factory=dict)  # name -> ModelSpec, builtins plus [model.NAME]
-    index_specs: dict = field(default_factory=dict)  # name -> IndexSpec, builtins plus [index.NAME]
+    model_specs: dict[str, ModelSpec] = field(default_factory=dict)  # builtins plus [model.NAME]
+    index_specs: dict[str, IndexSpec] = field(default_factory=dict)  # builtins plus [index.NAME]
     exclude: tuple[str, ...] = ()  # glob patterns on candidate ids
     fusions: tuple[FusionSpec, ...] = ()  # hybrid first stages, from `fusions` and [fusion."A+B"]
     rerankers: tuple[RerankerSpec, ...] = ()  # from `rerankers` and [reranker.NAME]
     cache_override: Path | None = None  # --cache-dir: beats $BENCH_CACHE_DIR and cache_dir
-    priced: frozenset = frozenset()  # models whose [model.NAME] table sets price_per_mtok
+    priced: frozenset[str] = frozenset()  # models whose [model.NAME] table sets price_per_mtok
     recommend_margin: float = 0.02  # kept as the recommendation's `margin`; a paired test decides ties
     k: int = 5
     depth: int | None = None
@@ -105,7 +106,7 @@ class Config:
     prefer: str = "cost"  # among candidates tied with the best: "cost", "latency" or "quality"
     rerank_latency_samples: int = 10  # the same for a reranked pipeline, whose every query re-scores `top` texts
     documents: Limits = LIMITS  # [documents]: how large a document may be before it is left out
-    raw: dict = field(default_factory=dict, compare=False, repr=False)
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # the file as read
 
     @property
     def retrieval_depth(self) -> int:
@@ -194,19 +195,19 @@ class Config:
                 out.append(Candidate(model, cand.chunker, index, variants[0]))
         return out
 
-    def search_params(self, cand: Candidate) -> dict:
+    def search_params(self, cand: Candidate) -> dict[str, Any]:
         """The query setting a single-model first stage searches with (none for BM25 or a fusion)."""
         if cand.fused or self.model(cand.model).lexical:
             return {}
         return dict(next(p for label, p in self.index(cand.index).variants() if label == cand.search))
 
-    def fusion_settings(self, cand: Candidate) -> dict:
+    def fusion_settings(self, cand: Candidate) -> dict[str, Any]:
         return dict(self.fusion(cand.model).variants())[cand.search]
 
     def chunker(self, name: str) -> ChunkerSpec:
         return next(c for c in self.chunkers if c.name == name)
 
-    def resolved(self) -> dict:
+    def resolved(self) -> dict[str, Any]:
         """The settings that decide results, as plain data (paths as given in the file)."""
         return {
             "corpus": self.raw.get("corpus"),
@@ -272,7 +273,7 @@ _TOP_KEYS = {
 }
 
 
-def _spec_dict(spec) -> dict:
+def _spec_dict(spec: Any) -> dict[str, Any]:
     """A spec as plain data for the manifest and the config hash."""
     out = {}
     for f in fields(spec):
