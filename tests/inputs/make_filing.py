@@ -66,6 +66,20 @@ def write_filing(path: Path) -> Path:
                 value = value[2:]
             c.drawRightString(right, y, value)
 
+    def statement(y: float, rows: tuple[tuple[str, tuple[str, ...] | None], ...], *, shaded: bool) -> None:
+        """Rows of a statement from baseline ``y`` down; ``shaded`` puts every other row on a grey
+        band the width of the table."""
+        for k, (label, values) in enumerate(rows):
+            if shaded and k % 2 == 0:
+                c.setFillGray(0.9)
+                c.rect(66, y - 3, _COLUMNS[1] + 6 - 66, 12, stroke=0, fill=1)
+                c.setFillGray(0)
+            c.setFont("Vera", 9)
+            c.drawString(72, y, label)
+            if values:
+                figures(y, values)
+            y -= 13
+
     frame(1)
     c.setFont("Vera-Bold", 16)
     c.drawString(72, 700, "Business")
@@ -81,13 +95,7 @@ def write_filing(path: Path) -> Path:
     c.drawCentredString((_COLUMNS[0] - 40 + _COLUMNS[-1]) / 2, 660, SPANNING)
     for right, year in zip(_COLUMNS, YEARS, strict=True):
         c.drawRightString(right - 6, 648, year)
-    y = 634.0
-    for label, values in INCOME:
-        c.setFont("Vera", 9)
-        c.drawString(72, y, label)
-        if values:
-            figures(y, values)
-        y -= 13
+    statement(634.0, INCOME, shaded=False)
     c.showPage()
 
     frame(3)
@@ -96,17 +104,7 @@ def write_filing(path: Path) -> Path:
     c.setFont("Vera", 9)
     for right, year in zip(_COLUMNS, BALANCE_YEARS, strict=False):
         c.drawRightString(right - 6, 676, year)
-    y = 660.0
-    for k, (label, values) in enumerate(BALANCE):
-        if k % 2 == 0:
-            c.setFillGray(0.9)
-            c.rect(66, y - 3, _COLUMNS[1] + 6 - 66, 12, stroke=0, fill=1)
-            c.setFillGray(0)
-        c.setFont("Vera", 9)
-        c.drawString(72, y, label)
-        if values:
-            figures(y, values)
-        y -= 13
+    statement(660.0, BALANCE, shaded=True)
     c.showPage()
 
     frame(4)
