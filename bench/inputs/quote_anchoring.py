@@ -154,7 +154,7 @@ def approximate(
     size = sum(wanted.values())
     if size < MIN_TOKENS:
         raise _Weak(f"; it has too few words and numbers ({size}) to be matched by them: quote more")
-    places = _places(index, wanted, _folios(index, quote, pages))
+    places = _best_places(index, quote, pages, threshold)
     if not places:
         raise _Weak("; no passage has its words and numbers")
     best = places[0]
@@ -194,11 +194,67 @@ def candidates(text: str, quote: str, pages: Sequence[int] = ()) -> list[Candida
     """The passages of ``text`` most like ``quote`` by words and numbers, best first (those that
     hold all of its numbers before those that do not)."""
     index = _index(text)
-    wanted = _wanted(index, quote)
     return [
         Candidate(int(index.starts[p.first]), int(index.ends[p.last - 1]), p.similarity, p.missing_numbers)
-        for p in _places(index, wanted, _folios(index, quote, pages))
+        for p in _best_places(index, quote, pages, THRESHOLD)
     ]
+
+
+_RUNNING_LINE = 6  # words and numbers at most of a running header or footer a quote may carry
+_NEAR = 20  # tokens on either side of a span where a quote's edge line would stand if it were text
+
+
+def _best_places(index: _Index, quote: str, pages: Sequence[int], threshold: float) -> list[_Place]:
+    """The quote's places (:func:`_places`); where none is alike enough, those of the quote less a
+    short first or last line or two that the document does not hold near the span: a running header
+    or footer ("Table of Contents", ``2021 FORM 10-K 66``) a viewer copies and bench leaves out."""
+    places = _places(index, _wanted(index, quote), _folios(index, quote, pages))
+    if _good(places, threshold):
+        return places
+    for rest, dropped in _without_edge_lines(quote):
+        alt = _places(index, _wanted(index, rest), _folios(index, rest, pages))
+        if _good(alt, threshold) and not _near(index, alt[0], dropped):
+            return alt
+    return places
+
+
+def _good(places: list[_Place], threshold: float) -> bool:
+    return bool(places) and not places[0].missing_numbers and places[0].similarity >= threshold
+
+
+def _without_edge_lines(quote: str) -> list[tuple[str, str]]:
+    """The quote less its first, last, first and last, or two first or last lines, where what is
+    left out is as short as a running line and holds no number (a changed figure is never left out;
+    folios are :func:`_folios`'s)."""
+    lines = [line for line in quote.splitlines() if line.strip()]
+    out = []
+    for head, tail in ((1, 0), (0, 1), (1, 1), (2, 0), (0, 2)):
+        if head + tail >= len(lines):
+            continue
+        groups = [lines[:head], lines[len(lines) - tail :]]
+        rest = "\n".join(lines[head : len(lines) - tail])
+        if len(tokens(rest)) < 2 * MIN_TOKENS:
+            continue
+        if all(_running_like("\n".join(g)) for g in groups if g):
+            out.append((rest, "\n".join(lines[:head] + lines[len(lines) - tail :])))
+    return out
+
+
+def _running_like(line: str) -> bool:
+    found = tokens(line)
+    return 0 < len(found) <= _RUNNING_LINE and not any(k[0].isdigit() for k, _, _ in found)
+
+
+def _near(index: _Index, place: _Place, dropped: str) -> bool:
+    """Whether the document holds half or more of ``dropped``'s words within :data:`_NEAR` tokens
+    of ``place``: then the lines are the document's text, not its running lines."""
+    words = [k for k, _, _ in tokens(dropped) if not k[0].isdigit()]
+    if not words:
+        return False
+    lo, hi = max(0, place.first - _NEAR), min(len(index.ids), place.last + _NEAR)
+    around = {int(i) for i in index.ids[lo:hi]}
+    held = sum(1 for w in words if index.vocab.get(w, -1) in around)
+    return 2 * held >= len(words)
 
 
 _FOLIO = regex.compile(r"\d{1,4}")

@@ -389,3 +389,48 @@ def test_real_filings_anchor_other_tools_quotes_and_refuse_the_wrong_ones(tmp_pa
     assert recall >= 0.9
     assert wrong == 0.0
     assert refused >= 0.9
+
+
+# pypdf's text of a page, as bench's text has it
+FILING = (
+    "Management discussion opens here with some unrelated words about strategy and markets.\n\n"
+    "The following selected consolidated statement of operations data for the years ended December 31, 2017, "
+    "and 2016 have been derived from our audited consolidated financial statements.\n\n"
+    "CONSOLIDATED STATEMENTS OF COMPREHENSIVE INCOME\n\n"
+    "Report ofIndependent Registered Public Accounting Firm for each of the three years ended May 31, 2020 "
+    "and May 31, 2019 follows the index.\n\nClosing remarks talk about something else entirely, at length."
+)
+
+
+def test_a_comma_before_other_than_three_digits_ends_a_number() -> None:
+    quote = "selected consolidated statement of operations data for the years ended December\xa031,2017,\xa0and 2016"
+    assert [k for k, _, _ in tokens("31,2017 1,234,567 2,5")] == ["31", "2017", "1234567", "2", "5"]
+    found = anchor_quote(FILING, quote)
+    assert FILING[found.start : found.end].endswith("December 31, 2017, and 2016")
+
+
+def test_a_capital_after_a_lower_case_letter_starts_a_word() -> None:
+    assert [k for k, _, _ in tokens("ofIndependent theCompany NIKE")] == ["of", "independent", "the", "company", "nike"]
+    found = anchor_quote(FILING, "Report of Independent Registered Public Accounting Firm for each")
+    assert FILING[found.start : found.end] == "Report ofIndependent Registered Public Accounting Firm for each"
+
+
+def test_words_and_years_broken_by_a_line_break_or_space_are_rejoined() -> None:
+    quote = "CONSOLIDATED STATEME\nNTS OF COMPREHENSIVE INCOME\nReport of Independent Register\ned Public"
+    found = anchor_quote(FILING, quote)
+    assert found.similarity == 1.0
+    years = "three years ended May 31, 20 20 and May 31, 201\n9 follows"
+    found = anchor_quote(FILING, years)
+    assert FILING[found.start : found.end] == "three years ended May 31, 2020 and May 31, 2019 follows"
+    # table cells apart by more than one space are two numbers, never one year
+    with pytest.raises(QuoteError, match="lacking"):
+        anchor_quote(FILING, "three years ended May 31, 20  20 and May 31, 2019 follows")
+
+
+def test_a_running_header_the_text_left_out_is_not_asked_of_the_span() -> None:
+    quote = "Table of Contents\nThe following selected consolidated statement of operations data for the years"
+    found = anchor_quote(FILING, quote)
+    assert FILING[found.start : found.end].startswith("The following selected")
+    # an edge line with a number is never left out: it may be a changed figure
+    with pytest.raises(QuoteError):
+        anchor_quote(FILING, "Table 2016 Contents\nThe following selected consolidated statement of operations data")
