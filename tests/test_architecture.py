@@ -9,7 +9,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "bench"
 
-# bench.text (scripts, words, languages) is foundation too: every stage reads text
+# bench.text (scripts, words, languages) is foundation too: every stage reads text; so is bench.core,
+# the vocabulary every stage shares (measures, a run's records, a candidate's typed figures)
 FOUNDATION = {"bench", "bench.errors", "bench.registry", "bench.files", "bench.formatting", "bench.measure"}
 # stage -> the stages its modules may import (each may always import itself and the foundation)
 ALLOWED = {
@@ -20,11 +21,10 @@ ALLOWED = {
     "embedders": {"inputs", "chunking", "llm"},
     "engines": {"embedders"},
     "retrieval": {"inputs", "chunking", "embedders"},
-    # the run's data types and folder layout (results.schema, results.store) are shared vocabulary
-    "evaluation": {"inputs", "chunking", "embedders", "results.schema", "results.store"},
+    "evaluation": {"inputs", "chunking", "embedders"},
     "results": {"inputs", "evaluation"},
     "report": {"inputs", "chunking", "embedders", "evaluation", "results"},
-    "config": {"inputs", "chunking", "embedders", "retrieval", "evaluation", "results.schema"},
+    "config": {"inputs", "chunking", "embedders", "retrieval", "evaluation"},
     "run": {"inputs", "chunking", "embedders", "engines", "retrieval", "evaluation", "results", "report", "config"},
     # building a goldset pools passages the way a run retrieves them, and reads runs for distractors
     "drafting": {
@@ -82,7 +82,7 @@ _MODULES = _modules()
 
 
 def _stage(module: str) -> str:
-    if module in FOUNDATION or module.startswith("bench.text"):
+    if module in FOUNDATION or module.startswith(("bench.text", "bench.core")):
         return "foundation"
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "bench"

@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 import bench
+from bench.core.records import QuestionRecord
+from bench.core.summary import CandidateResult, RunSummary
 from bench.errors import BenchError
-from bench.results.schema import CandidateResult, QuestionRecord, RunSummary, StoredRun
+from bench.results.schema import StoredRun
 from tests.helpers import write_project
 
 TOL = 1e-9

@@ -10,12 +10,13 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.core.records import QuestionRecord, RankedUnit
 from bench.errors import BenchError
 from bench.evaluation.answers import Retrieval
 from bench.inputs.answers import Answer
 from bench.registry import suggest
 from bench.results import store
-from bench.results.schema import QuestionRecord, RankedUnit, StoredRun, load_run
+from bench.results.schema import StoredRun, load_run
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from bench.config.tables import (
     reranker_specs_from,
     string_setting,
 )
+from bench.core.summary import LEXICAL_INDEX
 from bench.embedders import MODELS, ModelSpec
 from bench.errors import BenchError
 from bench.evaluation.metrics import GAINS
@@ -33,7 +34,6 @@ from bench.evaluation.scale import Scale, check_preference, scale_from_config
 from bench.files import read_text
 from bench.inputs.formats import LIMITS, Limits
 from bench.registry import suggest
-from bench.results.schema import LEXICAL_INDEX
 from bench.retrieval.faiss_index import INDEXES, IndexSpec
 from bench.retrieval.fusion import FusionSpec, is_fusion
 from bench.retrieval.index_kinds import check_index_dims

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.evaluation.metrics import ANSWER_METRICS
+from bench.core.measures import ANSWER_METRICS
 from bench.evaluation.significance import bootstrap_ci
 from bench.inputs.answers import Answer
 

@@ -21,17 +21,16 @@ import functools
 import math
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from bench.core.operating import Operating, Stat, Step
+from bench.core.summary import CandidateResult
 from bench.embedders.base import ModelSpec
 from bench.errors import BenchError
 from bench.formatting import usd
-
-if TYPE_CHECKING:
-    from bench.results.schema import CandidateResult
 
 TOKENS_PER_MTOK = 1_000_000
 SECONDS_PER_HOUR = 3600
@@ -290,19 +289,19 @@ def candidate_costs(price: Price, usage: Usage, hourly: float | None) -> dict[st
     return figures
 
 
-QUERY_STEPS = ("query_embed", "search", "rerank")  # what one query goes through, in order
+QUERY_STEPS: tuple[Step, ...] = ("query_embed", "search", "rerank")  # what one query goes through, in order
 
 
-def end_to_end_ms(candidate: CandidateResult | Mapping[str, Any], stat: str = "p95") -> float | None:
+def end_to_end_ms(candidate: CandidateResult | Operating, stat: Stat = "p95") -> float | None:
     """Query latency end to end: embedding the question, searching the index and reranking, in ms;
     ``stat`` one of p50, p95, p99, mean (for a percentile, the sum of each step's: a bound on the whole's).
-    ``candidate`` is a candidate or its ``ops``.
+    ``candidate`` is a candidate or its operating figures.
 
     A step that does not apply (BM25 embeds nothing, most pipelines do not rerank) counts as 0; None
     when none was timed.
     """
-    ops = candidate if isinstance(candidate, Mapping) else candidate.ops
-    parts = [ops.get(f"{step}_ms_{stat}") for step in QUERY_STEPS]
+    latency = (candidate if isinstance(candidate, Operating) else candidate.ops).latency
+    parts = [latency.ms(step, stat) for step in QUERY_STEPS]
     return None if all(p is None for p in parts) else sum(p or 0.0 for p in parts)
 
 
@@ -318,7 +317,7 @@ def _score(candidate: CandidateResult, metric: str) -> float | None:
 
 
 def _cost(candidate: CandidateResult, cost_key: str) -> float | None:
-    return _number(candidate.ops.get(cost_key))
+    return _number(getattr(candidate.ops.cost, cost_key))
 
 
 def _number(value) -> float | None:
@@ -356,7 +355,7 @@ def cheapest_within(
 ) -> CandidateResult | None:
     """The cheapest candidate whose ``quality[metric]`` is within ``margin`` of the best.
 
-    Candidates with no score are ignored; those with an unknown (None) ``ops[cost_key]`` are
+    Candidates with no score are ignored; those with an unknown (None) cost ``cost_key`` are
     skipped, and when every candidate in the margin has an unknown cost the answer is None. Equal
     costs: the higher score wins, then the lower id.
     """
@@ -394,7 +393,7 @@ def recommendation_line(
             f"set price_per_mtok (or hourly_usd) in [model.NAME]"
         )
     cost = _cost(pick, cost_key)
-    estimate = " (compute estimate)" if pick.ops.get("cost_estimate") else ""
+    estimate = " (compute estimate)" if pick.ops.cost.cost_estimate else ""
     if pick is best:
         line = (
             f"the best {metric}, {best.id} ({best_score:.3f}), is also the cheapest within "

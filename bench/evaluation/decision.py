@@ -19,11 +19,12 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from bench.core.measures import metric_key
+from bench.core.records import QuestionRecord
+from bench.core.summary import CandidateResult
 from bench.evaluation import costs, significance
-from bench.evaluation.metrics import metric_key
 from bench.evaluation.scale import Scale
 from bench.formatting import usd
-from bench.results.schema import CandidateResult, QuestionRecord
 
 ALPHA = 0.05  # a candidate is tied with the best when its Holm-corrected p is at least this
 POWER = 0.8  # of the questions-needed estimate

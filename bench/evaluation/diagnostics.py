@@ -12,7 +12,7 @@ from collections import Counter
 
 import numpy as np
 
-from bench.results.schema import Retrieved
+from bench.core.records import Retrieved
 
 
 def question_diagnostics(record: Retrieved, k: int) -> dict:

@@ -41,12 +41,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from bench.core.measures import metric_key
+from bench.core.operating import Operating
+from bench.core.records import QuestionRecord
+from bench.core.summary import CandidateResult, RunSummary
 from bench.evaluation import pipelines
-from bench.evaluation.metrics import metric_key
 from bench.formatting import brief_decimal as _f
 from bench.formatting import brief_percent as _pct
 from bench.formatting import ratio as _ratio
-from bench.results.schema import CandidateResult, QuestionRecord, RunSummary
 
 # Below this recall@k the retriever misses more relevant units than it finds.
 LOW_RECALL = 0.5
@@ -122,8 +124,8 @@ class CandidateView:
         return self.data.diagnostics or {}
 
     @property
-    def ops(self) -> dict:
-        return self.data.ops or {}
+    def ops(self) -> Operating:
+        return self.data.ops
 
     @property
     def noun(self) -> str:
@@ -317,8 +319,8 @@ def _gap_band(c: CandidateView) -> float | None:
 
 
 def _truncation(c: CandidateView) -> Finding | None:
-    n, cut = c.ops.get("n_chunks"), c.ops.get("truncated_chunks")
-    lost = c.ops.get("truncated_token_share") or 0.0
+    n, cut = c.ops.indexing.n_chunks, c.ops.indexing.truncated_chunks
+    lost = c.ops.indexing.truncated_token_share or 0.0
     if not n or cut is None:
         return None
     share = cut / n

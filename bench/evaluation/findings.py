@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+from bench.core.measures import metric_key
+from bench.core.records import QuestionRecord
+from bench.core.summary import CandidateResult, RunSummary
 from bench.evaluation import pipelines
 from bench.evaluation.finding_rules import CANDIDATE_RULES, RUN_RULES, CandidateView, Finding
-from bench.evaluation.metrics import metric_key
-from bench.results.schema import CandidateResult, QuestionRecord, RunSummary
 
 RUN = "*"
 

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from bench.evaluation.metrics import metric_key
+from bench.core.measures import metric_key
+from bench.core.summary import CandidateResult
 from bench.formatting import ms, usd
-from bench.results.schema import CandidateResult
 
 # The metric a reranker or a fusion is judged on: both exist to put the first relevant unit higher.
 RANKING_METRIC = "mrr"
@@ -154,7 +154,7 @@ def rerank_advice(c: CandidateResult, candidates: Sequence[CandidateResult], k: 
     if done:
         m = done[0]
         rr = reranker(m.pipeline) or {}
-        top = rr.get("top") or m.pipeline.ops.get("rerank_top")
+        top = rr.get("top") or m.pipeline.ops.latency.rerank_top
         lead = f"Reranking the top {top} with {rr.get('name')}" if top else f"Reranking with {rr.get('name')}"
         return _measured_sentence(lead, m, len(done), k, _rerank_cost(m.pipeline))
     return "" if built else _rerank_not_tried(c, candidates, k)
@@ -205,7 +205,7 @@ def _method(settings: dict[str, Any]) -> str:
 
 
 def _rerank_cost(p: CandidateResult) -> str:
-    latency, money = p.ops.get("rerank_ms_p50"), p.ops.get("rerank_cost_per_1k_queries_usd")
+    latency, money = p.ops.latency.rerank_ms_p50, p.ops.cost.rerank_cost_per_1k_queries_usd
     out = f" for +{ms(latency)} ms p50 per query" if latency is not None else ""
     if money:
         out += f"{' and' if out else ' for'} +{usd(money)} per 1k queries"

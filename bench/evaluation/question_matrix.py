@@ -9,9 +9,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench.core.records import QuestionRecord
+from bench.core.summary import RunSummary
 from bench.errors import BenchError
 from bench.registry import suggest
-from bench.results.schema import QuestionRecord, RunSummary
 
 
 @dataclass

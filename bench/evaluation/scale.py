@@ -2,7 +2,7 @@
 is indexed again, on how many replicas, and what storage and compute cost. Every monthly figure
 of a candidate is projected from the run's measurements with these (``[scale]`` in bench.toml).
 
-The projection is pure arithmetic on a candidate's stored ``ops`` (None in, None out, like
+The projection is pure arithmetic on a candidate's stored operating figures (None in, None out, like
 ``costs``), so ``bench report`` recomputes from summary.json exactly what the run wrote.
 """
 
@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from bench.core.operating import Operating
 from bench.errors import BenchError
 from bench.evaluation import costs
 from bench.registry import check_keys
@@ -121,15 +122,16 @@ def seconds_per_1k_queries(ms_per_query: float | None) -> float | None:
     return None if ms_per_query is None else ms_per_query * 1000 / 1000
 
 
-def corpus_embed_seconds(ops: Mapping[str, Any]) -> float | None:
+def corpus_embed_seconds(ops: Operating) -> float | None:
     """Seconds to embed this run's whole corpus: the run's ``corpus_embed_seconds``; for a run that
     predates it, ``embed_seconds × (chunks_embedded + chunks_from_cache) / chunks_embedded`` (what was
     embedded, extrapolated to what came from the cache), 0 for BM25, None when nothing was embedded."""
-    if "corpus_embed_seconds" in ops:
-        return _value(ops["corpus_embed_seconds"])
-    if ops.get("dims") is None:
+    indexing = ops.indexing
+    if ops.has("corpus_embed_seconds"):
+        return _value(indexing.corpus_embed_seconds)
+    if ops.storage.dims is None:
         return 0.0  # BM25 embeds nothing; its build is index_build_seconds
-    embedded, cached, seconds = ops.get("chunks_embedded"), ops.get("chunks_from_cache"), ops.get("embed_seconds")
+    embedded, cached, seconds = indexing.chunks_embedded, indexing.chunks_from_cache, indexing.embed_seconds
     if not embedded or seconds is None:
         return None
     return seconds * (embedded + (cached or 0)) / embedded
@@ -143,18 +145,19 @@ def index_hours_at_scale(embed_seconds: float | None, build_seconds: float | Non
     return (embed_seconds + build_seconds) * factor / SECONDS_PER_HOUR
 
 
-def stored_bytes(ops: Mapping[str, Any], search: str = "") -> int | float | None:
+def stored_bytes(ops: Operating, search: str = "") -> int | float | None:
     """What a replica keeps on disk: ``index_bytes``, plus ``vector_bytes`` when the index does not hold
     the vectors its search reads. A flat, HNSW or IVF index holds them (``index_bytes`` includes them),
     SQ8 and PQ search their codes alone, BM25 has none; a binary index rescores with a float copy
     (``vector_bytes``), unless searched with ``rescore=0``. A fusion counts the float copy when every
     dense part is binary."""
-    index = _value(ops.get("index_bytes"))
+    storage = ops.storage
+    index = _value(storage.index_bytes)
     if index is None:
         return None
-    factories = [f for f in str(ops.get("index_factory") or "").split(" + ") if f]
+    factories = [f for f in str(storage.index_factory or "").split(" + ") if f]
     binary = bool(factories) and all(f == BINARY_FACTORY for f in factories)
-    vectors = _value(ops.get("vector_bytes"))
+    vectors = _value(storage.vector_bytes)
     if binary and vectors is not None and NO_RESCORE not in search.split(","):
         return index + vectors
     return index
@@ -219,31 +222,31 @@ def runs_locally(price_source: object) -> bool:
     return all(part == costs.LOCAL_SOURCE for part in price_source.split("; "))
 
 
-def local_query_ms(ops: Mapping[str, Any]) -> float | None:
+def local_query_ms(ops: Operating) -> float | None:
     """Mean ms per query of the steps that run locally: the search always, the question's embedding and
     the reranking when their model is local; None when a local step was not timed."""
-    steps = ["search"]
-    if runs_locally(ops.get("price_source")):
+    steps: list[costs.Step] = ["search"]
+    if runs_locally(ops.cost.price_source):
         steps.append("query_embed")
-    if ops.get("rerank_top") is not None and ops.get("rerank_price_source") == costs.LOCAL_SOURCE:
+    if ops.latency.rerank_top is not None and ops.cost.rerank_price_source == costs.LOCAL_SOURCE:
         steps.append("rerank")
-    values = [_value(ops.get(f"{step}_ms_mean")) for step in steps]
+    values = [_value(ops.latency.ms(step, "mean")) for step in steps]
     if values[0] is None:
         return None
     return sum(v or 0.0 for v in values)
 
 
-def at_scale(ops: Mapping[str, Any], search: str, corpus_documents: int, scale: Scale) -> dict[str, Any]:
-    """A candidate's figures at the team's scale (``SCALE_KEYS``), from its measured ``ops``."""
+def at_scale(ops: Operating, search: str, corpus_documents: int, scale: Scale) -> dict[str, Any]:
+    """A candidate's figures at the team's scale (``SCALE_KEYS``), from its measured ones."""
     factor = scale.factor(corpus_documents)
     mean = costs.end_to_end_ms(ops, "mean")
     embed_s = corpus_embed_seconds(ops)
-    build_s = _value(ops.get("index_build_seconds"))
-    local_embed_s = embed_s if runs_locally(ops.get("price_source")) else 0.0
+    build_s = _value(ops.indexing.index_build_seconds)
+    local_embed_s = embed_s if runs_locally(ops.cost.price_source) else 0.0
     query_s = seconds_per_1k_queries(local_query_ms(ops))
     gb = storage_gb_at_scale(stored_bytes(ops, search), factor, scale.replicas)
     embedding = monthly_embedding_usd(
-        _value(ops.get("index_cost_usd")), _value(ops.get("cost_per_1k_queries_usd")), factor, scale
+        _value(ops.cost.index_cost_usd), _value(ops.cost.cost_per_1k_queries_usd), factor, scale
     )
     storage = monthly_storage_usd(gb, scale)
     compute = monthly_compute_usd(query_s, index_hours_at_scale(local_embed_s, build_s, factor), scale)

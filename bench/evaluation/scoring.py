@@ -12,12 +12,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench.core.measures import metric_key
+from bench.core.records import EvidenceSpan, QuestionRecord, Retrieved
+from bench.core.summary import CandidateResult
 from bench.errors import BenchError
 from bench.evaluation import diagnostics, metrics
 from bench.evaluation.metrics import Grades
 from bench.evaluation.spans import span_keys, span_metrics
 from bench.inputs.goldset import CHUNK
-from bench.results.schema import CandidateResult, EvidenceSpan, QuestionRecord, Retrieved
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,6 @@ def _scored(rec: Retrieved, **scores) -> QuestionRecord:
 
 def rank_candidates(candidates: Sequence[CandidateResult], k: int) -> list[CandidateResult]:
     """Ordered by mrr@k, then recall@k (both descending), then id, each with its ``rank`` (1-based)."""
-    mrr, recall = metrics.metric_key("mrr", k), metrics.metric_key("recall", k)
+    mrr, recall = metric_key("mrr", k), metric_key("recall", k)
     ordered = sorted(candidates, key=lambda c: (-c.quality[mrr], -c.quality[recall], c.id))
     return [dataclasses.replace(c, rank=rank) for rank, c in enumerate(ordered, start=1)]

@@ -25,11 +25,12 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from bench.core.measures import headline, metric_key
+from bench.core.records import QuestionRecord
+from bench.core.summary import RunSummary
 from bench.errors import BenchError
-from bench.evaluation.metrics import headline, metric_key
 from bench.evaluation.question_matrix import QuestionMatrix, question_matrix
 from bench.files import write_atomic
-from bench.results.schema import QuestionRecord, RunSummary
 
 SMALL_SAMPLE = 30  # below this many questions only the Wilcoxon test is trustworthy
 ALPHA = 0.05

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from bench.evaluation.metrics import SPAN_METRICS, metric_key
+from bench.core.measures import SPAN_METRICS, metric_key
 from bench.evaluation.relevance import reaches
 
 Interval = tuple[int, int]

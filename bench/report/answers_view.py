@@ -17,6 +17,7 @@ from rich.constrain import Constrain
 from rich.markup import escape
 from rich.text import Text
 
+from bench.core.measures import metric_key
 from bench.evaluation.answers import (
     CALIBRATED,
     CLAIM_RECALL,
@@ -30,7 +31,6 @@ from bench.evaluation.answers import (
     RETRIEVAL,
     UNKNOWN,
 )
-from bench.evaluation.metrics import metric_key
 from bench.formatting import MISSING, plural, with_ci
 from bench.inputs.answers import JUDGE, UNLABELLED
 from bench.report.fitted import FittedTable

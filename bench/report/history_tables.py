@@ -9,7 +9,7 @@ from rich.console import Group
 from rich.markup import escape
 from rich.text import Text
 
-from bench.evaluation.metrics import HEADLINE, headline, metric_key
+from bench.core.measures import HEADLINE, headline, metric_key
 from bench.formatting import MISSING, number, plural
 from bench.report.fitted import FittedTable
 from bench.results.gate import CheckResult

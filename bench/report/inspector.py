@@ -51,21 +51,15 @@ from importlib import resources
 from pathlib import Path
 from urllib.parse import quote
 
+from bench.core.measures import metric_key
+from bench.core.records import QuestionRecord, RankedUnit
+from bench.core.summary import CandidateResult, Manifest, RunSummary
 from bench.evaluation.answers import CLAIM_RECALL, GROUNDEDNESS, RELEVANCE
 from bench.evaluation.costs import end_to_end_p95_ms
-from bench.evaluation.metrics import metric_key
 from bench.files import write_atomic
 from bench.inputs.goldset import DOCUMENT
 from bench.report.answers_view import AnswerLayer, labels_short, uncalibrated
-from bench.results.schema import (
-    CandidateResult,
-    Manifest,
-    QuestionRecord,
-    RankedUnit,
-    RunSummary,
-    UnitText,
-    unit_pages,
-)
+from bench.results.schema import UnitText, unit_pages
 
 DOCUMENT_PREVIEW = 1500  # characters of a whole document shown; the page notes the full length
 QUOTE_LIMIT = 600  # characters of an evidence quote shown under its question
@@ -154,7 +148,7 @@ def _score(value) -> float | None:
 
 def _p95_ms(candidate: CandidateResult) -> float | None:
     """End-to-end p95 latency: the run's own figure where it stores one, else the steps' p95s added up."""
-    stored = candidate.ops.get("end_to_end_ms_p95")
+    stored = candidate.ops.latency.end_to_end_ms_p95
     return _score(stored if stored is not None else end_to_end_p95_ms(candidate))
 
 

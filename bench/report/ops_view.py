@@ -9,27 +9,28 @@ parts, queries per second from the mean end-to-end latency); a figure that canno
 
 from __future__ import annotations
 
+from bench.core.operating import Stat, Step
+from bench.core.summary import CandidateResult, Manifest, RunSummary
 from bench.evaluation.costs import end_to_end_ms
 from bench.formatting import ms, size, usd
-from bench.results.schema import CandidateResult, Manifest, RunSummary
 
 MISSING = "–"
-STEPS = (("query_embed", "embed"), ("search", "search"), ("rerank", "rerank"))
+STEPS: tuple[tuple[Step, str], ...] = (("query_embed", "embed"), ("search", "search"), ("rerank", "rerank"))
 SCALE_HINT = "monthly cost: set [scale] in bench.toml (documents, queries_per_month, replicas, prices)"
 
 
-def latency(c: CandidateResult, stat: str = "p95") -> float | None:
+def latency(c: CandidateResult, stat: Stat = "p95") -> float | None:
     """End-to-end query latency in ms at ``stat`` (p50, p95, p99, mean)."""
-    stored = _number(c.ops.get(f"end_to_end_ms_{stat}"))
+    stored = _number(c.ops.latency.end_to_end_ms(stat))
     return stored if stored is not None else end_to_end_ms(c, stat)
 
 
-def latency_parts(c: CandidateResult, stat: str = "p95") -> list[tuple[str, float]]:
+def latency_parts(c: CandidateResult, stat: Stat = "p95") -> list[tuple[str, float]]:
     """(step, ms) of each step that applies: embed, search, rerank."""
-    return [(label, v) for key, label in STEPS if (v := _number(c.ops.get(f"{key}_ms_{stat}"))) is not None]
+    return [(label, v) for step, label in STEPS if (v := _number(c.ops.latency.ms(step, stat))) is not None]
 
 
-def latency_text(c: CandidateResult, stat: str = "p95") -> str:
+def latency_text(c: CandidateResult, stat: Stat = "p95") -> str:
     """``841.3 (embed 0.0 + search 1.0 + rerank 840.3)``; the total alone when it has one part."""
     total = latency(c, stat)
     if total is None:
@@ -42,7 +43,7 @@ def latency_text(c: CandidateResult, stat: str = "p95") -> str:
 
 def qps(c: CandidateResult) -> float | None:
     """Queries a second answered one after another on one thread: stored, else 1000 / mean latency."""
-    stored = _number(c.ops.get("qps_single_thread"))
+    stored = _number(c.ops.latency.qps_single_thread)
     if stored is not None:
         return stored
     mean = latency(c, "mean")
@@ -57,7 +58,7 @@ def qps_text(c: CandidateResult) -> str:
 
 
 def monthly(c: CandidateResult) -> float | None:
-    return _number(c.ops.get("monthly_cost_usd"))
+    return _number(c.ops.cost.monthly_cost_usd)
 
 
 def priced(summary: RunSummary) -> bool:
@@ -74,13 +75,13 @@ def usd_text(value) -> str:
 
 
 def cost_per_1k_text(c: CandidateResult) -> str:
-    return usd(c.ops.get("cost_per_1k_queries_usd"), MISSING)
+    return usd(c.ops.cost.cost_per_1k_queries_usd, MISSING)
 
 
 def index_text(c: CandidateResult) -> str:
     """The index as built here, and at the configured scale when the run projects it."""
-    here = size(_number(c.ops.get("index_bytes")), MISSING)
-    scaled = _number(c.ops.get("storage_gb_at_scale"))
+    here = size(_number(c.ops.storage.index_bytes), MISSING)
+    scaled = _number(c.ops.storage.storage_gb_at_scale)
     if scaled is None or size(scaled * 1e9) == here:
         return here
     return f"{here} here, {size(scaled * 1e9)} at scale"
@@ -89,7 +90,7 @@ def index_text(c: CandidateResult) -> str:
 def includes(summary: RunSummary) -> list[str]:
     """What the monthly cost adds up, as the run says (the first candidate that says)."""
     for c in summary.candidates:
-        parts = c.ops.get("monthly_cost_includes")
+        parts = c.ops.cost.monthly_cost_includes
         if isinstance(parts, list) and parts:
             return [str(p) for p in parts]
     return []

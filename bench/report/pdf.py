@@ -23,6 +23,7 @@ import matplotlib
 from matplotlib.backends.backend_pdf import PdfPages
 
 from bench import files
+from bench.core.summary import Manifest, RunSummary
 from bench.evaluation.findings import Finding
 from bench.report import fonts
 from bench.report import pdf_sections as sections
@@ -31,7 +32,6 @@ from bench.report.pdf_decision import Decision, decide, decision_section
 from bench.report.pdf_glossary import glossary_section
 from bench.report.pdf_layout import PAGE, Chart, Section, book, draw, texts
 from bench.report.plots import unset
-from bench.results.schema import Manifest, RunSummary
 
 log = logging.getLogger(__name__)
 

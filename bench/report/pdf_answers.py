@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.core.measures import metric_key
 from bench.evaluation.answers import GROUNDEDNESS, LAYERS, MIN_CALIBRATION_CLAIMS, MIN_CALIBRATION_KAPPA, RELEVANCE
-from bench.evaluation.metrics import metric_key
 from bench.formatting import plural
 from bench.inputs.answers import JUDGE
 from bench.report import answers_view as view

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bench.core.measures import metric_key
+from bench.core.summary import CandidateResult, Manifest, RunSummary
 from bench.evaluation.costs import best_candidate
 from bench.evaluation.findings import RUN, Finding
-from bench.evaluation.metrics import metric_key
 from bench.formatting import p_value, with_ci
 from bench.report import ops_view
 from bench.report.answers_view import headline as answers_headline
 from bench.report.pdf_layout import GREY, Para, Section, Table
-from bench.results.schema import CandidateResult, Manifest, RunSummary
 from bench.text.languages import describe
 
 ALPHA = 0.05
@@ -100,7 +100,7 @@ def _tied(best: str, pairs: list[dict], alpha: float) -> list[str]:
 def cheapest(summary: RunSummary) -> CandidateResult | None:
     """The cheapest candidate a month (per 1,000 queries where the run has no monthly cost); equal
     costs: the better-ranked."""
-    money = ops_view.monthly if ops_view.priced(summary) else (lambda c: _number(c.ops.get("cost_per_1k_queries_usd")))
+    money = ops_view.monthly if ops_view.priced(summary) else (lambda c: _number(c.ops.cost.cost_per_1k_queries_usd))
     known = [(cost, i, c) for i, c in enumerate(summary.candidates) if (cost := money(c)) is not None]
     return min(known, key=lambda t: (t[0], t[1]))[2] if known else None
 
@@ -272,7 +272,7 @@ def _how_sure(summary: RunSummary, d: Decision) -> str:
             f" About {d.questions_needed:,} questions would be needed to tell {who} apart at the difference "
             f"observed (p < {d.alpha:g}, 80% power)" + (f"; the goldset has {n}." if n else ".")
         )
-    timed = max((c.ops.get("latency_samples") or 0 for c in summary.candidates), default=0)
+    timed = max((c.ops.latency.latency_samples or 0 for c in summary.candidates), default=0)
     if timed and n and timed < n:
         text += f" Latency is timed on single queries, some candidates on only the first {timed} questions."
     return text.strip()

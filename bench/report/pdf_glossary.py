@@ -3,8 +3,8 @@ and docs/ops.md define them, at the run's k."""
 
 from __future__ import annotations
 
+from bench.core.summary import RunSummary
 from bench.report.pdf_layout import Para, Section, Terms
-from bench.results.schema import RunSummary
 
 # name → definition; "{k}" is the run's cutoff, "{unit}" its unit (chunk or document)
 METRICS = {

@@ -11,11 +11,11 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from bench.evaluation.metrics import metric_key
+from bench.core.measures import metric_key
+from bench.core.summary import Manifest, RunSummary
 from bench.formatting import TEST_COLUMNS, p_value, rank, test_cells, with_ci
 from bench.report import ops_view
 from bench.report.pdf_layout import Para, Section, Table, paginate
-from bench.results.schema import Manifest, RunSummary
 
 MISSING = "–"
 SMALL_TAG = 10  # fewer questions than this: a tag's differences are a question or two
@@ -89,10 +89,9 @@ def ranked_section(summary: RunSummary, cis: dict, roles: dict[str, str]) -> Sec
 
 def operations_section(summary: RunSummary, manifest: Manifest) -> Section:
     """Latency with its parts, throughput, size and money: what running each candidate takes."""
-    rerank = any(c.ops.get("rerank_ms_p95") is not None for c in summary.candidates)
+    rerank = any(c.ops.latency.rerank_ms_p95 is not None for c in summary.candidates)
     monthly = ops_view.priced(summary)
     parts = ["embedding", "storage", "compute"]
-    keys = {"embedding": "monthly_embedding_usd", "storage": "monthly_storage_usd", "compute": "monthly_compute_usd"}
     header = [
         "candidate",
         "p50 ms\nend to end",
@@ -108,20 +107,21 @@ def operations_section(summary: RunSummary, manifest: Manifest) -> Section:
     ]
     rows = []
     for c in summary.candidates:
-        o = c.ops
+        latency, cost = c.ops.latency, c.ops.cost
+        monthly_parts = [cost.monthly_embedding_usd, cost.monthly_storage_usd, cost.monthly_compute_usd]
         rows.append(
             [
                 c.id,
                 _ms(ops_view.latency(c, "p50")),
                 _ms(ops_view.latency(c, "p95")),
-                _ms(o.get("query_embed_ms_p95")),
-                _ms(o.get("search_ms_p95")),
-                *([_ms(o.get("rerank_ms_p95"))] if rerank else []),
+                _ms(latency.query_embed_ms_p95),
+                _ms(latency.search_ms_p95),
+                *([_ms(latency.rerank_ms_p95)] if rerank else []),
                 ops_view.qps_text(c),
-                plain(o.get("latency_samples")),
+                plain(latency.latency_samples),
                 ops_view.index_text(c),
                 ops_view.cost_per_1k_text(c),
-                *([ops_view.usd_text(o.get(keys[p])) for p in parts] + [ops_view.monthly_text(c)] if monthly else []),
+                *([ops_view.usd_text(v) for v in monthly_parts] + [ops_view.monthly_text(c)] if monthly else []),
             ]
         )
     text = (

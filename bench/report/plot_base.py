@@ -17,7 +17,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure, FigureBase, SubFigure
 
-from bench.results.schema import RunSummary
+from bench.core.summary import RunSummary
 from bench.text.scripts import UNSPACED, display_width, shorten
 
 DPI = 150

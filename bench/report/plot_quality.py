@@ -13,7 +13,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 
-from bench.evaluation.metrics import MetricName
+from bench.core.measures import MetricName
+from bench.core.records import QuestionRecord
+from bench.core.summary import CandidateResult, RunSummary
 from bench.formatting import percent
 from bench.report.plot_base import (
     NOTE_COLOUR,
@@ -27,7 +29,6 @@ from bench.report.plot_base import (
     short_label,
     wrap_id,
 )
-from bench.results.schema import CandidateResult, QuestionRecord, RunSummary
 from bench.text.scripts import display_width
 
 MISS_COLOUR = "#8b1a1a"  # dark red: the same "miss" in the first-rank bars and the rank matrix

@@ -13,11 +13,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from bench.evaluation.metrics import metric_key
+from bench.core.measures import metric_key
+from bench.core.summary import RunSummary
 from bench.formatting import ms_tick, usd_tick
 from bench.report import ops_view
 from bench.report.plot_base import candidate_colours, message_figure, new_figure, plural, wrap_id
-from bench.results.schema import RunSummary
 
 FRONT_COLOUR = "0.15"
 LABEL_WIDTH = 30  # characters before a long candidate id wraps beside a point, where width is scarce
@@ -39,7 +39,7 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
 
 def quality_vs_cost(summary: RunSummary, metric: str | None = None) -> Figure:
     """Headline quality against the cost of 1,000 queries; unknown costs are left out and counted."""
-    costs = {c.id: c.ops.get("cost_per_1k_queries_usd") for c in summary.candidates}
+    costs = {c.id: c.ops.cost.cost_per_1k_queries_usd for c in summary.candidates}
     return _tradeoff(summary, metric, costs, "cost per 1,000 queries (USD)", "cost", usd_tick)
 
 

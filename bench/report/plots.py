@@ -26,6 +26,8 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from bench import files
+from bench.core.records import QuestionRecord
+from bench.core.summary import RunSummary
 from bench.report import fonts
 from bench.report.plot_base import DPI
 from bench.report.plot_quality import (
@@ -37,7 +39,6 @@ from bench.report.plot_quality import (
     score_gaps,
 )
 from bench.report.plot_tradeoff import quality_vs_cost, quality_vs_latency
-from bench.results.schema import QuestionRecord, RunSummary
 
 FILES = {
     "hit_rate_curves": "hit_rate_curves.png",

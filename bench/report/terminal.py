@@ -12,9 +12,11 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from bench.core.measures import SPAN_METRICS, metric_key
+from bench.core.operating import Stat
+from bench.core.summary import CandidateResult, RunSummary
 from bench.embedders import MODELS
 from bench.evaluation.costs import end_to_end_ms, resolve_price
-from bench.evaluation.metrics import SPAN_METRICS, metric_key
 from bench.formatting import (
     MISSING,
     TEST_COLUMNS,
@@ -31,7 +33,6 @@ from bench.formatting import (
 )
 from bench.inputs.goldset import CHUNK
 from bench.report.fitted import FittedTable
-from bench.results.schema import RunSummary
 
 
 def console(stderr: bool = False) -> Console:
@@ -62,15 +63,15 @@ def shootout_table(summary: RunSummary, title: str = "") -> Group:
     k = summary.k
     cands = summary.candidates
     money = [
-        _column("$ / month", [usd(c.ops.get("monthly_cost_usd"), "?") for c in cands]),
+        _column("$ / month", [usd(c.ops.cost.monthly_cost_usd, "?") for c in cands]),
         _column("p50/p95 ms", [f"{ms(_e2e(c, 'p50'))}/{ms(_e2e(c, 'p95'))}" for c in cands]),  # embed+search+rerank
     ]
     ops = [
-        _column("chunks", [number(c.ops.get("n_chunks"), "{:,}") for c in cands]),
-        _column("q/s", [_qps(c.ops.get("qps_single_thread")) for c in cands]),
-        _column("storage", [size(_times(c.ops.get("storage_gb_at_scale"), 1e9)) for c in cands]),
-        _column("indexing", [duration(_times(c.ops.get("index_hours_at_scale"), 3600)) for c in cands]),
-        _column("$/M q", [usd(_times(c.ops.get("cost_per_1k_queries_usd"), 1000), "?") for c in cands]),
+        _column("chunks", [number(c.ops.indexing.n_chunks, "{:,}") for c in cands]),
+        _column("q/s", [_qps(c.ops.latency.qps_single_thread) for c in cands]),
+        _column("storage", [size(_times(c.ops.storage.storage_gb_at_scale, 1e9)) for c in cands]),
+        _column("indexing", [duration(_times(c.ops.indexing.index_hours_at_scale, 3600)) for c in cands]),
+        _column("$/M q", [usd(_times(c.ops.cost.cost_per_1k_queries_usd, 1000), "?") for c in cands]),
     ]
     columns = [*_quality(summary, QUALITY_FIRST), *money, *_quality(summary, QUALITY_MORE), *ops]
     first = (
@@ -157,8 +158,8 @@ def _times(value: float | None, by: float) -> float | None:
     return None if value is None else value * by
 
 
-def _e2e(c, stat: str) -> float | None:
-    stored = c.ops.get(f"end_to_end_ms_{stat}")
+def _e2e(c: CandidateResult, stat: Stat) -> float | None:
+    stored = c.ops.latency.end_to_end_ms(stat)
     return stored if stored is not None else end_to_end_ms(c, stat)
 
 
@@ -170,15 +171,14 @@ def _qps(value: float | None) -> str:
 
 def _latency_notes(summary: RunSummary) -> list[str]:
     notes = []
-    sampled = {(c.ops.get("latency_samples"), c.diagnostics.get("n_questions")) for c in summary.candidates}
+    sampled = {(c.ops.latency.latency_samples, c.diagnostics.get("n_questions")) for c in summary.candidates}
     notes += [
         f"latency timed on single queries: the first {n} of {total} questions (latency_samples)"
         for n, total in sorted(sampled, key=str)
         if n and total and n < total
     ]
-    kept = {
-        c.model: c.ops.get("query_embed_measured") for c in summary.candidates if c.ops.get("query_embed_from_cache")
-    }
+    timed = [c for c in summary.candidates if c.ops.latency.query_embed_from_cache]
+    kept = {c.model: c.ops.latency.query_embed_measured for c in timed}
     if kept:
         when = ", ".join(f"{model} at {measured}" for model, measured in sorted(kept.items()))
         notes.append(f"query latency timed earlier on this machine ({when}); --remeasure times it again")
@@ -188,7 +188,7 @@ def _latency_notes(summary: RunSummary) -> list[str]:
 def _money_notes(summary: RunSummary) -> list[str]:
     """What the monthly cost adds up, and what it leaves out for want of a price."""
     includes = next(
-        (c.ops["monthly_cost_includes"] for c in summary.candidates if c.ops.get("monthly_cost_includes")), None
+        (c.ops.cost.monthly_cost_includes for c in summary.candidates if c.ops.cost.monthly_cost_includes), None
     )
     if not includes:
         return []
@@ -197,7 +197,7 @@ def _money_notes(summary: RunSummary) -> list[str]:
     if missing:
         keys = {"storage": "storage_usd_per_gb_month", "compute": "hourly_usd"}
         note += f" (no {' or '.join(missing)} price: set {' and '.join(keys[m] for m in missing)} in [scale])"
-    if any(c.ops.get("monthly_cost_usd") is None for c in summary.candidates):
+    if any(c.ops.cost.monthly_cost_usd is None for c in summary.candidates):
         note += "; ?: not known (a price is missing, or the corpus embedding was never timed)"
     return [note]
 

@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any, cast
 
 from bench import files
+from bench.core.measures import headline, metric_key
+from bench.core.records import QuestionRecord
+from bench.core.summary import RunSummary
 from bench.evaluation import significance
 from bench.evaluation.findings import diagnose, findings_lines
-from bench.evaluation.metrics import headline, metric_key
 from bench.report import plots
 from bench.report.answers_view import AnswerLayer
 from bench.report.inspector import write_inspector
@@ -21,7 +23,7 @@ from bench.report.jobs import Jobs
 from bench.report.pdf import write_pdf
 from bench.results import schema
 from bench.results.history import history_for_report
-from bench.results.schema import QuestionRecord, RunSummary, StoredRun
+from bench.results.schema import StoredRun
 
 RANK_MATRIX, PLOTS, PDF, INSPECTOR = "rank_matrix.csv", "plots", "report.pdf", "inspector.html"
 STATISTICS = "statistics.json"  # intervals, every pair on every headline metric, the head-to-head

@@ -33,10 +33,11 @@ from pathlib import Path
 import numpy as np
 
 from bench import files
+from bench.core.records import QuestionRecord
+from bench.core.summary import CandidateResult
 from bench.errors import BenchError
 from bench.registry import Registry, suggest
 from bench.results import schema, store
-from bench.results.schema import CandidateResult, QuestionRecord
 
 # Format name → writer of (candidates in rank order, records per candidate, out folder) → paths written;
 # the writers register at the end of this module.

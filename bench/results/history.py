@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
+from bench.core.measures import ANSWER_METRICS, HEADLINE, MetricName
+from bench.core.summary import Manifest, RunSummary
 from bench.errors import BenchError
-from bench.evaluation.metrics import ANSWER_METRICS, HEADLINE, MetricName
 from bench.registry import suggest
 from bench.results import schema, store
-from bench.results.schema import Manifest, RunSummary
 
 SHORT = 12  # hex digits of a fingerprint shown to people: enough to tell corpora apart at a glance
 REPORT_RUNS = 20  # the report's trend plots show at most this many runs

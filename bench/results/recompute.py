@@ -6,11 +6,12 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from bench.core.records import QuestionRecord
 from bench.evaluation import scale
 from bench.evaluation.decision import recommendation
 from bench.evaluation.scoring import rank_candidates, score_candidate
 from bench.results import schema, store
-from bench.results.schema import QuestionRecord, StoredRun
+from bench.results.schema import StoredRun
 
 
 def recompute(run_ref: str, results: Path) -> tuple[StoredRun, StoredRun, list[str]]:
@@ -42,7 +43,7 @@ def recompute(run_ref: str, results: Path) -> tuple[StoredRun, StoredRun, list[s
                 quality=scores.quality,
                 curve=scores.curve,
                 diagnostics=scores.diagnostics,
-                ops={**cand.ops, **scale.at_scale(cand.ops, cand.search or "", documents, at)},
+                ops=cand.ops.merged(scale.at_scale(cand.ops, cand.search or "", documents, at)),
                 rank=None,
             )
         )

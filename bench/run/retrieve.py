@@ -12,12 +12,13 @@ from bench import measure
 from bench.chunking.table import ChunkTable
 from bench.chunking.tokens import count_tokens
 from bench.config import Candidate
+from bench.core.operating import OPERATING_KEYS, recall_vs_exact_key
+from bench.core.records import EvidenceSpan, RankedUnit, Retrieved
 from bench.embedders import QUERY
 from bench.evaluation import costs
 from bench.evaluation.costs import Price
 from bench.evaluation.relevance import Judgment
 from bench.inputs.goldset import CHUNK, Goldset
-from bench.results.schema import OPS_KEYS, EvidenceSpan, RankedUnit, Retrieved, recall_vs_exact_key
 from bench.retrieval import rerankers
 from bench.retrieval.faiss_index import compression_ratio
 from bench.retrieval.pipelines import RerankedRetriever, RerankQueries
@@ -106,7 +107,7 @@ def run_candidate(
         )
         figures["run_cost_usd"] = _plus(figures["run_cost_usd"], rerank["rerank_run_cost_usd"])
     figures["peak_rss_mb"] = round(measure.peak_rss_mb(), 1)
-    for key in OPS_KEYS:  # every candidate carries every figure; None where it does not apply
+    for key in OPERATING_KEYS:  # every candidate carries every figure; None where it does not apply
         figures.setdefault(key, None)
     return records, figures
 

@@ -26,6 +26,9 @@ from bench import __version__, measure
 from bench.chunking.sizes import chunk_sizes
 from bench.chunking.table import ChunkTable
 from bench.config import Candidate, Config
+from bench.core.operating import Operating
+from bench.core.records import QuestionRecord
+from bench.core.summary import CandidateResult, Manifest, RunSummary
 from bench.embedders import paths
 from bench.embedders.cache import EmbeddingCache, NoCache
 from bench.engines import make_engine
@@ -39,7 +42,7 @@ from bench.inputs.goldset import load_goldset
 from bench.inputs.goldset_stats import question_languages
 from bench.report.corpus_view import print_warnings, read_corpus
 from bench.results import schema, store
-from bench.results.schema import CandidateResult, Manifest, QuestionRecord, RunSummary, StoredRun, UnitText
+from bench.results.schema import StoredRun, UnitText
 from bench.retrieval.retrievers import BuildStats, Retriever
 from bench.run import indexing_time, retrieve
 from bench.run.dry_run import run_lock
@@ -163,7 +166,7 @@ def run_shootout(
             reranker = config.reranker(cand.reranker) if cand.reranker else None
             with phases(f"time queries {cand.model}"):
                 latency = models.query_latency(cand, retriever, timed)
-            retrieved, ops = retrieve.run_candidate(
+            retrieved, measured = retrieve.run_candidate(
                 cand,
                 retriever,
                 parts,
@@ -178,7 +181,8 @@ def run_shootout(
                 config.price(reranker.model) if reranker and reranker.model else None,
                 [corpus_seconds[part.key] for part in config.parts(cand)],
             )
-            ops.update(scale.at_scale(ops, cand.search, len(corpus), config.scale))
+            ops = Operating.from_dict(measured)
+            ops = ops.merged(scale.at_scale(ops, cand.search, len(corpus), config.scale))
             built.release_after(position)
             with phases(f"score {cand.id}"):
                 scored, scores = score_candidate(

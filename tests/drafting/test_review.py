@@ -408,7 +408,9 @@ def test_nothing_acknowledged_is_lost_when_the_server_is_killed(files):
 
 
 def test_a_runs_top_distractors_join_the_passages(files):
-    from bench.results.schema import CandidateResult, Manifest, QuestionRecord, RankedUnit, RunSummary, StoredRun
+    from bench.core.records import QuestionRecord, RankedUnit
+    from bench.core.summary import CandidateResult, Manifest, RunSummary
+    from bench.results.schema import StoredRun
 
     def unit(doc: str, quote: str, grade: int) -> RankedUnit:
         start, end = _span(doc, quote)

@@ -13,9 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
+from bench.core.records import QuestionRecord
+from bench.core.summary import RunSummary
 from bench.errors import BenchError
 from bench.evaluation import significance
-from bench.results.schema import QuestionRecord, RunSummary
 
 A = np.array([0.5, 1, 0.33, 0, 1, 0.25, 1, 0.2, 0.5, 1])
 B = np.array([0.25, 0.5, 0.33, 0.5, 0, 0.25, 1, 0.5, 0.2, 0.33])

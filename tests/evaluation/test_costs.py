@@ -6,6 +6,8 @@ import math
 
 import pytest
 
+from bench.core.operating import Operating
+from bench.core.summary import CandidateResult
 from bench.embedders import MODELS
 from bench.embedders.base import ModelSpec
 from bench.errors import BenchError
@@ -23,7 +25,6 @@ from bench.evaluation.costs import (
     run_cost_usd,
 )
 from bench.formatting import usd
-from bench.results.schema import CandidateResult
 
 # --- arithmetic, checked against sums done by hand -------------------------------------------------
 
@@ -217,7 +218,9 @@ def _cand(cid: str, score, cost, metric: str = "mrr@5", key: str = "cost_per_1k_
 
 
 def _result(cid: str, quality: dict, ops: dict) -> CandidateResult:
-    return CandidateResult(id=cid, model="m", chunker="c", index="flat", search=None, quality=quality, ops=ops)
+    return CandidateResult(
+        id=cid, model="m", chunker="c", index="flat", search=None, quality=quality, ops=Operating.from_dict(ops)
+    )
 
 
 K = "cost_per_1k_queries_usd"

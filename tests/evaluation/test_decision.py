@@ -9,9 +9,11 @@ import math
 import numpy as np
 import pytest
 
+from bench.core.operating import Operating
+from bench.core.records import QuestionRecord
+from bench.core.summary import CandidateResult
 from bench.evaluation import significance
 from bench.evaluation.decision import ALPHA, TEST, questions_needed, recommendation
-from bench.results.schema import CandidateResult, QuestionRecord
 
 M = "mrr@5"
 
@@ -44,7 +46,7 @@ def _run(columns: dict[str, np.ndarray], ops: dict[str, dict] | None = None):
             search="",
             rank=rank,
             quality={M: float(np.mean(columns[cid])), "recall@5": 0.0},
-            ops=(ops or {}).get(cid, {}),
+            ops=Operating.from_dict((ops or {}).get(cid, {})),
         )
         for rank, cid in enumerate(order, start=1)
     ]

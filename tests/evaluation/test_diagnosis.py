@@ -10,9 +10,11 @@ import dataclasses
 
 import pytest
 
+from bench.core.operating import Operating
+from bench.core.records import QuestionRecord, RankedUnit
+from bench.core.summary import CandidateResult, RunSummary
 from bench.evaluation import finding_rules as dg
 from bench.evaluation.findings import RUN, Finding, diagnose, findings_lines
-from bench.results.schema import CandidateResult, QuestionRecord, RankedUnit, RunSummary
 
 K, DEPTH, N = 5, 20, 100
 
@@ -51,7 +53,7 @@ def candidate(
         quality={f"{name}@{K}": v for name, v in q.items() if v is not None},
         curve=curve,
         diagnostics=diag,
-        ops={"n_chunks": 100, "truncated_chunks": 0, "truncated_token_share": 0.0, **(ops or {})},
+        ops=Operating.from_dict({"n_chunks": 100, "truncated_chunks": 0, "truncated_token_share": 0.0, **(ops or {})}),
     )
 
 
@@ -288,7 +290,8 @@ def test_truncation_silent_just_under_both_shares_and_for_bm25():
     c = candidate(ops={"truncated_chunks": 9, "truncated_token_share": 0.009})
     assert "truncation" not in rules(diagnose(summary(c)), c.id)
     bm25 = candidate(model="bm25", index="inverted")
-    bm25 = dataclasses.replace(bm25, ops={"n_chunks": 100})  # lexical runs report no truncation figures
+    # lexical runs report no truncation figures
+    bm25 = dataclasses.replace(bm25, ops=Operating.from_dict({"n_chunks": 100}))
     assert "truncation" not in rules(diagnose(summary(bm25)), bm25.id)
 
 

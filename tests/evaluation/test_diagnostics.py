@@ -12,11 +12,11 @@ import json
 import numpy as np
 import pytest
 
+from bench.core.measures import QUALITY_METRICS, metric_key
+from bench.core.records import QuestionRecord
 from bench.evaluation.diagnostics import question_diagnostics, rank_distribution, summarise
-from bench.evaluation.metrics import QUALITY_METRICS, metric_key
 from bench.evaluation.scoring import score_candidate
 from bench.evaluation.spans import span_keys
-from bench.results.schema import QuestionRecord
 
 CHUNK_SIZE = 20
 

@@ -15,13 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.core.measures import QUALITY_METRICS, metric_key
 from bench.evaluation.metrics import (
-    QUALITY_METRICS,
     Grades,
     first_relevant_rank,
     hit_curve,
     means,
-    metric_key,
     quality,
 )
 

@@ -12,10 +12,10 @@ import dataclasses
 
 import pytest
 
+from bench.core.summary import CandidateResult
 from bench.evaluation import pipelines
-from bench.evaluation.findings import RUN, diagnose
-from bench.results.schema import CandidateResult
-from tests.evaluation.test_diagnosis import candidate, only, records, rules, summary
+from bench.evaluation.findings import RUN
+from tests.evaluation.test_diagnosis import candidate, diagnose, only, records, rules, summary
 
 
 def single(model: str = "minilm", chunker: str = "md256", index: str = "flat", **quality) -> CandidateResult:
@@ -40,7 +40,7 @@ def reranked(
         id=f"{first.id}>{name}@{top}",
         lexical=first.lexical,
         pipeline={**first.pipeline, "reranker": rr, "first_stage": first.id},
-        ops={**c.ops, "rerank_top": top, "rerank_ms_p50": p50, "rerank_cost_per_1k_queries_usd": cost},
+        ops=c.ops.merged({"rerank_top": top, "rerank_ms_p50": p50, "rerank_cost_per_1k_queries_usd": cost}),
     )
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from bench.core.operating import OPERATING_KEYS, Operating
 from bench.evaluation import scale
-from bench.evaluation.scale import Scale, at_scale
-from bench.results.schema import OPS_KEYS
+from bench.evaluation.scale import Scale
 
 # The team's corpus is 100 times this run's 10 documents; three replicas serve 100,000 queries a
 # month, the corpus is indexed twice a month.
@@ -20,6 +20,19 @@ SCALE = Scale(
     hourly_usd=0.2,
 )
 DOCS = 10
+
+
+def at_scale(figures: dict, search: str, documents: int, at: Scale) -> dict:
+    return scale.at_scale(Operating.from_dict(figures), search, documents, at)
+
+
+def stored_bytes(figures: dict, search: str) -> int | float | None:
+    return scale.stored_bytes(Operating.from_dict(figures), search)
+
+
+def corpus_embed_seconds(figures: dict) -> float | None:
+    return scale.corpus_embed_seconds(Operating.from_dict(figures))
+
 
 DENSE = {  # minilm over a flat index: local, free per token
     "dims": 384,
@@ -182,20 +195,20 @@ def test_unknown_stays_unknown():
 
 def test_a_binary_index_stores_the_float_copy_its_rescoring_reads():
     binary = {**DENSE, "index_factory": "BFlat", "index_bytes": 4_833}
-    assert scale.stored_bytes(binary, "rescore=100") == 4_833 + 153_600
-    assert scale.stored_bytes(binary, "rescore=0") == 4_833
-    assert scale.stored_bytes({**DENSE, "index_factory": "SQ8", "index_bytes": 39_000}, "") == 39_000
-    assert scale.stored_bytes({**BM25, "index_factory": "BFlat"}, "rrf") == 50_000  # no vectors at all
+    assert stored_bytes(binary, "rescore=100") == 4_833 + 153_600
+    assert stored_bytes(binary, "rescore=0") == 4_833
+    assert stored_bytes({**DENSE, "index_factory": "SQ8", "index_bytes": 39_000}, "") == 39_000
+    assert stored_bytes({**BM25, "index_factory": "BFlat"}, "rrf") == 50_000  # no vectors at all
 
 
 def test_an_older_run_extrapolates_what_it_embedded():
     old = {k: v for k, v in DENSE.items() if k != "corpus_embed_seconds"}
-    assert scale.corpus_embed_seconds({**old, "chunks_embedded": 25, "chunks_from_cache": 75}) == pytest.approx(8.0)
-    assert scale.corpus_embed_seconds({**old, "chunks_embedded": 0, "chunks_from_cache": 100}) is None
+    assert corpus_embed_seconds({**old, "chunks_embedded": 25, "chunks_from_cache": 75}) == pytest.approx(8.0)
+    assert corpus_embed_seconds({**old, "chunks_embedded": 0, "chunks_from_cache": 100}) is None
 
 
 def test_every_figure_is_an_ops_key_and_the_scale_round_trips_the_manifest():
-    assert set(scale.SCALE_KEYS) <= set(OPS_KEYS)
+    assert set(scale.SCALE_KEYS) <= set(OPERATING_KEYS)
     assert set(at_scale(DENSE, "", DOCS, SCALE)) == set(scale.SCALE_KEYS)
     import dataclasses
 

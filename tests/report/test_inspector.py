@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.core.records import QuestionRecord, RankedUnit
 from bench.report.inspector import inspector_data, permalink, write_inspector
 from bench.results import schema
-from bench.results.schema import QuestionRecord, RankedUnit
 from tests.helpers import CONFIG, DOCS, QUESTIONS, finished_runs, headless_chromium, run_cli, write_project
 
 SCRIPT_PART = "<script>window.__pwned = 1</script>"
@@ -429,8 +429,8 @@ def test_leaderboard_follows_rank_not_stored_order_and_prefers_the_stored_end_to
     first, second, *rest = sorted(chunk_run.summary.candidates, key=lambda c: c.rank)
     untimed = {f"{s}_ms_p95": None for s in ("query_embed", "search", "rerank", "end_to_end")}
     candidates = [
-        dataclasses.replace(first, ops={**first.ops, "end_to_end_ms_p95": 1234.0}),
-        dataclasses.replace(second, ops={**second.ops, **untimed}),
+        dataclasses.replace(first, ops=first.ops.merged({"end_to_end_ms_p95": 1234.0})),
+        dataclasses.replace(second, ops=second.ops.merged(untimed)),
         *rest,
     ]
     summary = dataclasses.replace(chunk_run.summary, candidates=candidates[::-1])

@@ -8,6 +8,8 @@ import re
 
 import pytest
 
+from bench.core.operating import Operating
+from bench.core.summary import CandidateResult, Manifest, RunSummary
 from bench.report import ops_view, pdf_sections
 from bench.report.pdf_decision import decide, decision_section, next_steps
 from bench.report.pdf_layout import (
@@ -24,7 +26,6 @@ from bench.report.pdf_layout import (
     paginate,
 )
 from bench.report.pdf_text import width
-from bench.results.schema import CandidateResult, Manifest, RunSummary
 
 # What a Python value looks like when printed raw: True/False/None, a list, tuple or dict of strings (Python
 # quotes them with '), an empty one, a quoted key, a NaN. Intervals "[0.669, 0.779]", config tables "[scale]"
@@ -147,7 +148,14 @@ def _candidate(cid: str, rank: int, mrr: float, **ops) -> CandidateResult:
     quality |= {f"{m}@5": mrr / 4 for m in ("span_recall", "span_precision", "span_iou", "evidence_recall")}
     base = {"query_embed_ms_p95": 10.0, "search_ms_p95": 1.0, "query_embed_ms_mean": 8.0, "search_ms_mean": 0.5}
     return CandidateResult(
-        id=cid, model=model, chunker=chunker, index=index, search=None, rank=rank, quality=quality, ops=base | ops
+        id=cid,
+        model=model,
+        chunker=chunker,
+        index=index,
+        search=None,
+        rank=rank,
+        quality=quality,
+        ops=Operating.from_dict(base | ops),
     )
 
 

@@ -10,8 +10,8 @@ import pdfplumber
 from rich.console import Console
 
 from bench.config import load_config
+from bench.core.summary import Manifest
 from bench.report.pdf_decision import LANGUAGE_WARNINGS, _languages
-from bench.results.schema import Manifest
 from bench.run.shootout import run_shootout
 from tests.run.test_run_languages import _chinese_project
 

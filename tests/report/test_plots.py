@@ -12,10 +12,12 @@ from matplotlib.colors import to_hex
 from matplotlib.image import AxesImage, imread
 from matplotlib.text import Text
 
+from bench.core.operating import Operating
+from bench.core.records import QuestionRecord
+from bench.core.summary import CandidateResult, RunSummary
 from bench.report import plot_quality, plot_tradeoff, plots
 from bench.report.plot_base import candidate_colours, candidate_styles
 from bench.report.plot_tradeoff import pareto_front
-from bench.results.schema import CandidateResult, QuestionRecord, RunSummary
 
 K, DEPTH, N_QUESTIONS = 3, 6, 10
 
@@ -45,7 +47,9 @@ def _candidate(cid: str, ranks: list[int | None], cost: float | None, latency: t
         quality={f"mrr@{K}": mrr, f"hit_rate@{K}": curve[f"hit_rate@{K}"]},
         curve=curve,
         diagnostics={"first_relevant_rank": counts},
-        ops={"cost_per_1k_queries_usd": cost, "query_embed_ms_p95": latency[0], "search_ms_p95": latency[1]},
+        ops=Operating.from_dict(
+            {"cost_per_1k_queries_usd": cost, "query_embed_ms_p95": latency[0], "search_ms_p95": latency[1]}
+        ),
     )
 
 
@@ -250,7 +254,7 @@ def test_quality_vs_latency_sums_embed_and_search(run, figs):
 def test_cost_axis_spanning_orders_of_magnitude_still_plots_zero(run):
     summary, _ = run
     costly = [
-        dataclasses.replace(c, ops={**c.ops, "cost_per_1k_queries_usd": cost})
+        dataclasses.replace(c, ops=c.ops.merged({"cost_per_1k_queries_usd": cost}))
         for c, cost in zip(summary.candidates, [0.0, 0.001, 0.5, 2.0])
     ]
     fig = plot_tradeoff.quality_vs_cost(dataclasses.replace(summary, candidates=costly))

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench.core.operating import Operating
 from tests.helpers import QUESTIONS, finished_runs, run_cli
 from tests.report.test_pdf import PYTHON_LITERAL
 
@@ -106,11 +107,12 @@ def test_report_pdf_has_its_pages_in_order_and_none_is_blank(run: Path, tmp_path
         position = found
     ranked = next(t for t in texts if t.startswith("Every candidate, ranked"))
     assert "minilm" not in ranked and "hash/tok24/flat" in ranked  # the summary names this run's candidates
-    from bench.evaluation.findings import diagnose, findings_lines
+    from bench.evaluation.findings import diagnose
+    from bench.report.findings_text import findings_lines
     from bench.results.schema import load_run
 
     stored = load_run(run)
-    lines = findings_lines(diagnose(stored.summary, stored.records))
+    lines = findings_lines(diagnose(stored.summary, stored.records), stored.summary)
     diagnosis = [t for t in texts if t.startswith("Diagnosis: what the numbers suggest")]
     assert bool(diagnosis) == bool(lines)
     for line in lines:  # every finding is on the page (the PDF wraps long lines)
@@ -292,7 +294,7 @@ def test_a_run_stored_before_the_decision_keys_still_gets_its_decision_page(run:
     old_rec = {key: (summary.recommendation or {}).get(key) for key in ("metric", "margin", "cost_key", "line")}
     new_ops = ("monthly_", "end_to_end_", "qps_", "storage_gb", "index_hours", "cpu_seconds")
     candidates = [
-        dataclasses.replace(c, ops={k: v for k, v in c.ops.items() if not k.startswith(new_ops)})
+        dataclasses.replace(c, ops=Operating.from_dict({k: v for k, v in c.ops.items() if not k.startswith(new_ops)}))
         for c in summary.candidates
     ]
     old = dataclasses.replace(

@@ -21,13 +21,13 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 
+from bench.core.summary import Manifest
 from bench.report import fonts, pdf_text, plots
 from bench.report.fitted import FittedTable
 from bench.report.pdf import write_pdf
 from bench.report.pdf_layout import PAGE, Block, Para, Section, Table, Terms, draw, paginate
 from bench.report.plot_base import new_figure, short_label
 from bench.report.terminal import head_to_head_table
-from bench.results.schema import Manifest
 from bench.text.scripts import display_width, grapheme_starts
 from tests.helpers import QUESTIONS, finished_runs, run_cli, write_project
 from tests.report.test_pdf import _stats, _summary

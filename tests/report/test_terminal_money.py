@@ -8,8 +8,9 @@ import io
 from rich.console import Console
 
 from bench.config import Candidate
+from bench.core.operating import Operating
+from bench.core.summary import CandidateResult, RunSummary
 from bench.report.terminal import plan_table, shootout_table
-from bench.results.schema import CandidateResult, RunSummary
 from bench.run.dry_run import PlannedCandidate
 
 IDS = ("minilm+bm25/md256/flat@convex0.7", "openai-small/md256/flat", "bm25/md256/inverted>cohere@50")
@@ -29,7 +30,16 @@ def _summary() -> RunSummary:
         {"monthly_cost_usd": 12_345.0, "cost_per_1k_queries_usd": 2.0, "rerank_ms_p50": 300.0, "rerank_ms_p95": 900},
     ]
     cands = [
-        CandidateResult(id=cid, model="m", chunker="md256", index="flat", search="", rank=rank, quality=quality, ops=o)
+        CandidateResult(
+            id=cid,
+            model="m",
+            chunker="md256",
+            index="flat",
+            search="",
+            rank=rank,
+            quality=quality,
+            ops=Operating.from_dict(o),
+        )
         for rank, (cid, o) in enumerate(zip(IDS, ops), start=1)
     ]
     rec = {"scale": {"documents": 20000, "queries_per_month": 300000, "reindexes_per_month": 4.0, "replicas": 2}}

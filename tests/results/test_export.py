@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from bench import files
+from bench.core.records import QuestionRecord
 from bench.errors import BenchError
 from bench.evaluation.metrics import quality
 from bench.evaluation.scoring import grades_from_records
@@ -26,7 +27,6 @@ from bench.results.export import (
     safe_name,
     safe_names,
 )
-from bench.results.schema import QuestionRecord
 from tests.helpers import CONFIG, QUESTIONS, finished_runs, run_cli, write_project
 
 TOL = 1e-9

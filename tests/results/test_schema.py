@@ -8,9 +8,10 @@ import json
 import pytest
 
 from bench import files
+from bench.core.records import QuestionRecord
+from bench.core.summary import CandidateResult, RunSummary
 from bench.errors import BenchError
 from bench.results import schema
-from bench.results.schema import CandidateResult, QuestionRecord, RunSummary
 
 CANDIDATE = {
     "id": "bm25/c/inverted",
@@ -46,6 +47,19 @@ def test_unknown_keys_survive_a_round_trip_in_place():
     assert rec.to_dict() == RECORD and list(rec.to_dict()) == list(RECORD)
     summary = RunSummary.from_dict({**SUMMARY, "decision": "x"})
     assert summary.to_dict()["decision"] == "x"
+
+
+def test_operating_figures_are_read_into_sections_and_written_back_key_for_key():
+    # an older run: no corpus_embed_seconds; a figure no section knows; summary.json's own order
+    stored = {"search_ms_p95": 1.5, "recall_vs_exact@5": 0.9, "n_chunks": 3, "price_source": None, "new_figure": 7}
+    c = CandidateResult.from_dict({**CANDIDATE, "ops": stored})
+    ops = c.ops
+    assert ops.latency.search_ms_p95 == 1.5 and ops.indexing.n_chunks == 3 and ops.cost.price_source is None
+    assert ops.recall_vs_exact(5) == 0.9 and ops.extra == {"recall_vs_exact@5": 0.9, "new_figure": 7}
+    assert ops.has("price_source") and not ops.has("corpus_embed_seconds")
+    assert list(c.to_dict()["ops"].items()) == list(stored.items())
+    merged = ops.merged({"monthly_cost_usd": 2.0, "n_chunks": 4})
+    assert list(merged.to_dict()) == [*stored, "monthly_cost_usd"] and merged.indexing.n_chunks == 4
 
 
 def test_a_run_from_before_the_lexical_field_is_told_by_its_index():

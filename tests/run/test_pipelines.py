@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from bench.config import Candidate, load_config
+from bench.core.operating import OPERATING_KEYS
+from bench.core.summary import CandidateResult
 from bench.embedders import MODELS, PASSAGE, QUERY, load_embedder
 from bench.evaluation.costs import end_to_end_ms
 from bench.results import schema, store
@@ -187,14 +189,14 @@ def test_pipeline_figures_follow_from_their_parts(run):
     assert end_to_end_ms(reranked, "p95") == pytest.approx(total)
     assert dense.pipeline == {"kind": "dense", "parts": ["hash/tok24/flat"]}
     for c in stored.summary.candidates:
-        assert set(schema.OPS_KEYS) <= set(c.ops), c.id
+        assert set(OPERATING_KEYS) <= set(c.ops), c.id
 
 
 def test_old_runs_without_pipelines_still_load(run, tmp_path):
     _, stored = run
     old = stored.summary.candidates[0].to_dict()
     del old["pipeline"]
-    assert schema.CandidateResult.from_dict(old).pipeline == {}
+    assert CandidateResult.from_dict(old).pipeline == {}
 
 
 def test_recompute_agrees_with_a_run_that_has_pipelines(run):
