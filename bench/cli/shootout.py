@@ -72,6 +72,7 @@ def run(
 ) -> None:
     """Run the shootout described by CONFIG (default bench.toml)."""
     from bench.config import load_config
+    from bench.report.decision_text import recommendation_line
     from bench.report.terminal import diagnostics_table, shootout_table
 
     cfg = load_config(config).with_overrides(k=k, results=results, cache_override=cache_dir)
@@ -101,7 +102,7 @@ def run(
     out.print(diagnostics_table(outcome.summary))
     _print_diagnosis(out, outcome.summary, outcome.records)
     if outcome.summary.recommendation:
-        out.print(outcome.summary.recommendation["line"], markup=False)
+        out.print(recommendation_line(outcome.summary), markup=False)
     out.print(f"results: {outcome.path}")
     if not no_report:
         out.print(f"report: {outcome.path / 'report.pdf'}   inspector: {outcome.path / 'inspector.html'}")
@@ -138,9 +139,10 @@ def _print_diagnosis(out, summary: RunSummary, records: list[QuestionRecord]) ->
     """What the numbers suggest, in plain words (bench.evaluation.findings), under the tables."""
     from rich.markup import escape
 
-    from bench.evaluation.findings import diagnose, findings_lines
+    from bench.evaluation.findings import diagnose
+    from bench.report.findings_text import findings_lines
 
-    lines = findings_lines(diagnose(summary, records))
+    lines = findings_lines(diagnose(summary, records), summary)
     if lines:
         out.print("[bold]Diagnosis[/]")
         for line in lines:
@@ -171,6 +173,7 @@ def chunk(config: Path, strict: bool) -> None:
 def report(run_ref: str, results: Path) -> None:
     """Recompute a stored run's metrics from its rankings (no model is loaded), show them, and
     write rank_matrix.csv, plots/, report.pdf and inspector.html again."""
+    from bench.report.decision_text import recommendation_line
     from bench.report.terminal import diagnostics_table, shootout_table
     from bench.results.recompute import recompute
 
@@ -184,7 +187,7 @@ def report(run_ref: str, results: Path) -> None:
     out.print(diagnostics_table(run.summary))
     _print_diagnosis(out, run.summary, run.records)
     if run.summary.recommendation:
-        out.print(run.summary.recommendation.get("line", ""), markup=False)
+        out.print(recommendation_line(run.summary), markup=False)
     with err_console().status("writing rank_matrix.csv, plots, report.pdf and inspector.html"):
         written = write_reports(path, run)
     out.print(f"wrote {len(written.files)} files under {path} (report.pdf: {written.pdf_pages} pages)")

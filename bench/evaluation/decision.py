@@ -7,14 +7,18 @@ it is worse. Among the best and the tied the team's preference decides (``prefer
 the lowest monthly cost, the lowest end-to-end p95 latency, or the best itself. Where the goldset
 cannot separate two candidates (or has under ``SMALL_GOLDSET`` questions), the recommendation
 estimates from the observed paired differences how many questions would.
+
+``recommend`` returns a ``Recommendation``: figures and codes, no sentences. The sentences a run
+stores and the reports show are ``bench.report.decision_text``'s, rendered from it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 from scipy import stats
@@ -24,83 +28,204 @@ from bench.core.records import QuestionRecord
 from bench.core.summary import CandidateResult
 from bench.evaluation import costs, significance
 from bench.evaluation.scale import Scale
-from bench.formatting import usd
 
 ALPHA = 0.05  # a candidate is tied with the best when its Holm-corrected p is at least this
 POWER = 0.8  # of the questions-needed estimate
 SMALL_GOLDSET = significance.SMALL_SAMPLE  # below this many questions the goldset separates little
 TEST = "Wilcoxon signed-rank, two-sided, Holm-corrected over each candidate against the best"
 COST_KEY = "monthly_cost_usd"
+# The stored recommendation's sentences: bench.report.decision_text renders them from the figures.
+SENTENCES = ("line", "reason")
 # Differences in cost or latency within these shares of the lowest do not decide: they are within
 # what timing the same candidate twice gives.
 COST_TOLERANCE = 0.05
 LATENCY_TOLERANCE = 0.10
 
+# Why the pick: the only candidate; tied with the best and better by the preference; the best, every
+# other significantly worse; the best, none of the tied enough cheaper / faster; the best, kept by quality.
+Why = Literal["only", "tied_pick", "all_worse", "none_cheaper", "none_faster", "kept"]
+# What the goldset can say of the best against the pick (else the runner-up), where it is worth saying:
+# nothing would separate them (no mean difference), they are tied, or they are separated narrowly.
+Separation = Literal["no_difference", "tied", "narrow"]
+# What the pick does better than the best: the first figure of the preference that differs.
+AdvantageCode = Literal["monthly", "monthly_known", "per_query", "per_query_known", "latency", "same"]
 
-def recommendation(
+
+@dataclass(frozen=True)
+class Comparison:
+    """The best against one candidate: Wilcoxon's two-sided p, Holm-corrected over the family, and
+    the mean and spread of the paired differences (best − other)."""
+
+    candidate: str
+    n: int
+    mean_diff: float
+    sd_diff: float
+    p: float
+    p_holm: float = math.nan
+    tied: bool = False
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Comparison:
+        p_holm, tied = d.get("p_holm", math.nan), d.get("tied", False)
+        return cls(d["candidate"], d["n"], d["mean_diff"], d["sd_diff"], d["p"], p_holm, tied)
+
+
+@dataclass(frozen=True)
+class Advantage:
+    """The pick's edge over the best: which figure (``code``) and its value for each."""
+
+    code: AdvantageCode
+    pick: float | None = None
+    best: float | None = None
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The pick, the candidates tied with the best, the test's figures and how sure to be."""
+
+    metric: str
+    margin: float
+    prefer: str
+    alpha: float = ALPHA
+    scale: dict[str, Any] | None = None
+    pick: str | None = None
+    best: str | None = None
+    value: float | None = None  # the pick's metric
+    ci: tuple[float, float] | None = None  # its 95% bootstrap interval
+    tied: tuple[str, ...] = ()  # tied with the best, the best left out
+    p_value: float | None = None  # the pick against the best, Holm-corrected; None when the pick is the best
+    n_questions: int | None = None
+    questions_needed: int | None = None
+    monthly_cost_usd: float | None = None
+    monthly_cost_includes: tuple[str, ...] | None = None
+    comparisons: tuple[Comparison, ...] = ()
+    against: str | None = None  # whom the reason and the questions needed compare the best with
+    why: Why | None = None
+    separation: Separation | None = None
+    advantage: Advantage | None = None
+    cost_key: str = COST_KEY
+    test: str = TEST
+
+    def comparison(self, candidate: str | None) -> Comparison | None:
+        return next((c for c in self.comparisons if c.candidate == candidate), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as summary.json stores them (no sentences; ``decision_text`` adds those)."""
+        head: dict[str, Any] = {
+            "metric": self.metric,
+            "margin": self.margin,
+            "cost_key": self.cost_key,
+            "prefer": self.prefer,
+            "test": self.test,
+            "alpha": self.alpha,
+            **({"scale": self.scale} if self.scale is not None else {}),
+        }
+        if self.pick is None:
+            return {**head, **dict.fromkeys(("pick", "best", "value", "p_value", "questions_needed"))}
+        return {
+            **head,
+            "pick": self.pick,
+            "best": self.best,
+            "value": self.value,
+            "ci": list(self.ci) if self.ci is not None else None,
+            "tied": list(self.tied),
+            "p_value": self.p_value,
+            "n_questions": self.n_questions,
+            "questions_needed": self.questions_needed,
+            "monthly_cost_usd": self.monthly_cost_usd,
+            "monthly_cost_includes": list(self.monthly_cost_includes) if self.monthly_cost_includes else None,
+            "comparisons": [dataclasses.asdict(c) for c in self.comparisons],
+            "against": self.against,
+            "why": self.why,
+            "separation": self.separation,
+            "advantage": dataclasses.asdict(self.advantage) if self.advantage is not None else None,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Recommendation | None:
+        """The stored recommendation; None for a run written before these figures were kept (``why``)."""
+        if "why" not in d and d.get("pick") is not None:
+            return None
+        ci, includes, advantage = d.get("ci"), d.get("monthly_cost_includes"), d.get("advantage")
+        return cls(
+            metric=d["metric"],
+            margin=d.get("margin", 0.0),
+            prefer=d.get("prefer", "cost"),
+            alpha=d.get("alpha", ALPHA),
+            scale=d.get("scale"),
+            pick=d.get("pick"),
+            best=d.get("best"),
+            value=d.get("value"),
+            ci=(ci[0], ci[1]) if isinstance(ci, list) and len(ci) == 2 else None,
+            tied=tuple(d.get("tied") or ()),
+            p_value=d.get("p_value"),
+            n_questions=d.get("n_questions"),
+            questions_needed=d.get("questions_needed"),
+            monthly_cost_usd=d.get("monthly_cost_usd"),
+            monthly_cost_includes=tuple(includes) if isinstance(includes, list) else None,
+            comparisons=tuple(Comparison.from_dict(c) for c in d.get("comparisons") or ()),
+            against=d.get("against"),
+            why=d.get("why"),
+            separation=d.get("separation"),
+            advantage=Advantage(**advantage) if isinstance(advantage, dict) else None,
+            cost_key=d.get("cost_key", COST_KEY),
+            test=d.get("test", TEST),
+        )
+
+
+def recommend(
     candidates: Sequence[CandidateResult],
     records: Sequence[QuestionRecord],
     k: int,
     margin: float,
     prefer: str = "cost",
     scale: Scale | None = None,
-) -> dict[str, Any]:
+) -> Recommendation:
     """The pick among the candidates tied with the best, why, and what the goldset can tell apart.
 
     ``candidates`` carry their ranks (``scoring.rank_candidates``); ``records`` their per-question
     metrics. ``margin`` is kept in the result for readers of older runs; ties are decided by the test.
     """
     metric = metric_key("mrr", k)
-    out: dict[str, Any] = {
-        "metric": metric,
-        "margin": margin,
-        "cost_key": COST_KEY,
-        "prefer": prefer,
-        "test": TEST,
-        "alpha": ALPHA,
-        **({"scale": dataclasses.asdict(scale)} if scale is not None else {}),
-    }
+    empty = Recommendation(metric, margin, prefer, scale=dataclasses.asdict(scale) if scale is not None else None)
     ranked = sorted(candidates, key=lambda c: (math.inf if c.rank is None else c.rank, c.id))
     if not ranked:
-        line = f"no recommendation: no candidate has a {metric} score"
-        return {**out, **dict.fromkeys(("pick", "best", "value", "p_value", "questions_needed")), "line": line}
+        return empty
     values = _per_question(records, metric)
-    best = ranked[0]
-    others = ranked[1:]
+    best, others = ranked[0], ranked[1:]
     rows = [_compare(values, best.id, c.id) for c in others]
-    for row, adjusted in zip(rows, significance.holm([r["p"] for r in rows])):
-        row["p_holm"] = float(adjusted)
-        row["tied"] = row["p_holm"] >= ALPHA
+    rows = [
+        dataclasses.replace(row, p_holm=float(adjusted), tied=float(adjusted) >= ALPHA)
+        for row, adjusted in zip(rows, significance.holm([r.p for r in rows]))
+    ]
     by_id = {c.id: c for c in ranked}
-    tied = [row["candidate"] for row in rows if row["tied"]]
+    tied = tuple(row.candidate for row in rows if row.tied)
     pick = _pick([best, *(by_id[t] for t in tied)], prefer, metric)
     n = len(_present(values.get(best.id, {})))
     against = pick if pick is not best else (others[0] if others else None)
-    row_of = {row["candidate"]: row for row in rows}
-    against_row = row_of.get(against.id) if against is not None else None
+    row = next((r for r in rows if against is not None and r.candidate == against.id), None)
     pick_values = np.array(_present(values.get(pick.id, {})), dtype=float)
     ci = significance.bootstrap_ci(pick_values) if len(pick_values) else (math.nan, math.nan)
-    needed, needed_line = _questions_needed(best, against, against_row, n, metric)
-    reason = _reason(best, pick, against, against_row, tied, prefer, metric, n)
-    monthly = _number(pick.ops.get("monthly_cost_usd"))
-    includes = pick.ops.get("monthly_cost_includes")
-    line = " ".join(part for part in (reason, _monthly_line(pick), needed_line) if part)
-    return {
-        **out,
-        "pick": pick.id,
-        "line": line,
-        "best": best.id,
-        "value": _number(pick.quality.get(metric)),
-        "ci": [float(ci[0]), float(ci[1])],
-        "tied": tied,
-        "p_value": row_of[pick.id]["p_holm"] if pick is not best else None,
-        "n_questions": n,
-        "reason": reason,
-        "questions_needed": needed,
-        "monthly_cost_usd": monthly,
-        "monthly_cost_includes": list(includes) if isinstance(includes, list) else None,
-        "comparisons": rows,
-    }
+    separation, needed = _separation(row, n)
+    includes = pick.ops.cost.monthly_cost_includes
+    return dataclasses.replace(
+        empty,
+        pick=pick.id,
+        best=best.id,
+        value=_number(pick.quality.get(metric)),
+        ci=(float(ci[0]), float(ci[1])),
+        tied=tied,
+        p_value=row.p_holm if row is not None and pick is not best else None,
+        n_questions=n,
+        questions_needed=needed,
+        monthly_cost_usd=_monthly(pick),
+        monthly_cost_includes=tuple(includes) if isinstance(includes, list) else None,
+        comparisons=tuple(rows),
+        against=against.id if against is not None else None,
+        why=_why(best, pick, row, tied, prefer),
+        separation=separation,
+        advantage=_advantage(pick, best, prefer) if pick is not best else None,
+    )
 
 
 # --- the tests -----------------------------------------------------------------------------------
@@ -125,19 +250,18 @@ def _paired(values: dict, a: str, b: str) -> tuple[np.ndarray, np.ndarray]:
     return np.array([va[q] for q in both], dtype=float), np.array([vb[q] for q in both], dtype=float)
 
 
-def _compare(values: dict, best: str, other: str) -> dict[str, Any]:
-    """The best against one candidate: Wilcoxon's two-sided p, the mean and spread of the paired
-    differences (best − other)."""
+def _compare(values: dict, best: str, other: str) -> Comparison:
+    """The best against one candidate, before Holm's correction."""
     a, b = _paired(values, best, other)
     tests = significance.paired_tests(a, b, permutations=0)  # only Wilcoxon's p is read here
     d = np.round(a - b, 12)
-    return {
-        "candidate": other,
-        "n": int(tests["n"]),
-        "mean_diff": float(tests["mean_diff"]),
-        "sd_diff": float(d.std(ddof=1)) if len(d) > 1 else 0.0,
-        "p": float(tests["wilcoxon_p"]),
-    }
+    return Comparison(
+        candidate=other,
+        n=int(tests["n"]),
+        mean_diff=float(tests["mean_diff"]),
+        sd_diff=float(d.std(ddof=1)) if len(d) > 1 else 0.0,
+        p=float(tests["wilcoxon_p"]),
+    )
 
 
 def questions_needed(mean_diff: float, sd_diff: float, alpha: float = ALPHA, power: float = POWER) -> int | None:
@@ -151,29 +275,15 @@ def questions_needed(mean_diff: float, sd_diff: float, alpha: float = ALPHA, pow
     return max(2, math.ceil((z * sd_diff / abs(mean_diff)) ** 2 - 1e-9))
 
 
-def _questions_needed(
-    best: CandidateResult, against: CandidateResult | None, row: dict | None, n: int, metric: str
-) -> tuple[int | None, str]:
-    """How many questions would separate the best from ``against`` (the pick, else the runner-up),
-    said when the goldset cannot separate them or is small; (None, "") otherwise."""
-    if against is None or row is None or not (n < SMALL_GOLDSET or row["tied"]):
-        return None, ""
-    needed = questions_needed(row["mean_diff"], row["sd_diff"])
-    pair = f"{best.id} from {against.id}"
+def _separation(row: Comparison | None, n: int) -> tuple[Separation | None, int | None]:
+    """What the goldset says of the best against the pick (else the runner-up), worth saying when it
+    cannot separate them or is small; and how many questions would."""
+    if row is None or not (n < SMALL_GOLDSET or row.tied):
+        return None, None
+    needed = questions_needed(row.mean_diff, row.sd_diff)
     if needed is None:
-        return None, (
-            f"The goldset cannot separate {pair}: their mean {metric} differs by 0 over {n} questions, "
-            f"so more questions like these would not either."
-        )
-    observed = f"the observed mean difference, {row['mean_diff']:.3f} (sd {row['sd_diff']:.3f})"
-    power = f"at alpha {ALPHA:g} with {POWER:.0%} power"
-    if row["tied"]:
-        few = f"With only {n} questions the goldset" if n < SMALL_GOLDSET else "The goldset"
-        return needed, f"{few} cannot separate {pair}: about {needed:,} questions would, at {observed}, {power}."
-    return needed, (
-        f"With only {n} questions {best.id} is separated from {against.id}, but narrowly: about {needed:,} "
-        f"questions would confirm {observed}, {power}."
-    )
+        return "no_difference", None
+    return ("tied" if row.tied else "narrow"), needed
 
 
 # --- the preference ------------------------------------------------------------------------------
@@ -196,109 +306,54 @@ def _pick(group: list[CandidateResult], prefer: str, metric: str) -> CandidateRe
         if known:
             lowest = min(v for v, _ in known)
             left = [c for v, c in known if v <= lowest * (1 + tolerance) + 1e-12]
-    mrr = _score(metric)
-    return min(left, key=lambda c: (-mrr(c), _rank(c)))
+    return min(left, key=lambda c: (-(_number(c.quality.get(metric)) or 0.0), _rank(c)))
 
 
-def _reason(
-    best: CandidateResult,
-    pick: CandidateResult,
-    against: CandidateResult | None,
-    row: dict | None,
-    tied: list[str],
-    prefer: str,
-    metric: str,
-    n: int,
-) -> str:
-    """One sentence: why this candidate, with the test's p-value and the number of questions."""
-    mrr = _score(metric)
-    pref = f'prefer = "{prefer}"'
-    if against is None or row is None:
-        return f"{best.id} is the only candidate ({metric} {mrr(best):.3f}, n = {n}); {pref}."
-    test = f"{_p(row['p_holm'])} after Holm, n = {n}"
+def _why(
+    best: CandidateResult, pick: CandidateResult, row: Comparison | None, tied: tuple[str, ...], prefer: str
+) -> Why:
+    if row is None:
+        return "only"
     if pick is not best:
-        versus = f"{metric} {mrr(pick):.3f} vs {mrr(best):.3f}, {test}"
-        return f"{pick.id} is tied with the best, {best.id} ({versus}), and {_advantage(pick, best, prefer)}; {pref}."
-    lead = f"{best.id} has the best {metric} ({mrr(best):.3f})"
-    closest = f"the runner-up, {against.id} {mrr(against):.3f}, {test}"
+        return "tied_pick"
     if not tied:
-        return f"{lead} and every other candidate is significantly worse ({closest}); {pref}."
-    group = f"the {len(tied)} candidate{'s' if len(tied) > 1 else ''} tied with it ({closest})"
-    if prefer == "cost":
-        return f"{lead} and none of {group} is {COST_TOLERANCE:.0%} or more cheaper; {pref}."
-    if prefer == "latency":
-        return f"{lead} and none of {group} is {LATENCY_TOLERANCE:.0%} or more faster at p95; {pref}."
-    return f"{lead}, which {pref} keeps over {group}."
+        return "all_worse"
+    return "none_cheaper" if prefer == "cost" else "none_faster" if prefer == "latency" else "kept"
 
 
-def _advantage(pick: CandidateResult, best: CandidateResult, prefer: str) -> str:
+def _advantage(pick: CandidateResult, best: CandidateResult, prefer: str) -> Advantage:
     """What the pick does better than the best: the first figure of the preference that differs."""
-    a, b = _monthly(pick), _monthly(best)
-    if prefer == "cost" and a is not None and b is not None and b > a * (1 + COST_TOLERANCE):
-        return f"costs {usd(b - a)} a month less ({usd(a)} against {usd(b)})"
-    if prefer == "cost" and a is not None and b is None:
-        return f"its monthly cost is known ({usd(a)}) where the best's is not"
-    a, b = _per_1k(pick), _per_1k(best)
-    if prefer == "cost" and a is not None and b is not None and b > a * (1 + COST_TOLERANCE):
-        return f"costs {usd((b - a) * 1000)} less per million queries"
-    if prefer == "cost" and a is not None and b is None:
-        return f"its cost per query is known ({usd(a * 1000)} per million) where the best's is not"
+    if prefer == "cost":
+        for figure, code in ((_monthly, "monthly"), (_per_1k, "per_query")):
+            a, b = figure(pick), figure(best)
+            if a is not None and b is not None and b > a * (1 + COST_TOLERANCE):
+                return Advantage(code, a, b)  # type: ignore[arg-type]
+            if a is not None and b is None:
+                return Advantage(f"{code}_known", a, None)  # type: ignore[arg-type]
     a, b = _p95(pick), _p95(best)
     if a is not None and b is not None and b > a * (1 + LATENCY_TOLERANCE):
-        same = "costs the same and " if prefer == "cost" else ""
-        return f"{same}answers in {a:.1f} ms at p95 against {b:.1f} ms"
-    return "costs and answers the same"
-
-
-def _monthly_line(pick: CandidateResult) -> str:
-    """The pick's monthly cost at the team's scale, and what it adds up."""
-    monthly = _number(pick.ops.get("monthly_cost_usd"))
-    includes = pick.ops.get("monthly_cost_includes")
-    if monthly is None:
-        if "monthly_cost_usd" not in pick.ops:
-            return ""
-        if _number(pick.ops.get("monthly_embedding_usd")) is None:
-            why = "a price it needs is missing (see its price_source)"
-        elif _number(pick.ops.get("storage_gb_at_scale")) is None:
-            why = "its index size is not known"
-        else:
-            why = "the time to embed its corpus was not measured"
-        return f"Its monthly cost is unknown: {why}."
-    parts = list(includes) if isinstance(includes, list) else []
-    missing = [p for p in ("storage", "compute") if p not in parts]
-    note = f"{', '.join(parts)}" if parts else "embedding"
-    if missing:
-        keys = {"storage": "storage_usd_per_gb_month", "compute": "hourly_usd"}
-        note += f"; no {' or '.join(missing)} price in [scale]: set {' and '.join(keys[m] for m in missing)}"
-    return f"At your scale it costs {usd(monthly)} a month ({note})."
+        return Advantage("latency", a, b)
+    return Advantage("same")
 
 
 # --- small readers -------------------------------------------------------------------------------
 
 
-def _score(metric: str) -> Callable[[CandidateResult], float]:
-    return lambda c: _number(c.quality.get(metric)) or 0.0
-
-
 def _monthly(c: CandidateResult) -> float | None:
-    return _number(c.ops.get("monthly_cost_usd"))
+    return _number(c.ops.cost.monthly_cost_usd)
 
 
 def _per_1k(c: CandidateResult) -> float | None:
-    return _number(c.ops.get("cost_per_1k_queries_usd"))
+    return _number(c.ops.cost.cost_per_1k_queries_usd)
 
 
 def _p95(c: CandidateResult) -> float | None:
-    stored = _number(c.ops.get("end_to_end_ms_p95"))
+    stored = _number(c.ops.latency.end_to_end_ms_p95)
     return stored if stored is not None else costs.end_to_end_ms(c, "p95")
 
 
 def _rank(c: CandidateResult) -> float:
     return math.inf if c.rank is None else c.rank
-
-
-def _p(p: float) -> str:
-    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
 
 
 def _number(value: object) -> float | None:

@@ -1,5 +1,5 @@
-"""The diagnosis rules (``bench.evaluation.findings`` runs them): each names a pattern in a run's figures
-and what to try, in plain words.
+"""The diagnosis rules (``bench.evaluation.findings`` runs them): each names a pattern in a run's figures and
+returns a ``Finding`` with the figures behind it; ``bench.report.findings_text`` says it and what to try.
 
 Precision@k counts relevant units over k, so with one or two relevant units per question it is low by
 construction. Rules judge it against its ceiling, the mean over questions of min(k, |E(q)|) / k: exact from the
@@ -30,25 +30,23 @@ Rules (severity) and thresholds (module constants):
 * missed_by_all (run, info, needs records): questions that no candidate gets a relevant unit into the top k for.
 * pipelines (run, info): each fusion against its best part and each reranked candidate against its first stage.
 
-Where a rule suggests a reranker or a fusion, ``bench.evaluation.pipelines`` adds what the run measured of one
-built on this candidate, or the bench.toml line that would measure it.
+Where a finding suggests a reranker or a fusion, its words add what the run measured of one built on this
+candidate (``bench.evaluation.pipelines``), or the bench.toml line that would measure it.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from bench.core.measures import metric_key
-from bench.core.operating import Operating
 from bench.core.records import QuestionRecord
 from bench.core.summary import CandidateResult, RunSummary
 from bench.evaluation import pipelines
-from bench.formatting import brief_decimal as _f
-from bench.formatting import brief_percent as _pct
-from bench.formatting import ratio as _ratio
+
+Severity = Literal["warning", "info"]
 
 # Below this recall@k the retriever misses more relevant units than it finds.
 LOW_RECALL = 0.5
@@ -86,16 +84,17 @@ MISS_SHARE = 0.2
 RECALL_TOLERANCE = 0.05
 # 1.5x the span precision: the LLM reads a third less text for each character of evidence.
 SPAN_PRECISION_RATIO = 1.5
-# Question ids quoted in a sentence before "and N more".
-MAX_IDS = 5
 
 
 @dataclass(frozen=True)
 class Finding:
+    """One pattern a rule found: the rule's code, how serious, the candidates it concerns (the one
+    judged first) and the figures behind it; no sentences."""
+
     rule: str
-    severity: Literal["warning", "info"]
-    text: str
-    evidence: dict
+    severity: Severity
+    candidates: tuple[str, ...]
+    evidence: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -106,12 +105,10 @@ class CandidateView:
     k: int
     depth: int
     unit: str
-    min_overlap: float | None
     records: list[QuestionRecord]
     ceiling: float | None  # achievable precision@k
     units: float | None  # mean relevant units per question
     baseline: CandidateResult | None  # plain BM25 on the same chunker, for a single dense model
-    candidates: list[CandidateResult] = field(default_factory=list)  # the whole run: pipelines built on this one
 
     def metric(self, name: str) -> float | None:
         return self.data.quality.get(metric_key(name, self.k))
@@ -120,24 +117,11 @@ class CandidateView:
         return self.data.curve.get(metric_key("hit_rate", k))
 
     @property
-    def diagnostics(self) -> dict:
+    def diagnostics(self) -> dict[str, Any]:
         return self.data.diagnostics or {}
 
-    @property
-    def ops(self) -> Operating:
-        return self.data.ops
-
-    @property
-    def noun(self) -> str:
-        """What a unit is called in sentences: a chunk or a document."""
-        return _noun(self.unit)
-
-    @property
-    def lexical(self) -> bool:
-        return self.data.lexical
-
-    def advice(self, *, rerank: bool = False, fuse: bool = False) -> str:
-        return pipelines.advice(self.data, self.candidates, self.k, rerank=rerank, fuse=fuse)
+    def finding(self, rule: str, severity: Severity, evidence: dict[str, Any]) -> Finding:
+        return Finding(rule, severity, (self.data.id,), evidence)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -150,16 +134,9 @@ def _too_conservative(c: CandidateView) -> Finding | None:
         return None
     if recall >= LOW_RECALL or precision < FULL_PRECISION_SHARE * c.ceiling:
         return None
-    fix = "Raise k." if c.unit == "document" else "Raise k, or use bigger chunks so the evidence spans fewer of them."
-    text = (
-        f"Recall@{c.k} is {_f(recall)} while precision@{c.k} is {_f(precision)} of an achievable "
-        f"{_f(c.ceiling)}: what it returns is relevant, but questions have {c.units:.1f} relevant {c.noun}s "
-        f"on average and only {c.k} fit. {fix}"
-    )
-    return Finding(
+    return c.finding(
         "too_conservative",
         "info",
-        text,
         {"recall": recall, "precision": precision, "precision_ceiling": c.ceiling, "relevant_units": c.units},
     )
 
@@ -168,28 +145,18 @@ def _too_broad(c: CandidateView) -> Finding | None:
     recall, precision = c.metric("recall"), c.metric("precision")
     if recall is None or precision is None or recall < HIGH_RECALL or precision >= BROAD_PRECISION:
         return None
-    span = c.metric("span_precision")
-    noise = f" (span_precision@{c.k} {_f(span)}: {_pct(1 - span)} of the text is not evidence)" if span else ""
-    if c.ceiling is not None and c.units is not None:
-        why = (
-            f"questions have {c.units:.1f} relevant {c.noun}s on average, so precision@{c.k} can reach at most "
-            f"{_f(c.ceiling)} (it is {_f(precision)})"
-        )
-    else:
-        why = f"precision@{c.k} is {_f(precision)}"
-    fix = f"pass fewer {c.noun}s to the LLM" + ("" if c.unit == "document" else ", or use smaller chunks")
-    fix = f"{fix[0].upper()}{fix[1:]}." if c.data.pipeline.get("reranker") else f"Rerank and {fix}."
-    text = f"Recall@{c.k} is {_f(recall)}, but {why}: most of the {c.k} {c.noun}s handed on are filler{noise}. {fix}"
-    text += c.advice(rerank=True)
-    return Finding(
-        "too_broad",
-        "info",
-        text,
-        {"recall": recall, "precision": precision, "precision_ceiling": c.ceiling, "span_precision": span},
-    )
+    evidence = {
+        "recall": recall,
+        "precision": precision,
+        "precision_ceiling": c.ceiling,
+        "span_precision": c.metric("span_precision"),
+        "relevant_units": c.units,
+    }
+    return c.finding("too_broad", "info", evidence)
 
 
 def _mismatch(c: CandidateView) -> Finding | None:
+    """Recall and precision both low (``low``), or a single dense model no better than BM25 on its chunker."""
     recall, precision = c.metric("recall"), c.metric("precision")
     if recall is None or precision is None:
         return None
@@ -205,61 +172,21 @@ def _mismatch(c: CandidateView) -> Finding | None:
         "precision_ceiling": c.ceiling,
         "hit_rate": c.metric("hit_rate"),
         "bm25_recall": base,
+        "low": low,
     }
-    return Finding("mismatch", "warning", _mismatch_text(c, recall, precision, low, base), evidence)
-
-
-def _mismatch_text(c: CandidateView, recall: float, precision: float, low: bool, base: float | None) -> str:
-    k, chunker = c.k, c.data.chunker
-    ceiling = f" of an achievable {_f(c.ceiling)}" if c.ceiling is not None else ""
-    hit = c.metric("hit_rate")
-    hits = f" (hit_rate@{k} {_f(hit)})" if hit is not None else ""
-    if c.lexical:
-        return (
-            f"Recall@{k} is {_f(recall)} and precision@{k} {_f(precision)}{ceiling}{hits}: questions share few "
-            f"words with their evidence. A dense model, or hybrid with one, should do better.{c.advice(fuse=True)}"
-        )
-    against = f"BM25 on the same {chunker} chunks reaches recall@{k} {_f(base)}" if base is not None else ""
-    if not low:
-        return (
-            f"{against} against {_f(recall)} for this model: keyword search does as well or better, a sign the "
-            f"model does not fit this domain or language. Try another model, fine-tune it, or go "
-            f"hybrid.{c.advice(fuse=True)}"
-        )
-    tail = f" {against} against its {_f(recall)}." if base is not None else ""
-    return (
-        f"Recall@{k} is {_f(recall)} and precision@{k} {_f(precision)}{ceiling}{hits}: the model misses most "
-        f"of the evidence, a sign it does not fit this domain or language. Try another model or fine-tune "
-        f"it.{tail}"
-    )
+    return c.finding("mismatch", "warning", evidence)
 
 
 def _wrong_order(c: CandidateView) -> Finding | None:
+    """The first relevant unit lands low in the top k (``mrr_hit_ratio``), or past k (``late_share``)."""
     in_top = _order_in_top_k(c)
     late = _late_hits(c)
     if in_top is None and late is None:
         return None
-    parts = [p[0] for p in (in_top, late) if p]
-    evidence = {**(in_top[1] if in_top else {}), **(late[1] if late else {})}
-    rr = pipelines.reranker(c.data)
-    if rr:
-        first = pipelines.first_stage(c.data)
-        fix = (
-            f"{rr.get('name')} already reranks the top {rr.get('top')} of {first}: a stronger reranker (a "
-            f"cross-encoder) may do better."
-        )
-    elif late:
-        hybrid = pipelines.is_single(c.data, "lexical")
-        how = ", or fuse BM25 with a dense retriever (hybrid)" if hybrid else ""
-        fix = f"A reranker over the top {c.depth} can lift them into the top {c.k}{how}."
-        fix += c.advice(rerank=True, fuse=hybrid)
-    else:
-        fix = f"A reranker over the top {c.k} can put it first.{c.advice(rerank=True)}"
-    text = " ".join(parts + [fix])
-    return Finding("wrong_order", "info", text, evidence)
+    return c.finding("wrong_order", "info", {**(in_top or {}), **(late or {})})
 
 
-def _order_in_top_k(c: CandidateView) -> tuple[str, dict] | None:
+def _order_in_top_k(c: CandidateView) -> dict[str, Any] | None:
     hit, mrr = c.metric("hit_rate"), c.metric("mrr")
     if hit is None or mrr is None or hit < ORDER_MIN_HIT_RATE or c.k < 2:
         return None
@@ -267,25 +194,21 @@ def _order_in_top_k(c: CandidateView) -> tuple[str, dict] | None:
     bound = random + ORDER_SHARE * (1 - random)
     if mrr / hit >= bound:
         return None
-    first = c.curve(1)
-    at_one = f", and only {_pct(first / hit)} of those have it at rank 1" if first is not None else ""
-    text = (
-        f"{_pct(hit)} of questions get a relevant {c.noun} in the top {c.k} (hit_rate@{c.k} {_f(hit)}), but "
-        f"mrr@{c.k} is only {_f(mrr)}: mrr/hit_rate {_f(mrr / hit)}, where random order within the top {c.k} "
-        f"gives {_f(random)}{at_one}. The first relevant {c.noun} lands low."
-    )
-    return text, {"hit_rate": hit, "mrr": mrr, "mrr_hit_ratio": mrr / hit, "ratio_bound": bound}
+    return {
+        "hit_rate": hit,
+        "mrr": mrr,
+        "mrr_hit_ratio": mrr / hit,
+        "ratio_bound": bound,
+        "random_ratio": random,
+        "rank_1_hit_rate": c.curve(1),
+    }
 
 
-def _late_hits(c: CandidateView) -> tuple[str, dict] | None:
+def _late_hits(c: CandidateView) -> dict[str, Any] | None:
     at_k, at_depth = c.curve(c.k), c.curve(c.depth)
     if c.depth <= c.k or at_k is None or at_depth is None or at_depth - at_k < LATE_HIT_SHARE:
         return None
-    text = (
-        f"Hit rate climbs from {_f(at_k)} at {c.k} to {_f(at_depth)} at {c.depth}: for {_pct(at_depth - at_k)} "
-        f"of questions the first relevant {c.noun} ranks {c.k + 1}–{c.depth}."
-    )
-    return text, {
+    return {
         metric_key("hit_rate", c.k): at_k,
         metric_key("hit_rate", c.depth): at_depth,
         "late_share": at_depth - at_k,
@@ -300,12 +223,7 @@ def _near_duplicates(c: CandidateView) -> Finding | None:
     share = sum(abs(g) < band for g in gaps) / len(gaps)
     if share < NEAR_DUPLICATE_SHARE:
         return None
-    text = (
-        f"{_pct(share)} of questions have a score gap within ±{band:.3g} between their best relevant {c.noun} and "
-        f"the best distractor: near-duplicate {c.noun}s compete for the same ranks. Deduplicate the corpus (old "
-        f"versions of documents) or filter by metadata."
-    )
-    return Finding("near_duplicates", "info", text, {"near_zero_share": share, "band": band, "questions": len(gaps)})
+    return c.finding("near_duplicates", "info", {"near_zero_share": share, "band": band, "questions": len(gaps)})
 
 
 def _gap_band(c: CandidateView) -> float | None:
@@ -319,25 +237,17 @@ def _gap_band(c: CandidateView) -> float | None:
 
 
 def _truncation(c: CandidateView) -> Finding | None:
-    n, cut = c.ops.indexing.n_chunks, c.ops.indexing.truncated_chunks
-    lost = c.ops.indexing.truncated_token_share or 0.0
+    indexing = c.data.ops.indexing
+    n, cut = indexing.n_chunks, indexing.truncated_chunks
+    lost = indexing.truncated_token_share or 0.0
     if not n or cut is None:
         return None
     share = cut / n
     if share < TRUNCATED_CHUNK_SHARE and lost < TRUNCATED_TOKEN_SHARE:
         return None
-    severity: Literal["warning", "info"] = "warning" if lost >= TRUNCATED_TOKEN_WARNING else "info"
-    text = (
-        f"{cut} of {n} chunks ({_pct(share)}) are longer than {c.data.model} reads and {_pct(lost)} of "
-        f"the corpus tokens are never embedded: evidence at the end of those chunks cannot be found. Use smaller "
-        f"chunks (sized in the model's own tokens) or a longer-context model."
-    )
-    return Finding(
-        "truncation",
-        severity,
-        text,
-        {"truncated_chunks": cut, "n_chunks": n, "chunk_share": share, "token_share": lost},
-    )
+    severity: Severity = "warning" if lost >= TRUNCATED_TOKEN_WARNING else "info"
+    evidence = {"truncated_chunks": cut, "n_chunks": n, "chunk_share": share, "token_share": lost}
+    return c.finding("truncation", severity, evidence)
 
 
 def _misses(c: CandidateView) -> Finding | None:
@@ -345,33 +255,15 @@ def _misses(c: CandidateView) -> Finding | None:
     missed = (c.diagnostics.get("first_relevant_rank") or {}).get("miss")
     if not n or missed is None or missed / n < MISS_SHARE:
         return None
-    other = (
-        "other models in the fusion" if pipelines.kind(c.data) == "fusion" else "another model or a hybrid retriever"
-    )
-    text = (
-        f"For {missed} of {n} questions ({_pct(missed / n)}) no relevant {c.noun} appears even in the top "
-        f"{c.depth}, so no reranker can recover them. Try {other}, and check those questions' evidence."
-        f"{c.advice(fuse=True)}"
-    )
-    return Finding("misses", "warning", text, {"missed": missed, "n_questions": n, "share": missed / n})
+    return c.finding("misses", "warning", {"missed": missed, "n_questions": n, "share": missed / n})
 
 
 def _no_relevant_unit(c: CandidateView) -> Finding | None:
     lost = c.diagnostics.get("questions_without_relevant_unit")
-    n = c.diagnostics.get("n_questions")
     if not lost:
         return None
-    of = f" of {n}" if n else ""
-    if c.unit == "document":
-        fix = "their evidence documents are not in the index. Check the goldset against the corpus."
-    else:
-        overlap = f" (min_overlap {c.min_overlap:g})" if c.min_overlap is not None else ""
-        fix = (
-            f"no {c.data.chunker} chunk overlaps their evidence enough to count{overlap}. Lower "
-            f"min_overlap or use bigger chunks."
-        )
-    text = f"{lost}{of} questions score 0 whatever the retriever does: {fix}"
-    return Finding("no_relevant_unit", "warning", text, {"questions": lost, "n_questions": n})
+    n = c.diagnostics.get("n_questions")
+    return c.finding("no_relevant_unit", "warning", {"questions": lost, "n_questions": n})
 
 
 CANDIDATE_RULES: tuple[Callable[[CandidateView], Finding | None], ...] = (
@@ -425,32 +317,17 @@ def _apart_in_group(model: str, index: str, cands: list[CandidateResult], k: int
         ]
         if beaten:
             covered.update(b.id for b in beaten)
-            out.append(_apart_finding(model, index, a, beaten, get, k))
+            evidence = {
+                "model": model,
+                "index": index,
+                "prefer": a.chunker,
+                "chunkers": {  # the preferred chunker first, then those it beats
+                    c.chunker: {"recall": get(c, "recall"), "span_precision": get(c, "span_precision")}
+                    for c in [a, *beaten]
+                },
+            }
+            out.append(Finding("chunkers_apart", "info", (a.id, *(b.id for b in beaten)), evidence))
     return out
-
-
-def _apart_finding(
-    model: str, index: str, a: CandidateResult, beaten: list[CandidateResult], get: Callable, k: int
-) -> Finding:
-    sp, rc = get(a, "span_precision"), get(a, "recall")
-    others = ", ".join(
-        f"{b.chunker} {_f(get(b, 'span_precision'))} ({_ratio(sp, get(b, 'span_precision'))})" for b in beaten
-    )
-    recalls = ", ".join(f"{b.chunker} {_f(get(b, 'recall'))}" for b in beaten)
-    text = (
-        f"For {model} on {index}, {a.chunker} has span_precision@{k} {_f(sp)} against {others}, at similar "
-        f"or better recall@{k} ({_f(rc)} against {recalls}): it hands the LLM less noise for as much evidence. "
-        f"Prefer {a.chunker}."
-    )
-    evidence = {
-        "model": model,
-        "index": index,
-        "prefer": a.chunker,
-        "chunkers": {
-            c.chunker: {"recall": get(c, "recall"), "span_precision": get(c, "span_precision")} for c in [a, *beaten]
-        },
-    }
-    return Finding("chunkers_apart", "info", text, evidence)
 
 
 def _missed_by_all(summary: RunSummary, by_candidate: dict[str, list[QuestionRecord]]) -> list[Finding]:
@@ -466,22 +343,16 @@ def _missed_by_all(summary: RunSummary, by_candidate: dict[str, list[QuestionRec
     missed = [q for q, hit in found.items() if not hit]
     if not missed:
         return []
-    shown = ", ".join(missed[:MAX_IDS]) + (f" and {len(missed) - MAX_IDS} more" if len(missed) > MAX_IDS else "")
-    noun = _noun(summary.unit)
-    text = (
-        f"{len(missed)} of {len(found)} questions ({shown}) get no relevant {noun} into the top {k} from any "
-        f"of the {len(ids)} candidates: read their evidence in the goldset; either it is wrong or these are the "
-        f"hard cases to tune on."
-    )
-    return [Finding("missed_by_all", "info", text, {"question_ids": missed, "candidates": len(ids)})]
+    evidence = {"question_ids": missed, "candidates": len(ids), "questions": len(found)}
+    return [Finding("missed_by_all", "info", tuple(ids), evidence)]
 
 
 def _pipelines(summary: RunSummary, by_candidate: dict[str, list[QuestionRecord]]) -> list[Finding]:
     found = pipelines.measured(summary.candidates, summary.k)
     if not found:
         return []
-    k = summary.k
-    return [Finding("pipelines", "info", pipelines.measured_text(found, k), pipelines.measured_evidence(found, k))]
+    ids = tuple(dict.fromkeys(c.id for m in found for c in (m.pipeline, m.base)))
+    return [Finding("pipelines", "info", ids, pipelines.measured_evidence(found, summary.k))]
 
 
 RUN_RULES: tuple[Callable[[RunSummary, dict[str, list[QuestionRecord]]], list[Finding]], ...] = (
@@ -489,11 +360,3 @@ RUN_RULES: tuple[Callable[[RunSummary, dict[str, list[QuestionRecord]]], list[Fi
     _chunkers_apart,
     _missed_by_all,
 )
-
-
-# ---------------------------------------------------------------------------------------------------
-# Wording
-
-
-def _noun(unit: str) -> str:
-    return "document" if unit == "document" else "chunk"

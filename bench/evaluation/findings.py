@@ -1,4 +1,5 @@
-"""Diagnosis: plain-English findings on a finished run, each naming a pattern in the figures and what to try.
+"""Diagnosis: the findings on a finished run, each a pattern in the figures (``finding_rules``) that
+``bench.report.findings_text`` puts in words with what to try.
 
 ``diagnose(summary, records)`` maps every candidate id, in summary order, to its findings, and ``"*"`` (listed
 first) to run-level findings that compare candidates. ``records`` (the run's per_question.jsonl) is optional: with
@@ -15,15 +16,11 @@ from bench.core.measures import metric_key
 from bench.core.records import QuestionRecord
 from bench.core.summary import CandidateResult, RunSummary
 from bench.evaluation import pipelines
-from bench.evaluation.finding_rules import CANDIDATE_RULES, RUN_RULES, CandidateView, Finding
+from bench.evaluation.finding_rules import CANDIDATE_RULES, RUN_RULES, CandidateView, Finding, Severity
 
 RUN = "*"
 
-__all__ = ["RUN", "Finding", "diagnose", "findings_lines"]
-
-
-# ---------------------------------------------------------------------------------------------------
-# Entry points
+__all__ = ["RUN", "Finding", "Severity", "diagnose"]
 
 
 def diagnose(summary: RunSummary, records: Sequence[QuestionRecord] | None = None) -> dict[str, list[Finding]]:
@@ -35,22 +32,6 @@ def diagnose(summary: RunSummary, records: Sequence[QuestionRecord] | None = Non
         cand = _candidate(summary, data, by_candidate.get(data.id, []), _baseline(candidates, data))
         out[data.id] = [f for rule in CANDIDATE_RULES if (f := rule(cand)) is not None]
     return out
-
-
-def findings_lines(findings: dict[str, list[Finding]]) -> list[str]:
-    """One plain line per finding, run-level first, warnings marked: ``minilm/md256/flat: ...``."""
-    order = [RUN, *(key for key in findings if key != RUN)]
-    lines = []
-    for key in order:
-        who = "run" if key == RUN else key
-        for f in findings.get(key, []):
-            mark = "warning: " if f.severity == "warning" else ""
-            lines.append(f"{who}: {mark}{f.text}")
-    return lines
-
-
-# ---------------------------------------------------------------------------------------------------
-# Context
 
 
 def _group_records(records: Sequence[QuestionRecord]) -> dict[str, list[QuestionRecord]]:
@@ -79,12 +60,10 @@ def _candidate(
         k=k,
         depth=summary.depth,
         unit=summary.unit,
-        min_overlap=summary.min_overlap,
         records=records,
         ceiling=ceiling,
         units=units,
         baseline=baseline,
-        candidates=summary.candidates,
     )
 
 

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from bench.core.measures import metric_key
 from bench.core.summary import CandidateResult, Manifest, RunSummary
 from bench.evaluation.costs import best_candidate
+from bench.evaluation.decision import Recommendation
 from bench.evaluation.findings import RUN, Finding
 from bench.formatting import p_value, with_ci
-from bench.report import ops_view
+from bench.report import decision_text, ops_view
 from bench.report.answers_view import headline as answers_headline
+from bench.report.findings_text import finding_text
 from bench.report.pdf_layout import GREY, Para, Section, Table
 from bench.text.languages import describe
 
@@ -46,10 +48,11 @@ class Decision:
 
 
 def decide(summary: RunSummary, manifest: Manifest, stats: dict) -> Decision | None:
-    """The recommendation as stored, completed from the run's statistics where it lacks a key."""
+    """The recommendation as stored, completed from the run's statistics where an older run lacks a figure."""
     if not summary.candidates:
         return None
     rec = summary.recommendation or {}
+    figures = Recommendation.from_dict(rec) if isinstance(rec.get("metric"), str) else None
     ids = {c.id: c for c in summary.candidates}
     stored = rec.get("metric")
     metric = (
@@ -69,7 +72,10 @@ def decide(summary: RunSummary, manifest: Manifest, stats: dict) -> Decision | N
     )
     value = _number(rec.get("value"))
     ci = rec.get("ci") if isinstance(rec.get("ci"), list) else (stats.get("cis") or {}).get(pick.id, {}).get(metric)
-    reason = rec.get("reason") or rec.get("line") or ""
+    if figures is not None and figures.pick in ids and figures.best in ids:  # said from the figures
+        reason = decision_text.reason(figures, ids)
+    else:  # as an older run wrote it
+        reason = rec.get("reason") or rec.get("line") or ""
     needed = rec.get("questions_needed")
     return Decision(
         pick=pick,
@@ -246,11 +252,12 @@ def next_steps(summary: RunSummary, findings: dict[str, list[Finding]], d: Decis
     out: list[str] = []
     seen: set[str] = set()
     for who, f in ordered:
-        if f.text in seen:
+        text = finding_text(f, summary)
+        if text in seen:
             continue
-        seen.add(f.text)
+        seen.add(text)
         prefix = "" if who == RUN else "The pick: " if who == pick else f"{who}: "
-        out.append(prefix + ("warning: " if f.severity == "warning" else "") + f.text)
+        out.append(prefix + ("warning: " if f.severity == "warning" else "") + text)
         if len(out) == limit:
             break
     return out

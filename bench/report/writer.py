@@ -15,9 +15,10 @@ from bench.core.measures import headline, metric_key
 from bench.core.records import QuestionRecord
 from bench.core.summary import RunSummary
 from bench.evaluation import significance
-from bench.evaluation.findings import diagnose, findings_lines
+from bench.evaluation.findings import diagnose
 from bench.report import plots
 from bench.report.answers_view import AnswerLayer
+from bench.report.findings_text import findings_lines
 from bench.report.inspector import write_inspector
 from bench.report.jobs import Jobs
 from bench.report.pdf import write_pdf
@@ -64,7 +65,7 @@ def write_reports(folder: Path, run: StoredRun | None = None) -> Written:
         "per_tag": significance.per_tag(summary, records),
     }
     findings = diagnose(summary, records)
-    diagnosis = findings_lines(findings)
+    diagnosis = findings_lines(findings, summary)
 
     done = running.results()
     written.append(folder / INSPECTOR)

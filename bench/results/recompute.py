@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bench.core.records import QuestionRecord
 from bench.evaluation import scale
-from bench.evaluation.decision import recommendation
+from bench.evaluation.decision import SENTENCES, recommend
 from bench.evaluation.scoring import rank_candidates, score_candidate
 from bench.results import schema, store
 from bench.results.schema import StoredRun
@@ -54,11 +54,13 @@ def recompute(run_ref: str, results: Path) -> tuple[StoredRun, StoredRun, list[s
         i = cursor.get(rec.candidate, 0)
         cursor[rec.candidate] = i + 1
         records.append(fresh_records[rec.candidate][i] if rec.candidate in fresh_records else rec)
-    margin = (summary.recommendation or {}).get("margin", config.get("recommend_margin", 0.02))
+    written = summary.recommendation or {}
+    margin = written.get("margin", config.get("recommend_margin", 0.02))
     prefer = config.get("prefer", "cost")
-    again = dataclasses.replace(
-        summary, candidates=ranked, recommendation=recommendation(ranked, records, summary.k, margin, prefer, at)
-    )
+    figures = recommend(ranked, records, summary.k, margin, prefer, at).to_dict()
+    # the sentences are rendered from these figures where they are shown (bench.report.decision_text)
+    figures |= {key: written[key] for key in SENTENCES if key in written}
+    again = dataclasses.replace(summary, candidates=ranked, recommendation=figures)
     recomputed = dataclasses.replace(stored, summary=again, records=records)
     differences = _differences(summary.to_dict(), again.to_dict()) + _record_differences(stored.records, records)
     return stored, recomputed, differences

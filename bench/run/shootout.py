@@ -33,7 +33,6 @@ from bench.embedders import paths
 from bench.embedders.cache import EmbeddingCache, NoCache
 from bench.engines import make_engine
 from bench.evaluation import scale
-from bench.evaluation.decision import recommendation
 from bench.evaluation.relevance import judge
 from bench.evaluation.scoring import rank_candidates, score_candidate
 from bench.inputs.corpus import Corpus
@@ -41,6 +40,7 @@ from bench.inputs.corpus_stats import corpus_languages
 from bench.inputs.goldset import load_goldset
 from bench.inputs.goldset_stats import question_languages
 from bench.report.corpus_view import print_warnings, read_corpus
+from bench.report.decision_text import recommendation
 from bench.results import schema, store
 from bench.results.schema import StoredRun, UnitText
 from bench.retrieval.retrievers import BuildStats, Retriever

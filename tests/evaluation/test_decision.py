@@ -1,6 +1,6 @@
-"""The recommendation (bench.evaluation.decision) on constructed per-question data: who is tied with the
-best, what Holm's correction changes, what each preference picks, and how many questions would
-separate two candidates the goldset cannot."""
+"""The recommendation (bench.evaluation.decision, in words by bench.report.decision_text) on constructed
+per-question data: who is tied with the best, what Holm's correction changes, what each preference picks,
+and how many questions would separate two candidates the goldset cannot."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import pytest
 
 from bench.core.operating import Operating
 from bench.core.records import QuestionRecord
-from bench.core.summary import CandidateResult
+from bench.core.summary import CandidateResult, RunSummary
 from bench.evaluation import significance
-from bench.evaluation.decision import ALPHA, TEST, questions_needed, recommendation
+from bench.evaluation.decision import ALPHA, TEST, Recommendation, questions_needed, recommend
+from bench.report.decision_text import recommendation, recommendation_line, stored
 
 M = "mrr@5"
 
@@ -184,3 +185,41 @@ def test_no_candidates_and_one_candidate():
     cands, records = _run({"alone": BEST})
     rec = recommendation(cands, records, 5, 0.02, "cost")
     assert rec["pick"] == "alone" and rec["tied"] == [] and "only candidate" in rec["reason"]
+
+
+def test_the_figures_hold_no_sentences_and_survive_summary_json():
+    cheap = _worse(range(0, 1), range(50, 51))
+    ops = {"best": {"monthly_cost_usd": 10.0}, "cheap": {"monthly_cost_usd": 5.0}}
+    cands, records = _run({"best": BEST, "cheap": cheap, "far": _worse(range(0, 30), range(0, 0))}, ops)
+    rec = recommend(cands, records, 5, 0.02, "cost")
+    assert (rec.pick, rec.best, rec.against, rec.why, rec.tied) == ("cheap", "best", "cheap", "tied_pick", ("cheap",))
+    assert rec.advantage is not None and (rec.advantage.code, rec.advantage.pick, rec.advantage.best) == (
+        "monthly",
+        5.0,
+        10.0,
+    )
+    figures = rec.to_dict()
+    assert not set(figures) & {"line", "reason"}
+    words = [v for v in figures.values() if isinstance(v, str) and " " in v]
+    assert words == [TEST]  # the test's name; every sentence is the report's
+    assert Recommendation.from_dict(figures) == rec
+    written = stored(rec, cands)
+    assert list(written)[:9] == ["metric", "margin", "cost_key", "prefer", "test", "alpha", "pick", "line", "best"]
+    assert written["reason"].startswith("cheap is tied with the best, best") and written["reason"] in written["line"]
+    again = Recommendation.from_dict(written)
+    assert again is not None and stored(again, cands) == written
+
+
+def test_the_terminal_line_is_rendered_from_the_figures_or_read_from_an_older_run():
+    cands, records = _run({"best": BEST, "other": _worse(range(0, 30), range(0, 0))})
+    written = recommendation(cands, records, 5, 0.02, "cost")
+    summary = RunSummary(
+        k=5, depth=20, unit="chunk", ndcg_gain="exponential", min_overlap=0.5, candidates=cands, recommendation=written
+    )
+    assert recommendation_line(summary) == written["line"]
+    moved = {**written, "line": "a line the figures do not give"}  # the figures decide, not the stored words
+    assert recommendation_line(RunSummary(**{**vars(summary), "recommendation": moved})) == written["line"]
+    old = {key: written[key] for key in ("metric", "margin", "cost_key", "pick", "line")}  # before the figures
+    assert Recommendation.from_dict(old) is None
+    assert recommendation_line(RunSummary(**{**vars(summary), "recommendation": old})) == written["line"]
+    assert recommendation_line(RunSummary(**{**vars(summary), "recommendation": None})) == ""

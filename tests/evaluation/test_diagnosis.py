@@ -1,4 +1,5 @@
-"""Diagnosis rules (bench.evaluation.findings and finding_rules) on hand-built summaries and per-question records.
+"""Diagnosis rules (bench.evaluation.findings and finding_rules) on hand-built summaries and per-question records,
+in words by bench.report.findings_text.
 
 Every rule is checked three ways: it fires on its pattern (rule, severity, numbers quoted), it stays silent
 just across its threshold, and it stays silent on a healthy candidate.
@@ -14,7 +15,9 @@ from bench.core.operating import Operating
 from bench.core.records import QuestionRecord, RankedUnit
 from bench.core.summary import CandidateResult, RunSummary
 from bench.evaluation import finding_rules as dg
-from bench.evaluation.findings import RUN, Finding, diagnose, findings_lines
+from bench.evaluation import findings as diagnosis
+from bench.evaluation.findings import RUN, Finding
+from bench.report.findings_text import finding_text, findings_lines
 
 K, DEPTH, N = 5, 20, 100
 
@@ -97,13 +100,32 @@ def records(cand_id: str, n: int = 20, expected: int = 1, gaps=(), ranks=None) -
     ]
 
 
-def only(findings: dict[str, list[Finding]], key: str, rule: str) -> Finding:
+@dataclasses.dataclass(frozen=True)
+class Said:
+    """A finding with the words the reports give it."""
+
+    rule: str
+    severity: str
+    candidates: tuple[str, ...]
+    evidence: dict
+    text: str
+
+
+def diagnose(s: RunSummary, recs: list[QuestionRecord] | None = None) -> dict[str, list[Said]]:
+    """The run's findings (bench.evaluation.findings), each with its sentences (bench.report.findings_text)."""
+    return {
+        key: [Said(f.rule, f.severity, f.candidates, f.evidence, finding_text(f, s)) for f in found]
+        for key, found in diagnosis.diagnose(s, recs).items()
+    }
+
+
+def only(findings: dict[str, list[Said]], key: str, rule: str) -> Said:
     hits = [f for f in findings[key] if f.rule == rule]
     assert len(hits) == 1, findings[key]
     return hits[0]
 
 
-def rules(findings: dict[str, list[Finding]], key: str) -> set[str]:
+def rules(findings: dict[str, list[Said]], key: str) -> set[str]:
     return {f.rule for f in findings[key]}
 
 
@@ -290,8 +312,9 @@ def test_truncation_silent_just_under_both_shares_and_for_bm25():
     c = candidate(ops={"truncated_chunks": 9, "truncated_token_share": 0.009})
     assert "truncation" not in rules(diagnose(summary(c)), c.id)
     bm25 = candidate(model="bm25", index="inverted")
-    # lexical runs report no truncation figures
-    bm25 = dataclasses.replace(bm25, ops=Operating.from_dict({"n_chunks": 100}))
+    bm25 = dataclasses.replace(
+        bm25, ops=Operating.from_dict({"n_chunks": 100})
+    )  # lexical runs report no truncation figures
     assert "truncation" not in rules(diagnose(summary(bm25)), bm25.id)
 
 
@@ -389,21 +412,33 @@ def test_document_unit_summary_without_span_metrics():
 def test_empty_candidate_list():
     assert diagnose(summary()) == {RUN: []}
     assert diagnose(summary(k=5), []) == {RUN: []}
-    assert findings_lines(diagnose(summary())) == []
+    assert findings_lines(diagnosis.diagnose(summary()), summary()) == []
 
 
 def test_findings_keep_summary_order_and_are_frozen():
     cands = [candidate(chunker=name) for name in ("c", "a", "b")]
     out = diagnose(summary(*cands))
     assert list(out) == [RUN, *(c.id for c in cands)]
-    f = Finding("r", "info", "t", {})
+    f = Finding("r", "info", ("c",), {})
     with pytest.raises(dataclasses.FrozenInstanceError):
-        f.text = "u"  # type: ignore[misc]
+        f.rule = "u"  # type: ignore[misc]
+    # figures and codes: every sentence is the report's
+    found = diagnosis.diagnose(summary(candidate(recall=0.3, precision=0.05)))
+    assert all(not isinstance(v, str) or " " not in v for fs in found.values() for f in fs for v in f.evidence.values())
 
 
 def test_findings_lines_put_run_level_first_and_mark_warnings():
-    findings = {
-        "m/c/flat": [Finding("truncation", "warning", "Cut.", {}), Finding("too_broad", "info", "Wide.", {})],
-        RUN: [Finding("chunkers_apart", "info", "Prefer md.", {})],
-    }
-    assert findings_lines(findings) == ["run: Prefer md.", "m/c/flat: warning: Cut.", "m/c/flat: Wide."]
+    cut = {"n_chunks": 100, "truncated_chunks": 30, "truncated_token_share": 0.03}
+    a = candidate(chunker="md256", span_precision=0.06, recall=0.85, precision=0.3, ops=cut)
+    b = candidate(chunker="tok256", span_precision=0.03)
+    s = summary(a, b)
+    found = diagnosis.diagnose(s)
+    assert [f.rule for f in found[RUN]] == ["chunkers_apart"] and [f.rule for f in found[a.id]] == [
+        "too_broad",
+        "truncation",
+    ]
+    lines = findings_lines(found, s)
+    assert [line.split(": ")[0] for line in lines] == ["run", a.id, a.id]
+    assert lines[0] == f"run: {finding_text(found[RUN][0], s)}" and "Prefer md256." in lines[0]
+    assert lines[1].startswith(f"{a.id}: Recall@5 is 0.85")
+    assert lines[2].startswith(f"{a.id}: warning: 30 of 100 chunks (30%) are longer than minilm reads")

@@ -287,13 +287,24 @@ def test_next_steps_put_the_picks_warnings_first_then_its_findings_then_the_runs
     summary = _summary({"metric": "mrr@5", "pick": IDS[3]})
     d = decide(summary, Manifest(), _stats(summary, {IDS[3]}))
     assert d is not None and d.pick.id == IDS[3]
+
+    def cut(cid: str, chunks: int) -> Finding:
+        figures = {"truncated_chunks": chunks, "n_chunks": 100, "chunk_share": chunks / 100, "token_share": 0.03}
+        return Finding("truncation", "warning", (cid,), figures)
+
+    broad = {"recall": 0.9, "precision": 0.2, "precision_ceiling": None, "span_precision": None, "relevant_units": None}
+    missed = {"question_ids": ["q1", "q2"], "candidates": 10, "questions": 170}
     findings = {
-        RUN: [Finding("missed_by_all", "info", "all miss two", {}), Finding("pipelines", "info", "p", {})],
-        IDS[0]: [Finding("truncation", "warning", "best is cut", {})],
-        IDS[3]: [Finding("too_broad", "info", "pick is broad", {}), Finding("truncation", "warning", "pick cut", {})],
-        IDS[9]: [Finding("truncation", "warning", "someone else is cut", {})],
+        RUN: [Finding("missed_by_all", "info", tuple(IDS), missed), Finding("pipelines", "info", (), {})],
+        IDS[0]: [cut(IDS[0], 10)],
+        IDS[3]: [Finding("too_broad", "info", (IDS[3],), broad), cut(IDS[3], 20)],
+        IDS[9]: [cut(IDS[9], 30)],
     }
-    assert next_steps(summary, findings, d) == ["The pick: warning: pick cut", "The pick: pick is broad", "p"]
+    steps = next_steps(summary, findings, d)
+    assert len(steps) == 3
+    assert steps[0].startswith("The pick: warning: 20 of 100 chunks (20%) are longer than")
+    assert steps[1].startswith("The pick: Recall@5 is 0.90, but precision@5 is 0.20")
+    assert steps[2].startswith("Pipelines measured on mrr@5")
 
 
 def test_provenance_reads_yes_no_and_dashes_never_python_values():

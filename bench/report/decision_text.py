@@ -1,0 +1,175 @@
+"""The recommendation in words: the sentences summary.json keeps (``line``, ``reason``) and the
+terminal and report.pdf show, rendered from ``bench.evaluation.decision.Recommendation``'s figures
+and the candidates they name."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bench.core.records import QuestionRecord
+from bench.core.summary import CandidateResult, RunSummary
+from bench.evaluation.decision import (
+    ALPHA,
+    COST_TOLERANCE,
+    LATENCY_TOLERANCE,
+    POWER,
+    SMALL_GOLDSET,
+    Advantage,
+    Recommendation,
+    recommend,
+)
+from bench.evaluation.scale import Scale
+from bench.formatting import usd
+
+Candidates = Mapping[str, CandidateResult]
+
+
+def recommendation(
+    candidates: Sequence[CandidateResult],
+    records: Sequence[QuestionRecord],
+    k: int,
+    margin: float,
+    prefer: str = "cost",
+    scale: Scale | None = None,
+) -> dict[str, Any]:
+    """The run's recommendation as summary.json keeps it: ``recommend``'s figures and their sentences."""
+    return stored(recommend(candidates, records, k, margin, prefer, scale), candidates)
+
+
+def stored(rec: Recommendation, candidates: Sequence[CandidateResult]) -> dict[str, Any]:
+    """``rec`` as summary.json keeps it, ``line`` after the pick and ``reason`` after the questions."""
+    figures = rec.to_dict()
+    if rec.pick is None:
+        return {**figures, "line": line(rec, {})}
+    by_id = {c.id: c for c in candidates}
+    out: dict[str, Any] = {}
+    for key, value in figures.items():
+        out[key] = value
+        if key == "pick":
+            out["line"] = line(rec, by_id)
+        elif key == "n_questions":
+            out["reason"] = reason(rec, by_id)
+    return out
+
+
+def recommendation_line(summary: RunSummary) -> str:
+    """The line the terminal prints: rendered from the stored figures, or as an older run wrote it."""
+    stored_rec = summary.recommendation or {}
+    rec = Recommendation.from_dict(stored_rec) if "metric" in stored_rec else None
+    if rec is None:
+        return str(stored_rec.get("line", ""))
+    return line(rec, {c.id: c for c in summary.candidates})
+
+
+def line(rec: Recommendation, candidates: Candidates) -> str:
+    """The reason, the pick's monthly cost and, where worth saying, the questions that would separate."""
+    if rec.pick is None:
+        return f"no recommendation: no candidate has a {rec.metric} score"
+    pick = candidates[rec.pick]
+    parts = (reason(rec, candidates), monthly_line(pick), needed_line(rec, candidates))
+    return " ".join(part for part in parts if part)
+
+
+def reason(rec: Recommendation, candidates: Candidates) -> str:
+    """One sentence: why this candidate, with the test's p-value and the number of questions."""
+    assert rec.pick is not None and rec.best is not None
+    best, pick, metric, n = candidates[rec.best], candidates[rec.pick], rec.metric, rec.n_questions
+    pref = f'prefer = "{rec.prefer}"'
+    row = rec.comparison(rec.against)
+    if rec.why == "only" or row is None:
+        return f"{best.id} is the only candidate ({metric} {_score(best, metric):.3f}, n = {n}); {pref}."
+    test = f"{_p(row.p_holm)} after Holm, n = {n}"
+    if rec.why == "tied_pick":
+        versus = f"{metric} {_score(pick, metric):.3f} vs {_score(best, metric):.3f}, {test}"
+        advantage = _advantage(rec.advantage, rec.prefer)
+        return f"{pick.id} is tied with the best, {best.id} ({versus}), and {advantage}; {pref}."
+    lead = f"{best.id} has the best {metric} ({_score(best, metric):.3f})"
+    closest = f"the runner-up, {row.candidate} {_score(candidates[row.candidate], metric):.3f}, {test}"
+    if rec.why == "all_worse":
+        return f"{lead} and every other candidate is significantly worse ({closest}); {pref}."
+    many = len(rec.tied)
+    group = f"the {many} candidate{'s' if many > 1 else ''} tied with it ({closest})"
+    if rec.why == "none_cheaper":
+        return f"{lead} and none of {group} is {COST_TOLERANCE:.0%} or more cheaper; {pref}."
+    if rec.why == "none_faster":
+        return f"{lead} and none of {group} is {LATENCY_TOLERANCE:.0%} or more faster at p95; {pref}."
+    return f"{lead}, which {pref} keeps over {group}."
+
+
+def _advantage(edge: Advantage | None, prefer: str) -> str:
+    """What the pick does better than the best."""
+    code, a, b = (edge.code, edge.pick, edge.best) if edge is not None else ("same", None, None)
+    if code == "monthly" and a is not None and b is not None:
+        return f"costs {usd(b - a)} a month less ({usd(a)} against {usd(b)})"
+    if code == "monthly_known" and a is not None:
+        return f"its monthly cost is known ({usd(a)}) where the best's is not"
+    if code == "per_query" and a is not None and b is not None:
+        return f"costs {usd((b - a) * 1000)} less per million queries"
+    if code == "per_query_known" and a is not None:
+        return f"its cost per query is known ({usd(a * 1000)} per million) where the best's is not"
+    if code == "latency" and a is not None and b is not None:
+        same = "costs the same and " if prefer == "cost" else ""
+        return f"{same}answers in {a:.1f} ms at p95 against {b:.1f} ms"
+    return "costs and answers the same"
+
+
+def needed_line(rec: Recommendation, candidates: Candidates) -> str:
+    """How many questions would separate the best from the pick (else the runner-up), said when the
+    goldset cannot separate them or is small; "" otherwise."""
+    row = rec.comparison(rec.against)
+    if rec.separation is None or row is None:
+        return ""
+    n, needed = rec.n_questions or 0, rec.questions_needed
+    pair = f"{rec.best} from {rec.against}"
+    if rec.separation == "no_difference" or needed is None:
+        return (
+            f"The goldset cannot separate {pair}: their mean {rec.metric} differs by 0 over {n} questions, "
+            f"so more questions like these would not either."
+        )
+    observed = f"the observed mean difference, {row.mean_diff:.3f} (sd {row.sd_diff:.3f})"
+    power = f"at alpha {ALPHA:g} with {POWER:.0%} power"
+    if rec.separation == "tied":
+        few = f"With only {n} questions the goldset" if n < SMALL_GOLDSET else "The goldset"
+        return f"{few} cannot separate {pair}: about {needed:,} questions would, at {observed}, {power}."
+    return (
+        f"With only {n} questions {rec.best} is separated from {rec.against}, but narrowly: about {needed:,} "
+        f"questions would confirm {observed}, {power}."
+    )
+
+
+def monthly_line(pick: CandidateResult) -> str:
+    """The pick's monthly cost at the team's scale, and what it adds up."""
+    cost = pick.ops.cost
+    monthly, includes = _number(cost.monthly_cost_usd), cost.monthly_cost_includes
+    if monthly is None:
+        if not pick.ops.has("monthly_cost_usd"):
+            return ""
+        if _number(cost.monthly_embedding_usd) is None:
+            why = "a price it needs is missing (see its price_source)"
+        elif _number(pick.ops.storage.storage_gb_at_scale) is None:
+            why = "its index size is not known"
+        else:
+            why = "the time to embed its corpus was not measured"
+        return f"Its monthly cost is unknown: {why}."
+    parts = list(includes) if isinstance(includes, list) else []
+    missing = [p for p in ("storage", "compute") if p not in parts]
+    note = f"{', '.join(parts)}" if parts else "embedding"
+    if missing:
+        keys = {"storage": "storage_usd_per_gb_month", "compute": "hourly_usd"}
+        note += f"; no {' or '.join(missing)} price in [scale]: set {' and '.join(keys[m] for m in missing)}"
+    return f"At your scale it costs {usd(monthly)} a month ({note})."
+
+
+def _score(c: CandidateResult, metric: str) -> float:
+    return _number(c.quality.get(metric)) or 0.0
+
+
+def _p(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
+
+
+def _number(value: object) -> float | None:
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return None
+    return float(value)
