@@ -174,3 +174,31 @@ def test_a_column_of_wrapped_text_keeps_each_cell_in_its_row() -> None:
             "| Cy Diaz | Head of Operations. Mr. Diaz ran the plants in Ohio from 2001 to 2015. | 2016 | 58 |",
         ]
     )
+
+
+def test_an_index_of_numbered_exhibits_is_a_table_and_footnotes_are_not() -> None:
+    chars: list[Char] = []
+    _put(chars, "Exhibit Number", 712, left=40)
+    _put(chars, "Exhibit", 712, left=120)
+    y = 700.0
+    for number, lines in (
+        ("10.13*", ("Form of Notice of Award pursuant to the 2014 Plan", "(incorporated by reference).")),
+        ("10.14*", ("Employment Agreement with the Chief Executive.",)),
+        ("32.1†", ("Certifications pursuant to Section 906.",)),
+    ):
+        _put(chars, number, y, left=40)
+        for line in lines:
+            _put(chars, line, y, left=120)
+            y -= 10
+    _put(chars, "(1)", y - 30, left=40)
+    _put(chars, "Excludes deferral of share-based compensation.", y - 30, left=120)
+    (table,) = find_tables(PageContent(612, 792, chars))
+    assert table.markdown == "\n".join(
+        [
+            "| Exhibit Number | Exhibit |",
+            "|---|---|",
+            "| 10.13* | Form of Notice of Award pursuant to the 2014 Plan (incorporated by reference). |",
+            "| 10.14* | Employment Agreement with the Chief Executive. |",
+            "| 32.1† | Certifications pursuant to Section 906. |",
+        ]
+    )

@@ -13,6 +13,7 @@ are dropped.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -37,6 +38,8 @@ _CURRENCY = re.compile(r"^(?:[$€£¥₹]|US\$|C\$|A\$|HK\$|RMB|USD|EUR)$")
 _FIGURE = re.compile(
     r"^[(\[]?[-+−–]?(?:[$€£¥₹]\s?)?[(\[]?[-+−–]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)\s?%?[)\]]?[)\]]?\*?$|^[—–-]{1,3}$"
 )
+# an exhibit's or item's number (10.13*, 32.1†); a footnote's "(1)" is no column of numbers
+_NUMBER_LABEL = re.compile(r"^\d+(?:\.\d+)*[*†‡]*$")
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 _CLOSING = re.compile(r"^[)%\]]+$")
 
@@ -90,7 +93,10 @@ def _figure_tables(chars: list[Char], indexes: list[int]) -> list[Table]:
     tables: list[Table] = []
     i = 0
     while i < len(rows):
-        if not _figure_row(rows[i]) or _years_row(rows[i]):
+        # a table of figures, or of numbered lines; the one never runs on into the other (the
+        # numbered footnotes under a statement are not its rows)
+        kind = _figure_row if _figure_row(rows[i]) else _numbered_row
+        if not kind(rows[i]) or _years_row(rows[i]):
             i += 1
             continue
         end, last, figure_rows, between = i + 1, i, 1, 0
@@ -99,7 +105,7 @@ def _figure_tables(chars: list[Char], indexes: list[int]) -> list[Table]:
             row = rows[end]
             if _gap(rows[end - 1], row) > _BLOCK_GAP * _size(row):
                 break
-            if _figure_row(row):
+            if kind(row):
                 last, figure_rows, between = end, figure_rows + 1, 0
                 label = min(label, row[0].x0)
             elif not _label_only(row, rows[i : last + 1]):
@@ -138,6 +144,11 @@ def _figure_row(row: list[_Segment]) -> bool:
     return any(seg.figure for seg in row[1:])
 
 
+def _numbered_row(row: list[_Segment]) -> bool:
+    """A line whose number stands a column apart from its text: an index of exhibits."""
+    return len(row) > 1 and _NUMBER_LABEL.match(row[0].text) is not None and not _figure_row(row)
+
+
 def _years_row(row: list[_Segment]) -> bool:
     """A line whose figures are all years: the header over a statement's columns, not a row of it."""
     figures = [seg.text for seg in row if seg.figure]
@@ -148,6 +159,8 @@ def _figures_start(rows: list[list[_Segment]]) -> float:
     """Where the columns of figures begin: the leftmost figure that another line has a figure
     under or over (a number inside a label, ``Authorized shares — 500``, stands alone)."""
     figures = [(r, seg) for r, row in enumerate(rows) for seg in row[1:] if seg.figure]
+    if not figures:
+        return math.inf  # numbered lines: every column after the numbers is text
     shared = [
         seg.x0
         for r, seg in figures
@@ -165,7 +178,13 @@ def _label_only(row: list[_Segment], block: list[list[_Segment]]) -> bool:
 def _figure_table(chars: list[Char], rows: list[list[_Segment]], first: int, end: int) -> Table | None:
     body = rows[first:end]
     start = _figures_start(body)
-    texts = [seg for row in body if _figure_row(row) for seg in row[1:] if seg.x1 < start - 0.5 * seg.size]
+    texts = [
+        seg
+        for row in body
+        if _figure_row(row) or _numbered_row(row)
+        for seg in row[1:]
+        if seg.x1 < start - 0.5 * seg.size
+    ]
     aligned = [t for t in texts if any(o is not t and abs(o.x0 - t.x0) <= o.size for o in texts)]
     bands = _bands([seg for row in body for seg in row if seg.x0 >= start - 0.5 * seg.size] + aligned)
     if not bands:
@@ -189,7 +208,7 @@ def _figure_table(chars: list[Char], rows: list[list[_Segment]], first: int, end
     cells: list[list[str]] = []
     for row in body:
         columns = [_columns(seg, bands, spanning=False)[0] if seg.x1 >= bands[0][0] else 0 for seg in row]
-        if cells and columns[0] > 0 and not _figure_row(row):
+        if cells and columns[0] > 0 and not _figure_row(row) and not _numbered_row(row):
             line = cells[-1]  # the next line of a cell wrapped in a column of text
         else:
             line = [""] * width
