@@ -5,7 +5,7 @@ From Python (docs/python.md): ``bench.run_shootout``, ``bench.load_run``, ``benc
 and the rest of ``bench.results.schema``). They load on first use, so ``import bench`` stays light.
 """
 
-__version__ = "0.1.0"
+from bench.version import __version__
 
 _API = {"run_shootout", "load_run", "evaluate", "candidates_frame", "questions_frame"}
 _TYPES = {"StoredRun", "RunSummary", "CandidateResult", "QuestionRecord", "Manifest", "RankedUnit"}

@@ -14,7 +14,7 @@ from typing import Final
 
 import numpy as np
 
-from bench import __version__
+from bench.version import __version__
 
 # Percentiles use numpy's default (linear interpolation between closest ranks, "type 7").
 PERCENTILE_METHOD: Final = "linear"

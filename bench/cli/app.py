@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from bench import __version__
 from bench.errors import BenchError, EnvironmentFault, fault_of
+from bench.version import __version__
 
 EXIT_BAD_INPUT = 2
 EXIT_ENVIRONMENT = 3  # the input was fine; the disk, a permission, the filesystem or a limit was not

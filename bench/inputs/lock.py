@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import __version__, files
+from bench import files
 from bench.errors import BenchError
 from bench.inputs.corpus import Corpus
 from bench.inputs.goldset import Goldset
+from bench.version import __version__
 
 
 def lock_path(goldset_path: Path) -> Path:
