@@ -2,7 +2,7 @@
 
 From Python (docs/python.md): ``bench.run_shootout``, ``bench.load_run``, ``bench.evaluate``,
 ``bench.candidates_frame`` and ``bench.questions_frame``, and the run's types (``bench.StoredRun``
-and the rest of ``bench.results.schema``). They load on first use, so ``import bench`` stays light.
+and the rest of the run's types, ``bench.core``). They load on first use, so ``import bench`` stays light.
 """
 
 from bench.version import __version__
@@ -19,9 +19,10 @@ def __getattr__(name: str):
 
         return getattr(api, name)
     if name in _TYPES:
+        from bench.core import records, summary
         from bench.results import schema
 
-        return getattr(schema, name)
+        return next(getattr(m, name) for m in (summary, records, schema) if hasattr(m, name))
     if name == "BenchError":
         from bench.errors import BenchError
 
