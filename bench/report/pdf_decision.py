@@ -4,9 +4,9 @@ tied with the best and the test that tied them, the languages of the corpus and 
 cheapest (metric, monthly cost, p95 end-to-end latency, queries per second, index size), the
 scale it was priced at, the next things to try, and how sure to be.
 
-It reads the run's recommendation (summary.json) and fills in what an older run did not store:
-the tied group from the all-pairs tests, the interval from the bootstrap, the pick's reason from
-its recommendation line.
+It reads the run's recommendation figures (summary.json) and says the pick's reason from them
+(``bench.report.decision_text``); for a run stored before those figures it fills in the rest: the
+tied group from the all-pairs tests, the interval from the bootstrap, the reason as the run wrote it.
 """
 
 from __future__ import annotations
@@ -48,16 +48,41 @@ class Decision:
 
 
 def decide(summary: RunSummary, manifest: Manifest, stats: dict) -> Decision | None:
-    """The recommendation as stored, completed from the run's statistics where an older run lacks a figure."""
+    """The recommendation as the run stored its figures; an older run's completed from its statistics."""
     if not summary.candidates:
         return None
-    rec = summary.recommendation or {}
-    figures = Recommendation.from_dict(rec) if isinstance(rec.get("metric"), str) else None
+    stored = summary.recommendation or {}
+    rec = Recommendation.from_dict(stored) if isinstance(stored.get("metric"), str) else None
     ids = {c.id: c for c in summary.candidates}
-    stored = rec.get("metric")
-    metric = (
-        stored if isinstance(stored, str) and stored in summary.candidates[0].quality else metric_key("mrr", summary.k)
+    if rec is None or rec.pick not in ids or rec.best not in ids:
+        return _older(summary, manifest, stats, stored)
+    metric = _metric(summary, rec.metric)
+    pick, best = ids[rec.pick], ids[rec.best]
+    pairs = (stats.get("pairs") or {}).get(metric) or []
+    n = rec.n_questions or (pairs[0]["n"] if pairs else (manifest.goldset or {}).get("questions"))
+    ci = rec.ci if rec.ci is not None else (stats.get("cis") or {}).get(pick.id, {}).get(metric)
+    return Decision(
+        pick=pick,
+        metric=metric,
+        value=rec.value if rec.value is not None else pick.quality.get(metric, float("nan")),
+        ci=_interval(ci),
+        best=best,
+        tied=[t for t in rec.tied if t != best.id and t in ids],
+        tested=True,
+        test=rec.test,
+        alpha=rec.alpha,
+        n=n if isinstance(n, int) else None,
+        reason=decision_text.reason(rec, ids),
+        questions_needed=rec.questions_needed,
+        p_value=_number(rec.p_value),
     )
+
+
+def _older(summary: RunSummary, manifest: Manifest, stats: dict, rec: dict) -> Decision:
+    """A run stored before the recommendation's figures: what it has, the rest from its statistics
+    (the tied group from the all-pairs tests, the interval from the bootstrap), its reason as written."""
+    ids = {c.id: c for c in summary.candidates}
+    metric = _metric(summary, rec.get("metric"))
     pick = ids.get(rec.get("pick") or "", summary.candidates[0])
     best = ids.get(rec.get("best") or "") or best_candidate(summary.candidates, metric) or summary.candidates[0]
     alpha = _number(rec.get("alpha")) or ALPHA
@@ -72,10 +97,6 @@ def decide(summary: RunSummary, manifest: Manifest, stats: dict) -> Decision | N
     )
     value = _number(rec.get("value"))
     ci = rec.get("ci") if isinstance(rec.get("ci"), list) else (stats.get("cis") or {}).get(pick.id, {}).get(metric)
-    if figures is not None and figures.pick in ids and figures.best in ids:  # said from the figures
-        reason = decision_text.reason(figures, ids)
-    else:  # as an older run wrote it
-        reason = rec.get("reason") or rec.get("line") or ""
     needed = rec.get("questions_needed")
     return Decision(
         pick=pick,
@@ -88,10 +109,16 @@ def decide(summary: RunSummary, manifest: Manifest, stats: dict) -> Decision | N
         test=test,
         alpha=alpha,
         n=n if isinstance(n, int) else None,
-        reason=reason,
+        reason=rec.get("reason") or rec.get("line") or "",
         questions_needed=needed if isinstance(needed, int) and not isinstance(needed, bool) else None,
         p_value=_number(rec.get("p_value")),
     )
+
+
+def _metric(summary: RunSummary, stored: object) -> str:
+    """The stored metric where the candidates carry it, else mrr@k."""
+    present = isinstance(stored, str) and stored in summary.candidates[0].quality
+    return stored if isinstance(stored, str) and present else metric_key("mrr", summary.k)
 
 
 def _tied(best: str, pairs: list[dict], alpha: float) -> list[str]:
