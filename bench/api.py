@@ -11,9 +11,9 @@ Everything here is also reachable as ``bench.<name>``::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bench.errors import BenchError
 from bench.evaluation import metrics as quality_metrics
@@ -21,53 +21,31 @@ from bench.evaluation.from_dicts import grades_from_dicts
 from bench.evaluation.metrics import QUALITY_METRICS, MetricName
 from bench.results import schema, store
 from bench.results.schema import StoredRun
+from bench.run.options import RunOptions
 
 if TYPE_CHECKING:
     import pandas as pd
     from rich.console import Console
 
-__all__ = ["candidates_frame", "evaluate", "load_run", "questions_frame", "run_shootout"]
+    from bench.config import Config
+
+__all__ = ["RunOptions", "candidates_frame", "evaluate", "load_run", "questions_frame", "run_shootout"]
 
 
 def run_shootout(
-    config: str | Path = "bench.toml",
-    *,
-    k: int | None = None,
-    only: Sequence[str] = (),
-    skip: Sequence[str] = (),
-    results: str | Path | None = None,
-    cache_dir: str | Path | None = None,
-    use_cache: bool = True,
-    reports: bool = True,
-    allow_unlocked: bool = False,
-    strict: bool = False,
-    engine: str = "local",
-    console: Console | None = None,
+    config: str | Path | Config | RunOptions = "bench.toml", *, console: Console | None = None, **options: Any
 ) -> StoredRun:
     """``bench run CONFIG``: the shootout, written to the results folder, returned as typed values.
 
-    The keyword arguments are the command's options; progress goes to ``console`` (standard error
-    by default; pass ``rich.console.Console(quiet=True)`` for none). Bad input raises ``BenchError``.
+    ``config`` is a bench.toml, a loaded Config or a whole ``RunOptions``; the keyword arguments are
+    the command's options, by ``RunOptions``' field names (``k``, ``only``, ``skip``, ``results``,
+    ``cache_dir``, ``use_cache``, ``reports``, ``remeasure``, ``allow_unlocked``, ``strict``,
+    ``engine``). Progress goes to ``console`` (standard error by default; pass
+    ``rich.console.Console(quiet=True)`` for none). Bad input raises ``BenchError``.
     """
-    from bench.config import load_config
     from bench.run import shootout
 
-    cfg = load_config(config).with_overrides(
-        k=k,
-        results=Path(results) if results is not None else None,
-        cache_override=Path(cache_dir) if cache_dir is not None else None,
-    )
-    return shootout.run_shootout(
-        cfg,
-        console,
-        use_cache=use_cache,
-        allow_unlocked=allow_unlocked,
-        strict=strict,
-        only=tuple(only),
-        skip=tuple(skip),
-        reports=reports,
-        engine=engine,
-    )
+    return shootout.run_shootout(RunOptions.of(config, **options), console)
 
 
 def load_run(ref: str | Path = "latest", results: str | Path = "results") -> StoredRun:

@@ -25,8 +25,21 @@ ALLOWED = {
     "results": {"inputs", "evaluation"},
     "report": {"inputs", "chunking", "embedders", "evaluation", "results"},
     "config": {"inputs", "chunking", "embedders", "retrieval", "evaluation"},
-    "run": {"inputs", "chunking", "embedders", "engines", "retrieval", "evaluation", "results", "report", "config"},
-    # building a goldset pools passages the way a run retrieves them, and reads runs for distractors
+    # a run writes its reports once its results are in place, and its recommendation in words
+    "run": {
+        "inputs",
+        "chunking",
+        "embedders",
+        "engines",
+        "retrieval",
+        "evaluation",
+        "results",
+        "report.writer",
+        "report.decision_text",
+        "config",
+    },
+    # building a goldset pools passages the way a run retrieves them, and reads runs for distractors;
+    # the review page is drawn as the inspector's is
     "drafting": {
         "inputs",
         "chunking",
@@ -35,7 +48,7 @@ ALLOWED = {
         "retrieval",
         "evaluation",
         "results",
-        "report",
+        "report.inspector",
         "config",
         "run",
         "llm",

@@ -176,6 +176,21 @@ def test_frames(stored: StoredRun):
     assert [float(r["mrr@3"]) for r in rows] == pytest.approx(list(exported["mrr@3"]))
 
 
+def test_remeasure_times_query_encoding_again(stored: StoredRun, tmp_path: Path):
+    """The command's --remeasure is the API's too: a rerun keeps the first run's query timings, unless
+    ``remeasure``. ``only`` may be one pattern."""
+    config = stored.manifest.config_path
+
+    def rerun(**options) -> list[bool]:
+        run = bench.run_shootout(config, only="hash/*", results=str(tmp_path), reports=False, **options)
+        return [c.ops["query_embed_from_cache"] for c in run.summary.candidates]
+
+    assert rerun() == [True, True]
+    assert rerun(remeasure=True) == [False, False]
+    with pytest.raises(BenchError, match="run option 'remesure' does not exist; did you mean 'remeasure'"):
+        bench.run_shootout(config, remesure=True)
+
+
 def test_bad_input_raises_bench_error(tmp_path: Path):
     with pytest.raises(BenchError, match="config not found"):
         bench.run_shootout(tmp_path / "nope.toml")

@@ -41,7 +41,7 @@ def open_corpus(
     ``limits`` (a config's [documents], else the defaults) bound each document."""
     from bench.embedders import paths
     from bench.inputs.formats import LIMITS
-    from bench.report.corpus_view import read_corpus
+    from bench.run.progress import read_corpus
 
     root = paths.cache_root(configured, cache_dir)
     return read_corpus(path, paths.extracted_dir(root), err_console(), strict, warn, limits or LIMITS)

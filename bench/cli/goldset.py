@@ -34,7 +34,7 @@ def _load_pair(file: Path, corpus_path: Path | None, cache_dir: Path | None, str
 def _warn(docs) -> None:
     """The corpus warnings, once the goldset read without error (so an error stays the only line)."""
     from bench.cli.app import err_console
-    from bench.report.corpus_view import print_warnings
+    from bench.run.progress import print_warnings
 
     print_warnings(err_console(), docs)
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,6 +15,7 @@ from bench.cli.app import err_console, main, out_console, results_option
 from bench.cli.corpus import strict_option
 from bench.engines import ENGINES
 from bench.errors import RESULTS_ELSEWHERE, BenchError, os_fault
+from bench.run.options import DEFAULTS, RunOptions
 
 if TYPE_CHECKING:
     from bench.config import Config
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
 
 
 @main.command()
-@click.argument("config", default="bench.toml", type=click.Path(path_type=Path))
+@click.argument("config", default=DEFAULTS.config, type=click.Path(path_type=Path))
 @click.option("--k", "k", type=int, help="Cutoff for every metric (1..50); overrides the config.")
 @click.option("--results", type=click.Path(path_type=Path), help="Where runs are written; overrides the config.")
 @click.option(
@@ -51,52 +53,29 @@ if TYPE_CHECKING:
 @click.option(
     "--engine",
     type=click.Choice(list(ENGINES)),
-    default="local",
+    default=DEFAULTS.engine,
     show_default=True,
     help="Where corpus embedding runs: this process, or Ray (local, or the cluster in $RAY_ADDRESS).",
 )
-def run(
-    config: Path,
-    k: int | None,
-    results: Path | None,
-    cache_dir: Path | None,
-    no_cache: bool,
-    no_report: bool,
-    remeasure: bool,
-    only: tuple[str, ...],
-    skip: tuple[str, ...],
-    dry_run: bool,
-    allow_unlocked: bool,
-    strict: bool,
-    engine: str,
-) -> None:
+def run(dry_run: bool, no_cache: bool, no_report: bool, **options: Any) -> None:
     """Run the shootout described by CONFIG (default bench.toml)."""
-    from bench.config import load_config
     from bench.report.decision_text import recommendation_line
     from bench.report.terminal import diagnostics_table, shootout_table
 
-    cfg = load_config(config).with_overrides(k=k, results=results, cache_override=cache_dir)
-    _refuse_before_running(cfg, only, skip, writes=not dry_run)
+    # every other option is a RunOptions field of the same name
+    run_options = RunOptions(use_cache=not no_cache, reports=not no_report, **options)
+    cfg = run_options.load_config()
+    _refuse_before_running(cfg, run_options, writes=not dry_run)
+    run_options = dataclasses.replace(run_options, config=cfg)
     if dry_run:
         from bench.report.terminal import plan_table
         from bench.run.dry_run import dry_run as plan_run
 
-        out_console().print(plan_table(plan_run(cfg, only, skip, err_console(), strict, allow_unlocked)))
+        out_console().print(plan_table(plan_run(run_options, err_console())))
         return
     from bench.run.shootout import run_shootout
 
-    outcome = run_shootout(
-        cfg,
-        err_console(),
-        use_cache=not no_cache,
-        allow_unlocked=allow_unlocked,
-        strict=strict,
-        only=only,
-        skip=skip,
-        remeasure=remeasure,
-        reports=not no_report,
-        engine=engine,
-    )
+    outcome = run_shootout(run_options, err_console())
     out = out_console()
     out.print(shootout_table(outcome.summary))
     out.print(diagnostics_table(outcome.summary))
@@ -104,14 +83,14 @@ def run(
     if outcome.summary.recommendation:
         out.print(recommendation_line(outcome.summary), markup=False)
     out.print(f"results: {outcome.path}")
-    if not no_report:
+    if run_options.reports:
         out.print(f"report: {outcome.path / 'report.pdf'}   inspector: {outcome.path / 'inspector.html'}")
 
 
-def _refuse_before_running(cfg: Config, only: tuple[str, ...], skip: tuple[str, ...], writes: bool) -> None:
+def _refuse_before_running(cfg: Config, options: RunOptions, writes: bool) -> None:
     """Refuse what the run would reject only after printing its header (an empty grid, a results
     folder that cannot be made), so that the error is the only line."""
-    cfg.candidates(only, skip)
+    cfg.candidates(options.only, options.skip)
     if writes:
         _check_results_folder(cfg.results)
 

@@ -28,10 +28,9 @@ from bench.inputs.corpus import Corpus
 from bench.inputs.corpus_stats import corpus_languages
 from bench.inputs.goldset import MAX_QUESTION_CHARS, Goldset
 from bench.registry import suggest
-from bench.report.corpus_view import read_corpus
 from bench.retrieval.faiss_index import INDEXES
 from bench.run.models import ModelPool
-from bench.run.shootout import build_with_progress, chunk_all, progress_bar
+from bench.run.progress import build_with_progress, chunk_all, progress_bar, read_corpus
 
 # Without a config: the lexical baseline and the bundled transformer, over paragraph-sized chunks.
 DEFAULT_MODELS = ("bm25", "minilm")

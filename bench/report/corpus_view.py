@@ -1,51 +1,11 @@
-"""What the terminal shows of a corpus: a spinner while its files are read, a warning for every
-kind of file left out, and the tables of ``bench corpus stats``."""
+"""What the terminal shows of a corpus: the tables of ``bench corpus stats`` (the spinner while its
+files are read and the warnings are ``bench.run.progress``'s)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
-
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from bench.inputs.corpus import Corpus, load_corpus
-from bench.inputs.formats import LIMITS, Limits
 from bench.text.languages import language_name
-
-
-@contextmanager
-def _reading(console: Console) -> Iterator:
-    with console.status("reading documents") as status:
-        yield lambda done, total: status.update(f"reading documents: {done:,} of {total:,} files")
-
-
-def read_corpus(
-    path: Path,
-    cache: Path | None,
-    console: Console,
-    strict: bool = False,
-    warn: bool = True,
-    limits: Limits = LIMITS,
-) -> Corpus:
-    """The corpus at ``path``, its warnings printed (unless not ``warn``); with ``strict``, a file
-    left out is an error; a document beyond ``limits`` is left out."""
-    with _reading(console) as progress:
-        corpus = load_corpus(path, cache, progress, limits)
-    if strict:
-        corpus.check_strict()
-    if warn:
-        print_warnings(console, corpus)
-    return corpus
-
-
-def print_warnings(console: Console, corpus: Corpus) -> None:
-    """One line per kind of file left out, and per note. Commands that read a goldset print them once
-    it is read, so that an error in it stays the only line."""
-    for line in corpus.warnings():
-        console.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True)
 
 
 def corpus_stats_tables(stats: dict) -> list[Table]:

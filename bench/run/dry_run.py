@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import urllib.parse
 from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -25,9 +26,10 @@ from bench.inputs.corpus_stats import corpus_languages
 from bench.inputs.goldset import Goldset, load_goldset
 from bench.inputs.goldset_stats import question_languages
 from bench.inputs.lock import LockStatus, check_lock
-from bench.report.corpus_view import print_warnings, read_corpus
 from bench.retrieval.rerankers import reranker_costs
 from bench.run.models import language_findings
+from bench.run.options import RunOptions
+from bench.run.progress import print_warnings, read_corpus, warn
 
 CONNECT_TIMEOUT_S = 3.0  # for each service's host to accept a connection
 
@@ -120,30 +122,27 @@ def _price_per_mtok(config: Config, cand: Candidate) -> float | None:
     return None if any(p is None for p in prices) else sum(p for p in prices if p is not None)
 
 
-def dry_run(
-    config: Config,
-    only: tuple[str, ...] = (),
-    skip: tuple[str, ...] = (),
-    console: Console | None = None,
-    strict: bool = False,
-    allow_unlocked: bool = False,
-) -> list[PlannedCandidate]:
-    """The grid with chunk and token counts and estimated cost, before anything is embedded.
-    Files of the corpus left out are warned about on ``console`` (standard error when None).
+def dry_run(run: RunOptions | Config, console: Console | None = None, **changes: Any) -> list[PlannedCandidate]:
+    """The grid with chunk and token counts and estimated cost, before anything is embedded, for the
+    run ``run`` (options, or a Config with the options' defaults, changed by ``changes``). Files of
+    the corpus left out are warned about on ``console`` (standard error when None).
 
     What would stop the run is a BenchError with one line per problem: the goldset or corpus
     changed since the lock (as ``bench run`` refuses it, unless ``allow_unlocked``), an API key
     not set, a service whose host accepts no connection (nothing is sent to it)."""
+    options = RunOptions.of(run, **changes)
+    config = options.load_config()
     root = paths.cache_root(config.cache_dir, config.cache_override)
     console = console or Console(stderr=True)
-    corpus = read_corpus(config.corpus, paths.extracted_dir(root), console, strict, warn=False, limits=config.documents)
+    corpus = read_corpus(
+        config.corpus, paths.extracted_dir(root), console, options.strict, warn=False, limits=config.documents
+    )
     goldset = load_goldset(config.goldset, corpus)
     print_warnings(console, corpus)
-    candidates = config.candidates(only, skip)
+    candidates = config.candidates(options.only, options.skip)
     languages = language_findings(config, candidates, corpus_languages(corpus), question_languages(goldset))
-    for line in languages["warnings"]:  # a model that does not read the corpus: known before anything is embedded
-        console.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True)
-    lock = lock_problem(goldset, corpus, allow_unlocked, console)
+    warn(console, languages["warnings"])  # a model that does not read the corpus: known before anything is embedded
+    lock = lock_problem(goldset, corpus, options.allow_unlocked, console)
     problems = [lock] if lock else []
     problems += service_problems(config, candidates)
     if problems:

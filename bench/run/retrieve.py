@@ -4,6 +4,7 @@ candidate's operating figures (sizes, speed, latency, money). No metric is compu
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,28 +28,40 @@ from bench.retrieval.retrievers import Retriever
 from bench.run.stages import Part
 
 
-def run_candidate(
-    cand: Candidate,
-    retriever: Retriever,
-    parts: list[Part],
-    table: ChunkTable,
-    goldset: Goldset,
-    judgments: list[Judgment],
-    depth: int,
-    query_latency: dict,
-    latency_samples: int,
-    phases: measure.Phases,
-    reranker: RerankerSpec | None = None,
-    reranker_model_price: Price | None = None,
-    corpus_embed_seconds: list[float | None] | None = None,
-) -> tuple[list[Retrieved], dict]:
-    """Every question's ranking and expected units, and the candidate's operating figures.
+@dataclass(frozen=True)
+class RunContext:
+    """What every candidate of a run shares: the questions, how deep retrieval goes, and the phases
+    its time is recorded in."""
 
-    ``retriever`` is the whole pipeline; ``parts`` its built single-model first stages, whose
-    sizes, tokens and money add up to the pipeline's (a reranker's own cost is added on top: a
-    bi-encoder's from ``reranker_model_price``, its model's price per token).
-    ``corpus_embed_seconds``: per part, the seconds embedding the whole corpus takes
-    (``indexing_time``), None where unknown."""
+    goldset: Goldset
+    depth: int
+    phases: measure.Phases
+
+
+@dataclass(frozen=True)
+class CandidateRun:
+    """One candidate as the run asks it: its pipeline (``retriever``) and the built single-model first
+    stages it is made of (``parts``, whose sizes, tokens and money add up to the pipeline's), over its
+    chunk table, with the table's relevance judgments, and what its figures are timed and priced with."""
+
+    cand: Candidate
+    retriever: Retriever
+    parts: list[Part]
+    table: ChunkTable
+    judgments: list[Judgment]
+    query_latency: dict  # query encoding, timed by ModelPool.query_latency
+    latency_samples: int  # how many questions are searched one at a time, timed
+    reranker: RerankerSpec | None = None
+    reranker_model_price: Price | None = None  # a bi-encoder reranker's model's price per token
+    corpus_embed_seconds: list[float | None] | None = None  # per part, embedding the whole corpus; None: unknown
+
+
+def run_candidate(candidate: CandidateRun, run: RunContext) -> tuple[list[Retrieved], dict]:
+    """Every question's ranking and expected units, and the candidate's operating figures (a
+    reranker's own cost is added on top of its first stage's: a bi-encoder's from its model's price
+    per token)."""
+    cand, retriever, parts, table = candidate.cand, candidate.retriever, candidate.parts, candidate.table
+    goldset, depth, phases = run.goldset, run.depth, run.phases
     questions = [q.text for q in goldset.questions]
     with phases(f"search {cand.id}"):
         queries = retriever.encode(questions)
@@ -58,7 +71,9 @@ def run_candidate(
         )
     with phases(f"collect rankings {cand.id}"):
         records = []
-        for qi, (question, judgment, (units, scores)) in enumerate(zip(goldset.questions, judgments, rankings)):
+        for qi, (question, judgment, (units, scores)) in enumerate(
+            zip(goldset.questions, candidate.judgments, rankings)
+        ):
             expected_scores = _expected_scores(retriever, queries, qi, judgment, table, doc_unit)
             records.append(
                 Retrieved(
@@ -85,22 +100,24 @@ def run_candidate(
             )
     with phases(f"recall vs exact {cand.id}"):
         recall = retriever.recall_against_exact(queries, depth)
-    n_timed = min(len(questions), latency_samples)
+    n_timed = min(len(questions), candidate.latency_samples)
     with phases(f"time searches {cand.id}"):
         search_latency, rerank_seconds = _search_latency(retriever, queries, n_timed, depth)
-    query_ms = query_latency["query_embed_ms_mean"]
+    query_ms = candidate.query_latency["query_embed_ms_mean"]
     total_ms = None if query_ms is None else query_ms + (search_latency["search_ms_mean"] or 0.0)
-    whole = corpus_embed_seconds or [None] * len(parts)
+    whole = candidate.corpus_embed_seconds or [None] * len(parts)
     stages = [_stage_figures(part, table, questions, total_ms, s) for part, s in zip(parts, whole)]
     figures = {
         **(stages[0] if len(stages) == 1 else combine_stages(stages)),
         recall_vs_exact_key(depth): recall,
-        **query_latency,
+        **candidate.query_latency,
         **search_latency,
         "latency_samples": n_timed,
     }
-    if reranker is not None and isinstance(retriever, RerankedRetriever):
-        rerank = _rerank_figures(reranker, retriever, queries, rerank_seconds, n_timed, reranker_model_price)
+    if candidate.reranker is not None and isinstance(retriever, RerankedRetriever):
+        rerank = _rerank_figures(
+            candidate.reranker, retriever, queries, rerank_seconds, n_timed, candidate.reranker_model_price
+        )
         figures.update(rerank)
         figures["cost_per_1k_queries_usd"] = _plus(
             figures["cost_per_1k_queries_usd"], rerank["rerank_cost_per_1k_queries_usd"]

@@ -1,0 +1,70 @@
+"""A run's options as one value: what `bench run` and ``bench.run_shootout`` take, with their defaults
+in one place. The command line and the Python API each build one; the run and the dry run read it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bench.errors import BenchError
+from bench.registry import suggest
+
+if TYPE_CHECKING:
+    from bench.config import Config
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Every option of a run. ``k``, ``results`` and ``cache_dir`` override the config's settings
+    (None keeps them); the rest say how the run goes."""
+
+    config: Path | Config = Path("bench.toml")  # a bench.toml, or a Config already loaded
+    k: int | None = None  # the cutoff of every metric
+    results: Path | None = None  # where runs are written
+    cache_dir: Path | None = None  # the cache folder (over the config's cache_dir and $BENCH_CACHE_DIR)
+    only: tuple[str, ...] = ()  # run only the candidates whose id matches one of these globs
+    skip: tuple[str, ...] = ()  # leave out the candidates whose id matches one of these globs
+    use_cache: bool = True  # reuse cached vectors; False embeds everything again
+    reports: bool = True  # plots, report.pdf and inspector.html once the results are in place
+    remeasure: bool = False  # time query encoding again even where this machine's timings are kept
+    allow_unlocked: bool = False  # run a goldset whose lock no longer matches (with a warning)
+    strict: bool = False  # a file of the corpus left out is an error
+    engine: str = "local"  # where corpus embedding runs (bench.engines)
+
+    def __post_init__(self) -> None:
+        # the Python API is given strings and lists where the command line gives paths and tuples
+        if isinstance(self.config, str):
+            object.__setattr__(self, "config", Path(self.config))
+        for name in ("results", "cache_dir"):
+            if isinstance(getattr(self, name), str):
+                object.__setattr__(self, name, Path(getattr(self, name)))
+        for name in ("only", "skip"):
+            object.__setattr__(self, name, _patterns(getattr(self, name)))
+
+    @classmethod
+    def of(cls, run: RunOptions | Config | str | Path, **changes: Any) -> RunOptions:
+        """Options from a config (its path, or a Config) or from options, with ``changes`` by field name."""
+        base = run if isinstance(run, RunOptions) else cls(config=Path(run) if isinstance(run, str) else run)
+        names = [f.name for f in fields(cls)]
+        for name in changes:
+            if name not in names:
+                raise BenchError(
+                    f"run option {name!r} does not exist; {suggest(name, names)}the options: {', '.join(names)}"
+                )
+        return replace(base, **changes)
+
+    def load_config(self) -> Config:
+        """The config with this run's overrides applied and validated (a BenchError when it is wrong)."""
+        from bench.config import load_config
+
+        config = load_config(self.config) if isinstance(self.config, Path) else self.config
+        return config.with_overrides(k=self.k, results=self.results, cache_override=self.cache_dir)
+
+
+def _patterns(value: str | Sequence[str]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+DEFAULTS = RunOptions()
