@@ -15,11 +15,13 @@ TEST_WORKERS ?= 2
 test: $(STAMP) fonts
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
-# ruff and mypy read their settings from pyproject.toml.
+# ruff, mypy and import-linter (the stages' import contract, docs/architecture.md) read their
+# settings from pyproject.toml.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # The stages' import contract ([tool.importlinter] in pyproject.toml, docs/architecture.md).
 imports: $(STAMP)

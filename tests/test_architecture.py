@@ -11,7 +11,15 @@ PACKAGE = Path(__file__).resolve().parent.parent / "bench"
 
 # bench.text (scripts, words, languages) is foundation too: every stage reads text; so is bench.core,
 # the vocabulary every stage shares (measures, a run's records, a candidate's typed figures)
-FOUNDATION = {"bench", "bench.errors", "bench.registry", "bench.files", "bench.formatting", "bench.measure", "bench.version"}
+FOUNDATION = {
+    "bench",
+    "bench.errors",
+    "bench.registry",
+    "bench.files",
+    "bench.formatting",
+    "bench.measure",
+    "bench.version",
+}
 # stage -> the stages its modules may import (each may always import itself and the foundation)
 ALLOWED = {
     "inputs": set(),

@@ -36,12 +36,12 @@ from rich.console import Console
 
 from bench.drafting.draft import PENDING, Draft, DraftQuestion, Found, Passage, load_draft, save_draft
 from bench.drafting.judging import Judge, Shown
-from bench.llm.http_api import redact_url
 from bench.errors import BenchError
 from bench.formatting import usd
 from bench.inputs.corpus import Corpus
 from bench.llm.asking import Request
 from bench.llm.client import ChatClient
+from bench.llm.http_api import redact_url
 from bench.llm.prompts import load_template
 from bench.llm.replies import Row, Tally, reply_text
 from bench.llm.settings import ChatSettings

@@ -14,7 +14,7 @@ import numpy as np
 from rich.console import Console
 from rich.markup import escape
 
-from bench import __version__, measure
+from bench import measure
 from bench.chunking import CHUNKER_KINDS
 from bench.chunking.table import ChunkTable
 from bench.config import Candidate, ChunkerSpec, Config, load_config
@@ -31,6 +31,7 @@ from bench.registry import suggest
 from bench.retrieval.faiss_index import INDEXES
 from bench.run.models import ModelPool
 from bench.run.progress import build_with_progress, chunk_all, progress_bar, read_corpus
+from bench.version import __version__
 
 # Without a config: the lexical baseline and the bundled transformer, over paragraph-sized chunks.
 DEFAULT_MODELS = ("bm25", "minilm")

@@ -18,10 +18,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from bench.llm.http_api import Aborted
 from bench.errors import BenchError
 from bench.formatting import usd
 from bench.llm.client import ChatClient, estimate_tokens
+from bench.llm.http_api import Aborted
 from bench.llm.replies import Prices, ReplyLog, Row, Tally
 
 if TYPE_CHECKING:

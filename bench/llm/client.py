@@ -19,6 +19,7 @@ import threading
 import urllib.parse
 from dataclasses import dataclass
 
+from bench.errors import BenchError
 from bench.llm.http_api import (
     LOOPBACK,
     EndpointCounters,
@@ -29,7 +30,6 @@ from bench.llm.http_api import (
     backoff,
     redact_url,
 )
-from bench.errors import BenchError
 
 log = logging.getLogger(__name__)
 

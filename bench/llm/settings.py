@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.llm.http_api import redact_url
 from bench.errors import BenchError
 from bench.llm.asking import Asker
 from bench.llm.client import ChatClient
+from bench.llm.http_api import redact_url
 from bench.llm.replies import Prices, ReplyLog
 
 

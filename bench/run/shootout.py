@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress
 
-from bench import __version__, measure
+from bench import measure
 from bench.chunking.sizes import chunk_sizes
 from bench.chunking.table import ChunkTable
 from bench.config import Candidate, Config
@@ -45,6 +45,7 @@ from bench.run.models import ModelPool, language_findings, unknown_token_finding
 from bench.run.options import RunOptions
 from bench.run.progress import build_with_progress, chunk_all, print_warnings, progress_bar, read_corpus, warn
 from bench.run.stages import BuiltStages, Part, pipeline_description
+from bench.version import __version__
 
 
 @contextmanager
