@@ -37,3 +37,20 @@ def test_the_note_names_what_was_left_out() -> None:
         "running headers and footers left out of the text: "
         "“ACME Corp.” (top, 10 of 10 pages); page numbers (bottom, 9 of 10 pages)"
     )
+
+
+def test_a_long_line_repeated_but_for_its_numbers_is_body_text() -> None:
+    body = "Page {} line 0: retrieval quality depends on chunking and the model and the index"
+    lines = [MarginLine(p, body.format(p + 1), True) for p in range(5)]
+    lines += [MarginLine(p, "Section 1", True) for p in range(5)]
+    assert running(lines, pages=5) == {("section #", True): "Section 1"}
+
+
+def test_ties_are_named_in_one_order_whatever_order_they_were_counted_in() -> None:
+    examples = {("b", False): "B", ("a", True): "A", ("c", True): "C"}
+    one = Counter({("b", False): 4, ("c", True): 4, ("a", True): 4})
+    other = Counter({("a", True): 4, ("b", False): 4, ("c", True): 4})
+    assert note(one, examples, 4) == note(other, examples, 4)
+    assert note(one, examples, 4).endswith(
+        "“A” (top, 4 of 4 pages); “C” (top, 4 of 4 pages); “B” (bottom, 4 of 4 pages)"
+    )

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 EDGE_LINES = 2  # lines at the top, and at the bottom, of a page where running lines stand
 _MOST = 0.5  # on at least this share of the pages
 _MIN_PAGES = 3  # and on at least this many: a short document has no running lines to speak of
+_MAX_WORDS = 12  # a running line is short: a longer line repeated but for its numbers is body text
 _NAMED = 3  # running lines quoted in the note
 _QUOTED = 60  # characters of a running line quoted in the note
 
@@ -55,14 +56,15 @@ def running(lines: Sequence[MarginLine], pages: int) -> dict[tuple[str, bool], s
             on.setdefault(k, set()).add(line.page)
             first.setdefault(k, line.text)
     need = max(_MIN_PAGES, _MOST * pages)
-    return {k: first[k] for k, seen in on.items() if len(seen) >= need}
+    return {k: first[k] for k, seen in on.items() if len(seen) >= need and len(k[0].split()) <= _MAX_WORDS}
 
 
 def note(left_out: Counter[tuple[str, bool]], examples: dict[tuple[str, bool], str], pages: int) -> str:
     """One line for the document's notes: which running lines were left out, on how many pages."""
     named = [
         f"{_name(k, examples[k])} ({'top' if k[1] else 'bottom'}, {n} of {pages} pages)"
-        for k, n in left_out.most_common(_NAMED)
+        # most pages first, then top before bottom, then by text: the same note in every process
+        for k, n in sorted(left_out.items(), key=lambda kn: (-kn[1], not kn[0][1], kn[0][0]))[:_NAMED]
     ]
     more = len(left_out) - len(named)
     rest = f" and {more} more" if more > 0 else ""
