@@ -202,3 +202,20 @@ def test_an_index_of_numbered_exhibits_is_a_table_and_footnotes_are_not() -> Non
             "| 32.1† | Certifications pursuant to Section 906. |",
         ]
     )
+
+
+def test_a_per_cent_sign_a_space_apart_stays_with_its_figure_and_a_date_range_stays_whole() -> None:
+    chars: list[Char] = []
+    _put(chars, "Revenues", 700, left=40)
+    for right, value in ((300.0, "$ 44,538"), (360.0, "19 %"), (420.0, "$ 39,117")):
+        _put(chars, value, 700, right=right)
+    _put(chars, "Cost of sales", 688, left=40)
+    for right, value in ((300.0, "24,576"), (360.0, "16 %"), (420.0, "21,643")):
+        _put(chars, value, 688, right=right)
+    _put(chars, "March 1 — March 31, 2021", 676, left=40)
+    for right, value in ((300.0, "1,658"), (360.0, "2 %"), (420.0, "—")):
+        _put(chars, value, 676, right=right)
+    (table,) = find_tables(PageContent(612, 792, chars))
+    lines = table.markdown.splitlines()
+    assert lines[0] == "| Revenues | $ 44,538 | 19 % | $ 39,117 |"
+    assert lines[2:] == ["| Cost of sales | 24,576 | 16 % | 21,643 |", "| March 1 — March 31, 2021 | 1,658 | 2 % | — |"]

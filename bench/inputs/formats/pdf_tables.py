@@ -36,10 +36,11 @@ _EDGE_MIN = 3.0  # points: shorter ruling lines are marks, not rules
 _CURRENCY = re.compile(r"^(?:[$€£¥₹]|US\$|C\$|A\$|HK\$|RMB|USD|EUR)$")
 # a figure: a number with its sign, parentheses, currency and per cent; or a dash standing for zero
 _FIGURE = re.compile(
-    r"^[(\[]?[-+−–]?(?:[$€£¥₹]\s?)?[(\[]?[-+−–]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)\s?%?[)\]]?[)\]]?\*?$|^[—–-]{1,3}$"
+    r"^[(\[]?[-+−–]?(?:[$€£¥₹]\s?)?[(\[]?[-+−–]?(?:\d(?:[\d,]*\d)?(?:\.\d+)?|\.\d+)\s?%?[)\]]?[)\]]?\*?$|^[—–-]{1,3}$"
 )
 # an exhibit's or item's number (10.13*, 32.1†); a footnote's "(1)" is no column of numbers
 _NUMBER_LABEL = re.compile(r"^\d+(?:\.\d+)*[*†‡]*$")
+_DIGITS = re.compile(r"\d")
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 _CLOSING = re.compile(r"^[)%\]]+$")
 
@@ -321,8 +322,9 @@ def _segments(chars: list[Char], line: list[int]) -> list[_Segment]:
 
 
 def _split_figures(chars: list[Char], piece: list[int]) -> list[list[int]]:
-    """A piece cut after a figure followed, one word space on, by another figure or a currency
-    sign: columns set close together (``44,538 $ 37,403``), not one cell."""
+    """A piece cut after a figure followed, one word space on, by another amount or a currency
+    sign: columns set close together (``44,538 $ 37,403``, ``19 % $ 39,117``), not one cell. A
+    dash is an empty cell only at a column's distance: ``March 1 — March 31`` is one."""
     words: list[list[int]] = [[piece[0]]]
     for i in piece[1:]:
         prev = chars[words[-1][-1]]
@@ -331,11 +333,16 @@ def _split_figures(chars: list[Char], piece: list[int]) -> list[list[int]]:
         else:
             words[-1].append(i)
     texts = ["".join(chars[i].text for i in word) for word in words]
+    # a per cent sign or closing parenthesis set a space apart stays with its figure
+    for k in range(len(words) - 1, 0, -1):
+        if _CLOSING.match(texts[k]) and _FIGURE.match(texts[k - 1]):
+            words[k - 1] += words.pop(k)
+            texts[k - 1] = f"{texts[k - 1]}{texts.pop(k)}"
     parts = [list(words[0])]
     for k in range(1, len(words)):
         figure = _FIGURE.match(texts[k - 1])
-        amount = figure and any(ch.isdigit() for ch in texts[k - 1])  # a dash may sit inside a label
-        if (amount and _FIGURE.match(texts[k])) or (figure and _CURRENCY.match(texts[k])):
+        amount = figure and _DIGITS.search(texts[k - 1]) is not None  # a dash may sit inside a label
+        if (amount and _FIGURE.match(texts[k]) and _DIGITS.search(texts[k])) or (figure and _CURRENCY.match(texts[k])):
             parts.append(list(words[k]))
         else:
             parts[-1].extend(words[k])
