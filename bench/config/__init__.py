@@ -117,7 +117,7 @@ class Config:
 
     def price(self, name: str):
         """The price used for a model: the config's, else the shipped table's, else local (0) or unknown."""
-        from bench.evaluation.costs import resolve_price
+        from bench.evaluation.prices import resolve_price
 
         return resolve_price(self.model(name), name in self.priced)
 

@@ -38,7 +38,7 @@ class ModelSpec:
     dims: int | None = None
     max_tokens: int | None = None
     similarity: str = "cosine"
-    price_per_mtok: float | None = None  # set by [model.NAME]; else bench.evaluation.costs resolves the price
+    price_per_mtok: float | None = None  # set by [model.NAME]; else bench.evaluation.prices resolves the price
     revision: str = ""
     # Unset, they stay out of the config hash, so configs that never set them keep their run ids.
     query_prefix: str = field(default="", metadata={"omit_default": True})

@@ -15,7 +15,7 @@ from typing import Any
 
 from bench.core.operating import Operating
 from bench.errors import BenchError
-from bench.evaluation import costs
+from bench.evaluation import costs, prices
 from bench.registry import check_keys
 
 PREFERENCES = ("cost", "latency", "quality")
@@ -219,7 +219,7 @@ def runs_locally(price_source: object) -> bool:
     its own ``hourly_usd``, is paid for by its price instead."""
     if not isinstance(price_source, str) or not price_source:
         return False
-    return all(part == costs.LOCAL_SOURCE for part in price_source.split("; "))
+    return all(part == prices.LOCAL_SOURCE for part in price_source.split("; "))
 
 
 def local_query_ms(ops: Operating) -> float | None:
@@ -228,7 +228,7 @@ def local_query_ms(ops: Operating) -> float | None:
     steps: list[costs.Step] = ["search"]
     if runs_locally(ops.cost.price_source):
         steps.append("query_embed")
-    if ops.latency.rerank_top is not None and ops.cost.rerank_price_source == costs.LOCAL_SOURCE:
+    if ops.latency.rerank_top is not None and ops.cost.rerank_price_source == prices.LOCAL_SOURCE:
         steps.append("rerank")
     values = [_value(ops.latency.ms(step, "mean")) for step in steps]
     if values[0] is None:

@@ -16,7 +16,8 @@ from bench.core.measures import SPAN_METRICS, metric_key
 from bench.core.operating import Stat
 from bench.core.summary import CandidateResult, RunSummary
 from bench.embedders import MODELS
-from bench.evaluation.costs import end_to_end_ms, resolve_price
+from bench.evaluation.costs import end_to_end_ms
+from bench.evaluation.prices import resolve_price
 from bench.formatting import (
     MISSING,
     TEST_COLUMNS,

@@ -17,7 +17,7 @@ from bench.core.operating import OPERATING_KEYS, recall_vs_exact_key
 from bench.core.records import EvidenceSpan, RankedUnit, Retrieved
 from bench.embedders import QUERY
 from bench.evaluation import costs
-from bench.evaluation.costs import Price
+from bench.evaluation.prices import Price, hourly_usd
 from bench.evaluation.relevance import Judgment
 from bench.inputs.goldset import CHUNK, Goldset
 from bench.retrieval import rerankers
@@ -179,7 +179,7 @@ def _stage_figures(
         "index_memory_mb": build.index_memory_mb,
         "lexical_tokenizer": build.tokenizer,  # which language, segmenter and stopwords BM25 indexed with
         **tokens,
-        **costs.candidate_costs(part.price, usage, costs.hourly_usd(retriever.spec)),
+        **costs.candidate_costs(part.price, usage, hourly_usd(retriever.spec)),
     }
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.config import Candidate, Config
-from bench.evaluation.costs import Price
+from bench.evaluation.prices import Price
 from bench.retrieval.retrievers import BuildStats, Retriever
 
 
