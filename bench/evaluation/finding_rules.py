@@ -31,7 +31,7 @@ Rules (severity) and thresholds (module constants):
 * pipelines (run, info): each fusion against its best part and each reranked candidate against its first stage.
 
 Where a finding suggests a reranker or a fusion, its words add what the run measured of one built on this
-candidate (``bench.evaluation.pipelines``), or the bench.toml line that would measure it.
+candidate (``bench.evaluation.pipeline_gains``), or the bench.toml line that would measure it.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from typing import Any, Literal
 from bench.core.measures import metric_key
 from bench.core.records import QuestionRecord
 from bench.core.summary import CandidateResult, RunSummary
-from bench.evaluation import pipelines
+from bench.evaluation import pipeline_gains as pipelines
 
 Severity = Literal["warning", "info"]
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from bench.core.measures import metric_key
 from bench.core.records import QuestionRecord
 from bench.core.summary import CandidateResult, RunSummary
-from bench.evaluation import pipelines
+from bench.evaluation import pipeline_gains as pipelines
 from bench.evaluation.finding_rules import CANDIDATE_RULES, RUN_RULES, CandidateView, Finding, Severity
 
 RUN = "*"

@@ -1,6 +1,6 @@
 """The diagnosis in words: each finding (``bench.evaluation.finding_rules``) as the sentence the terminal,
 report.pdf and the inspector show, rendered from its figures, the candidate it names and the run's settings;
-where it suggests a reranker or a fusion, what the run measured of one (``bench.evaluation.pipelines``)."""
+where it suggests a reranker or a fusion, what the run measured of one (``bench.evaluation.pipeline_gains``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from bench.core.measures import metric_key
 from bench.core.summary import CandidateResult, RunSummary
-from bench.evaluation import pipelines
+from bench.evaluation import pipeline_gains
 from bench.evaluation.findings import RUN, Finding
 from bench.formatting import brief_decimal as _f
 from bench.formatting import brief_percent as _pct
@@ -46,7 +46,7 @@ class _Said:
         self.noun = _noun(summary.unit)
 
     def advice(self, *, rerank: bool = False, fuse: bool = False) -> str:
-        return pipelines.advice(self.data, self.summary.candidates, self.k, rerank=rerank, fuse=fuse)
+        return pipeline_gains.advice(self.data, self.summary.candidates, self.k, rerank=rerank, fuse=fuse)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -119,15 +119,15 @@ def _wrong_order(c: _Said, e: dict) -> str:
             f"Hit rate climbs from {_f(at_k)} at {c.k} to {_f(at_depth)} at {c.depth}: for {_pct(e['late_share'])} "
             f"of questions the first relevant {c.noun} ranks {c.k + 1}–{c.depth}."
         )
-    rr = pipelines.reranker(c.data)
+    rr = pipeline_gains.reranker(c.data)
     if rr:
-        first_stage = pipelines.first_stage(c.data)
+        first_stage = pipeline_gains.first_stage(c.data)
         fix = (
             f"{rr.get('name')} already reranks the top {rr.get('top')} of {first_stage}: a stronger reranker (a "
             f"cross-encoder) may do better."
         )
     elif late:
-        hybrid = pipelines.is_single(c.data, "lexical")
+        hybrid = pipeline_gains.is_single(c.data, "lexical")
         how = ", or fuse BM25 with a dense retriever (hybrid)" if hybrid else ""
         fix = f"A reranker over the top {c.depth} can lift them into the top {c.k}{how}."
         fix += c.advice(rerank=True, fuse=hybrid)
@@ -154,7 +154,7 @@ def _truncation(c: _Said, e: dict) -> str:
 
 
 def _misses(c: _Said, e: dict) -> str:
-    fusion = pipelines.kind(c.data) == "fusion"
+    fusion = pipeline_gains.kind(c.data) == "fusion"
     other = "other models in the fusion" if fusion else "another model or a hybrid retriever"
     return (
         f"For {e['missed']} of {e['n_questions']} questions ({_pct(e['share'])}) no relevant {c.noun} appears "
@@ -218,7 +218,7 @@ def _missed_by_all(f: Finding, summary: RunSummary) -> str:
 
 
 def _pipelines(f: Finding, summary: RunSummary) -> str:
-    return pipelines.measured_text(pipelines.measured(summary.candidates, summary.k), summary.k)
+    return pipeline_gains.measured_text(pipeline_gains.measured(summary.candidates, summary.k), summary.k)
 
 
 _RUN_TEXTS: dict[str, Callable[[Finding, RunSummary], str]] = {

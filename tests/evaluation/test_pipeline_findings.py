@@ -1,4 +1,4 @@
-"""The diagnosis of pipelines (bench.evaluation.pipelines and the rules that quote it) on hand-built summaries.
+"""The diagnosis of pipelines (bench.evaluation.pipeline_gains and the rules that quote it) on hand-built summaries.
 
 The figures follow a real run (northwind, md256 chunks): BM25 0.494 mrr@5, reranked by minilm 0.726; static 0.501,
 reranked 0.685; minilm 0.711; minilm+bm25 by rrf 0.691. A suggestion to rerank or fuse quotes what the run measured
@@ -13,7 +13,7 @@ import dataclasses
 import pytest
 
 from bench.core.summary import CandidateResult
-from bench.evaluation import pipelines
+from bench.evaluation import pipeline_gains
 from bench.evaluation.findings import RUN
 from tests.evaluation.test_diagnosis import candidate, diagnose, only, records, rules, summary
 
@@ -76,25 +76,25 @@ def text(out, cid: str, rule: str) -> str:
 
 
 def test_pipeline_helpers_read_each_shape():
-    assert [pipelines.kind(c) for c in (BM25, MINILM, HYBRID, BM25_RR, STATIC_RR)] == [
+    assert [pipeline_gains.kind(c) for c in (BM25, MINILM, HYBRID, BM25_RR, STATIC_RR)] == [
         "lexical",
         "dense",
         "fusion",
         "lexical",
         "dense",
     ]
-    assert [pipelines.is_reranked(c) for c in (BM25, HYBRID, BM25_RR)] == [False, False, True]
-    assert pipelines.first_stage(BM25_RR) == BM25.id and pipelines.first_stage(BM25) is None
-    assert pipelines.parts(HYBRID) == [MINILM.id, BM25.id] and pipelines.parts(BM25_RR) == [BM25.id]
-    assert pipelines.is_single(STATIC, "dense") and not pipelines.is_single(STATIC_RR, "dense")
+    assert [pipeline_gains.is_reranked(c) for c in (BM25, HYBRID, BM25_RR)] == [False, False, True]
+    assert pipeline_gains.first_stage(BM25_RR) == BM25.id and pipeline_gains.first_stage(BM25) is None
+    assert pipeline_gains.parts(HYBRID) == [MINILM.id, BM25.id] and pipeline_gains.parts(BM25_RR) == [BM25.id]
+    assert pipeline_gains.is_single(STATIC, "dense") and not pipeline_gains.is_single(STATIC_RR, "dense")
 
 
 def test_pipeline_helpers_fall_back_on_older_runs():
     old_bm25, old_dense = candidate(model="bm25", index="inverted"), candidate()
     assert old_bm25.pipeline == {} and old_dense.pipeline == {}
-    assert pipelines.kind(old_bm25) == "lexical" and pipelines.kind(old_dense) == "dense"
-    assert pipelines.parts(old_dense) == [old_dense.id] and not pipelines.is_reranked(old_bm25)
-    assert pipelines.first_stage(old_dense) is None and pipelines.is_single(old_bm25, "lexical")
+    assert pipeline_gains.kind(old_bm25) == "lexical" and pipeline_gains.kind(old_dense) == "dense"
+    assert pipeline_gains.parts(old_dense) == [old_dense.id] and not pipeline_gains.is_reranked(old_bm25)
+    assert pipeline_gains.first_stage(old_dense) is None and pipeline_gains.is_single(old_bm25, "lexical")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -129,7 +129,7 @@ def test_run_summary_names_the_first_few_and_counts_the_rest():
     sweep = [fused(MINILM, BM25, method="convex", weights=[w, 1 - w], mrr=0.70 - w / 10) for w in (0.1, 0.2, 0.3)]
     sweep += [fused(MINILM, BM25, method="convex", weights=[w, 1 - w], mrr=0.60) for w in (0.4, 0.5, 0.6, 0.7)]
     f = only(diagnose(summary(MINILM, BM25, *sweep)), RUN, "pipelines")
-    assert f.text.count(" vs best part ") == pipelines.MAX_SHOWN
+    assert f.text.count(" vs best part ") == pipeline_gains.MAX_SHOWN
     assert f.text.endswith("; and 1 more, down to −0.111.")
     assert f.text.index("@convex0.1 0.690") < f.text.index("@convex0.2 0.680")
 
