@@ -14,9 +14,9 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from bench.core.operating import Operating
+from bench.core.tables import read_table, setting
 from bench.errors import BenchError
 from bench.evaluation import costs, prices
-from bench.registry import check_keys
 
 PREFERENCES = ("cost", "latency", "quality")
 
@@ -26,12 +26,13 @@ class Scale:
     """``documents`` None: the corpus as it is. ``storage_usd_per_gb_month`` and ``hourly_usd`` None:
     no price, so storage and local compute are reported as amounts (GB, hours), not money."""
 
-    documents: int | None = None
-    queries_per_month: int = 100_000
-    reindexes_per_month: float = 1.0
-    replicas: int = 1
-    storage_usd_per_gb_month: float | None = None
-    hourly_usd: float | None = None  # the machine that runs local models: embedding, search, reranking
+    documents: int | None = setting(None, minimum=1)
+    queries_per_month: int = setting(100_000, minimum=1)
+    reindexes_per_month: float = setting(1.0, minimum=0)
+    replicas: int = setting(1, minimum=1)
+    storage_usd_per_gb_month: float | None = setting(None, minimum=0)
+    # the machine that runs local models: embedding, search, reranking
+    hourly_usd: float | None = setting(None, minimum=0)
 
     def factor(self, corpus_documents: int) -> float:
         """How many times larger the team's corpus is than the one this run indexed."""
@@ -49,31 +50,9 @@ class Scale:
         return cls(**{key: value for key, value in table.items() if key in known})
 
 
-_KEYS = (
-    "documents",
-    "queries_per_month",
-    "reindexes_per_month",
-    "replicas",
-    "storage_usd_per_gb_month",
-    "hourly_usd",
-)
-
-
 def scale_from_config(table: object, where: str) -> Scale:
     """A Scale from ``[scale]`` (absent: the defaults), every value checked."""
-    if table is None:
-        return Scale()
-    if not isinstance(table, Mapping):
-        raise BenchError(f"{where}: [scale] must be a table, e.g. [scale] queries_per_month = 100000")
-    check_keys(table, _KEYS, f"{where}: [scale]")
-    values: dict = {}
-    for key in ("documents", "queries_per_month", "replicas"):
-        if key in table:
-            values[key] = _number(table[key], f"{where}: [scale] {key}", whole=True, minimum=1)
-    for key in ("reindexes_per_month", "storage_usd_per_gb_month", "hourly_usd"):
-        if key in table:
-            values[key] = float(_number(table[key], f"{where}: [scale] {key}", whole=False, minimum=0))
-    return Scale(**values)
+    return read_table(Scale, table, f"{where}: [scale]", example="[scale] queries_per_month = 100000")
 
 
 def check_preference(value: object, where: str) -> str:
@@ -83,14 +62,6 @@ def check_preference(value: object, where: str) -> str:
             f"among the candidates tied with the best"
         )
     return str(value)
-
-
-def _number(value: object, what: str, whole: bool, minimum: float) -> float | int:
-    ok = isinstance(value, int) if whole else isinstance(value, (int, float))
-    if isinstance(value, bool) or not ok or not math.isfinite(float(value)) or value < minimum:  # type: ignore[arg-type,operator]
-        kind = "a whole number" if whole else "a number"
-        raise BenchError(f"{what} = {value!r} must be {kind} >= {minimum:g}")
-    return value  # type: ignore[return-value]
 
 
 # --- a candidate at the team's scale: None in, None out ------------------------------------------
