@@ -51,14 +51,15 @@ def overlap_relevant(c_start, c_end, e_start: int, e_end: int, min_overlap: floa
     return reaches(overlap, shorter, min_overlap)
 
 
-def judge(goldset: Goldset, table: ChunkTable, min_overlap: float) -> list[Judgment]:
-    """E(q) for every question, over the whole chunked corpus (chunks or documents, by goldset unit)."""
+def grade_units(goldset: Goldset, table: ChunkTable, min_overlap: float) -> list[Judgment]:
+    """The relevance rule applied: E(q) for every question, over the whole chunked corpus (chunks or
+    documents, by goldset unit), each unit graded by the evidence it overlaps."""
     ordinal = {d: i for i, d in enumerate(table.doc_ids)}
-    judge_one = _judge_chunks if goldset.unit == CHUNK else _judge_documents
-    return [judge_one(q.evidence, table, ordinal, min_overlap) for q in goldset.questions]
+    grade = _grade_chunks if goldset.unit == CHUNK else _grade_documents
+    return [grade(q.evidence, table, ordinal, min_overlap) for q in goldset.questions]
 
 
-def _judge_chunks(evidence, table: ChunkTable, ordinal: dict[str, int], min_overlap: float) -> Judgment:
+def _grade_chunks(evidence, table: ChunkTable, ordinal: dict[str, int], min_overlap: float) -> Judgment:
     best: dict[int, int] = {}
     for e in evidence:
         span = table.chunks_of(ordinal[e.doc])
@@ -70,7 +71,7 @@ def _judge_chunks(evidence, table: ChunkTable, ordinal: dict[str, int], min_over
     return _as_judgment(best)
 
 
-def _judge_documents(evidence: tuple[Evidence, ...], table, ordinal, min_overlap) -> Judgment:
+def _grade_documents(evidence: tuple[Evidence, ...], table, ordinal, min_overlap) -> Judgment:
     best: dict[int, int] = {}
     for e in evidence:
         d = ordinal[e.doc]

@@ -28,7 +28,7 @@ from bench.embedders import paths
 from bench.embedders.cache import EmbeddingCache, NoCache
 from bench.engines import make_engine
 from bench.evaluation import scale
-from bench.evaluation.relevance import Judgment, judge
+from bench.evaluation.relevance import Judgment, grade_units
 from bench.evaluation.scoring import rank_candidates, score_candidate
 from bench.inputs.corpus import Corpus
 from bench.inputs.corpus_stats import corpus_languages
@@ -176,7 +176,7 @@ def _chunk_and_judge(inputs: _Inputs, progress: Progress) -> _Shared:
     with phases("count unknown tokens"):
         _unknown_tokens(inputs.languages, inputs.models, next(iter(tables.values())), inputs.console)
     with phases("judge relevance"):
-        judgments = {name: judge(inputs.goldset, table, config.min_overlap) for name, table in tables.items()}
+        judgments = {name: grade_units(inputs.goldset, table, config.min_overlap) for name, table in tables.items()}
     timed = [q.text for q in inputs.goldset.questions[: config.latency_samples]]
     return _Shared(progress, tables, judgments, timed, BuiltStages(config, inputs.candidates))
 

@@ -1,4 +1,4 @@
-"""The overlap rule and judgments: hand-made chunks and evidence with hand-computed answers."""
+"""The relevance rule (grade_units) and its judgments: hand-made chunks and evidence with hand-computed answers."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from bench.chunking import Chunk, chunk_id
 from bench.chunking.table import ChunkTable
-from bench.evaluation.relevance import Judgment, judge, overlap_relevant
+from bench.evaluation.relevance import Judgment, grade_units, overlap_relevant
 from bench.inputs.corpus import load_corpus
 from bench.inputs.goldset import CHUNK, DOCUMENT, Evidence, Goldset, Question, load_goldset
 
@@ -43,7 +43,7 @@ def goldset_of(*questions: list[Evidence], unit: str = CHUNK) -> Goldset:
 
 def judge_one(table: ChunkTable, evidence: list[Evidence], min_overlap: float = 0.5) -> dict[int, int]:
     """Judgment of a single question as {unit: grade}, after checking the arrays' shape."""
-    (j,) = judge(goldset_of(evidence), table, min_overlap)
+    (j,) = grade_units(goldset_of(evidence), table, min_overlap)
     return as_dict(j)
 
 
@@ -185,17 +185,17 @@ def test_unit_indices_follow_the_tables_sorted_order() -> None:
     random.Random(0).shuffle(chunks)
     t = ChunkTable.build(["z", "a"], chunks)  # doc order given by doc_ids, not by name
     assert t.ids == ["z#0", "z#100", "a#0", "a#100", "a#200"]
-    (j,) = judge(goldset_of([E("a", 150, 250)]), t, 0.5)
+    (j,) = grade_units(goldset_of([E("a", 150, 250)]), t, 0.5)
     assert j.units.tolist() == [3, 4]
     assert [t.ids[u] for u in j.units] == ["a#100", "a#200"]
-    (j,) = judge(goldset_of([E("z", 0, 100, 2)]), t, 0.5)
+    (j,) = grade_units(goldset_of([E("z", 0, 100, 2)]), t, 0.5)
     assert as_dict(j) == {0: 2}
 
 
 def test_unsatisfied_question_gets_an_empty_judgment() -> None:
     t = table_of({"a": [(0, 100), (100, 200)], "b": [(0, 1000)]})
     gs = goldset_of([E("a", 500, 600)], [E("a", 0, 100)], [E("a", 90, 300, 2)])
-    j_empty, j_one, j_partial = judge(gs, t, 0.5)
+    j_empty, j_one, j_partial = grade_units(gs, t, 0.5)
     assert len(j_empty.units) == 0 and len(j_empty.grades) == 0
     assert j_empty.grade_of(np.arange(len(t))).tolist() == [0, 0, 0]
     assert as_dict(j_one) == {0: 1}
@@ -206,7 +206,7 @@ def test_unsatisfied_question_gets_an_empty_judgment() -> None:
 def test_judgments_come_in_question_order() -> None:
     t = table_of({"a": [(0, 100), (100, 200), (200, 300)]})
     gs = goldset_of([E("a", 200, 300)], [E("a", 0, 100, 2)], [E("a", 100, 200)])
-    assert [as_dict(j) for j in judge(gs, t, 0.5)] == [{2: 1}, {0: 2}, {1: 1}]
+    assert [as_dict(j) for j in grade_units(gs, t, 0.5)] == [{2: 1}, {0: 2}, {1: 1}]
 
 
 # --- document unit -------------------------------------------------------------------------
@@ -220,13 +220,13 @@ def test_document_unit_judgments() -> None:
         [Evidence("c", 1)],  # no chunks, still a relevant document
         unit=DOCUMENT,
     )
-    j0, j1, j2 = judge(gs, t, 0.5)
+    j0, j1, j2 = grade_units(gs, t, 0.5)
     assert as_dict(j0) == {1: 1, 3: 2}  # ordinals of b and d, ascending whatever the evidence order
     assert j0.units.tolist() == [1, 3] and j0.grades.tolist() == [1, 2]
     assert as_dict(j1) == {1: 3}
     assert as_dict(j2) == {2: 1}
     # min_overlap plays no part for whole documents.
-    assert [as_dict(j) for j in judge(gs, t, 1.0)] == [as_dict(j0), as_dict(j1), as_dict(j2)]
+    assert [as_dict(j) for j in grade_units(gs, t, 1.0)] == [as_dict(j0), as_dict(j1), as_dict(j2)]
 
 
 def test_end_to_end_from_files(tmp_path: Path) -> None:
@@ -259,7 +259,7 @@ def test_end_to_end_from_files(tmp_path: Path) -> None:
             start = end
     t = ChunkTable.build([d.id for d in corpus.documents], chunks)
     assert t.texts[1] == "Delta epsilon zeta. "
-    j1, j2 = judge(g, t, 0.5)
+    j1, j2 = grade_units(g, t, 0.5)
     assert [t.ids[u] for u in j1.units] == ["one.md#0001"] and j1.grades.tolist() == [2]
     assert [t.ids[u] for u in j2.units] == ["sub/two.txt#0001"] and j2.grades.tolist() == [1]
 
@@ -284,7 +284,7 @@ def test_grade_of_empty_judgment() -> None:
     assert len(j.grade_of([])) == 0
 
 
-# --- property: judge() equals the rule written as a loop -----------------------------------
+# --- property: grade_units() equals the rule written as a loop -----------------------------------
 
 DOCS = ("a", "b", "c")
 
@@ -317,7 +317,7 @@ def test_judge_matches_brute_force(case) -> None:
     exact = Fraction(percent, 100)  # the rule on the decimal the user wrote, in exact arithmetic
     t = table_of(chunk_spans)
     gs = goldset_of(*[[E(d, s, e, g) for d, (s, e), g in q] for q in questions])
-    judgments = judge(gs, t, min_overlap)
+    judgments = grade_units(gs, t, min_overlap)
     assert len(judgments) == len(questions)
     for q, j in zip(gs.questions, judgments):
         expected: dict[int, int] = {}
