@@ -40,9 +40,9 @@ class Rule:
     note: str = ""  # said after what it must be: its meaning, an example
 
 
-def setting(default: Any = dataclasses.MISSING, **rule: Any) -> Any:
+def setting(default: Any = dataclasses.MISSING, *, default_factory: Any = dataclasses.MISSING, **rule: Any) -> Any:
     """A dataclass field with a default (none: the key is required) and a Rule's keywords."""
-    return dataclasses.field(default=default, metadata={_RULE: Rule(**rule)})
+    return dataclasses.field(default=default, default_factory=default_factory, metadata={_RULE: Rule(**rule)})
 
 
 def read_table(schema: type[T], table: object, where: str, example: str = "", **given: Any) -> T:

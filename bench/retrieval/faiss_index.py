@@ -19,13 +19,14 @@ from __future__ import annotations
 import math
 import string
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from bench.core.tables import Rule, read_table, read_value, setting
 from bench.errors import BenchError
-from bench.registry import Registry, check_keys, suggest
+from bench.registry import Registry, suggest
 from bench.retrieval.compressed import BINARY_FACTORY, binary_index
 
 RESCORE = "rescore"  # binary's query setting: how many Hamming neighbours the float vectors rescore
@@ -57,7 +58,6 @@ _INTEGER_PARAMS = {
 }
 _PROBE_DIMS = (768, 384, 1024, 1536, 20160)  # dims tried when checking a factory string before any vectors exist
 _PROBE_N = 100_000
-_TABLE_KEYS = ("factory", "build", "search", "description")
 ADD_BLOCK = 262_144  # vectors handed to FAISS per add(): bounds the copy of a memory-mapped table
 TRAIN_MAX = 200_000  # vectors a quantizer (IVF, PQ, SQ) is trained on at most
 
@@ -294,6 +294,20 @@ INDEXES.register("sq8", IndexSpec("sq8", "SQ8", description="8-bit scalar quanti
 # --- user-defined indexes ------------------------------------------------------------------------------
 
 
+_FACTORY = 'a faiss index_factory string such as "HNSW32", "IVF{nlist},Flat" or "IVF{nlist},PQ{m}x{nbits}np"'
+_SEARCH_EG = "e.g. search = [{efSearch = 32}, {efSearch = 128}]"
+
+
+@dataclass(frozen=True)
+class FactoryTable:
+    """The keys of an ``[index.NAME]`` table that names a FAISS factory."""
+
+    factory: str = setting(blank=False, what=_FACTORY)
+    build: Mapping = setting(default_factory=dict, note="e.g. build = {efConstruction = 200}")
+    search: object = ()  # one query setting (a table) or a list of them: _search_entries
+    description: str = ""
+
+
 def index_spec_from_table(name: str, table: object) -> IndexSpec:
     """An IndexSpec from a config table such as
     ``{factory = "HNSW64", build = {efConstruction = 200}, search = [{efSearch = 32}, {efSearch = 128}]}``.
@@ -303,20 +317,22 @@ def index_spec_from_table(name: str, table: object) -> IndexSpec:
     where = f"index {name!r}"
     if not isinstance(name, str) or not name or "/" in name:
         raise BenchError(f"{where}: an index name must be a non-empty string without '/'; rename it")
-    if not isinstance(table, Mapping):
-        raise BenchError(f'{where}: must be a table like {{factory = "HNSW32"}}, not {type(table).__name__}')
-    check_keys(table, _TABLE_KEYS, where, noun="key")
-    factory = table.get("factory")
-    if not isinstance(factory, str) or not factory.strip():
-        raise BenchError(
-            f'{where}: needs factory = "...", a faiss index_factory string such as "HNSW32", '
-            f'"IVF{{nlist}},Flat" or "IVF{{nlist}},PQ{{m}}x{{nbits}}np"'
-        )
-    factory = factory.strip()
-    description = table.get("description", "")
-    if not isinstance(description, str):
-        raise BenchError(f"{where}: description must be a string")
+    read = read_table(FactoryTable, table, where, example='{factory = "HNSW32"}')
+    factory = read.factory.strip()
+    names = _factory_placeholders(where, factory)
+    search = _search_entries(where, read.search)
+    for key, value in read.build.items():
+        _check_number(where, f"build.{key}", value)
+    spec = IndexSpec(name, factory, tuple(read.build.items()), tuple(map(dict, search)), description=read.description)
+    probe = _probe(spec, where)
+    _check_build(
+        where, read.build, factory, [*(HNSW_BUILD if getattr(probe, "hnsw", None) is not None else ()), *names]
+    )
+    _check_search(where, search, factory, _accepted_search_params(probe))
+    return replace(spec, exact=_is_flat(probe))
 
+
+def _factory_placeholders(where: str, factory: str) -> list[str]:
     try:
         names = _placeholders(factory)
     except ValueError as e:
@@ -330,76 +346,61 @@ def index_spec_from_table(name: str, table: object) -> IndexSpec:
                 f"{where}: factory placeholder {{{ph}}} is unknown; {suggest(ph, PLACEHOLDERS)}"
                 f"known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}"
             )
+    return names
 
-    build = table.get("build", {})
-    if not isinstance(build, Mapping):
-        raise BenchError(f"{where}: build must be a table, e.g. build = {{efConstruction = 200}}")
-    search = table.get("search", [])
-    if isinstance(search, Mapping):
-        search = [search]
-    if not isinstance(search, list):
-        raise BenchError(
-            f"{where}: search must be a list of tables, e.g. search = [{{efSearch = 32}}, {{efSearch = 128}}]"
-        )
-    for i, entry in enumerate(search):
+
+def _search_entries(where: str, search: object) -> list[Mapping]:
+    """``search``: one query setting or a list of them, each a non-empty table setting the same parameters."""
+    entries = [search] if isinstance(search, Mapping) else list(search) if isinstance(search, (list, tuple)) else None
+    if entries is None:
+        raise BenchError(f"{where}: search must be a list of tables, {_SEARCH_EG}")
+    for i, entry in enumerate(entries):
         if not isinstance(entry, Mapping):
             raise BenchError(
-                f"{where}: search[{i}] is {entry!r}, not a table; write each query setting as a "
-                f"table, e.g. search = [{{efSearch = 32}}, {{efSearch = 128}}]"
+                f"{where}: search[{i}] is {entry!r}, not a table; write each query setting as a table, {_SEARCH_EG}"
             )
         if not entry:
             raise BenchError(
                 f"{where}: search[{i}] is empty; give it a parameter such as {{nprobe = 8}}, "
                 f"or leave search out for faiss's defaults"
             )
-    if search and any(set(e) != set(search[0]) for e in search):
+    if entries and any(set(e) != set(entries[0]) for e in entries):
         raise BenchError(
             f"{where}: every search entry must set the same parameters "
-            f"({', '.join(search[0])}); give each entry all of them"
+            f"({', '.join(entries[0])}); give each entry all of them"
         )
+    return entries
 
-    for key, value in build.items():
-        _check_number(where, f"build.{key}", value)
-    spec = IndexSpec(
-        name, factory, build_params=tuple(build.items()), search_params=tuple(search), description=description
-    )
-    probe = _probe(spec, where)
-    spec = IndexSpec(
-        name,
-        factory,
-        build_params=spec.build_params,
-        search_params=spec.search_params,
-        exact=_is_flat(probe),
-        description=description,
-    )
 
-    allowed_build = [*(HNSW_BUILD if getattr(probe, "hnsw", None) is not None else ()), *names]
+def _check_build(where: str, build: Mapping, factory: str, allowed: list[str]) -> None:
     for key in build:
-        if key not in allowed_build:
-            if key in HNSW_BUILD:
-                fix = f'{key} only applies to an HNSW factory such as "HNSW32", not {factory!r}; remove it'
-            elif key in PLACEHOLDERS:
-                fix = (
-                    f"{key} is part of the factory string: write it into {factory!r} "
-                    f"(or use {{{key}}} there to set it from build)"
-                )
-            else:
-                fix = (
-                    f"{suggest(key, (*HNSW_BUILD, *PLACEHOLDERS))}known for {factory!r}: "
-                    f"{', '.join(allowed_build) or 'none (leave build out)'}"
-                )
-            raise BenchError(f"{where}: build parameter {key!r} does not apply; {fix}")
-    allowed_search = _accepted_search_params(probe)
+        if key in allowed:
+            continue
+        if key in HNSW_BUILD:
+            fix = f'{key} only applies to an HNSW factory such as "HNSW32", not {factory!r}; remove it'
+        elif key in PLACEHOLDERS:
+            fix = (
+                f"{key} is part of the factory string: write it into {factory!r} "
+                f"(or use {{{key}}} there to set it from build)"
+            )
+        else:
+            fix = (
+                f"{suggest(key, (*HNSW_BUILD, *PLACEHOLDERS))}known for {factory!r}: "
+                f"{', '.join(allowed) or 'none (leave build out)'}"
+            )
+        raise BenchError(f"{where}: build parameter {key!r} does not apply; {fix}")
+
+
+def _check_search(where: str, search: list[Mapping], factory: str, allowed: list[str]) -> None:
     for i, entry in enumerate(search):
         for key, value in entry.items():
-            if key not in allowed_search:
+            if key not in allowed:
                 raise BenchError(
                     f"{where}: search[{i}] parameter {key!r} does not apply to {factory!r}; "
-                    f"{suggest(key, allowed_search or SEARCH_PARAMS)}"
-                    f"known for it: {', '.join(allowed_search) or 'none (leave search out)'}"
+                    f"{suggest(key, allowed or SEARCH_PARAMS)}"
+                    f"known for it: {', '.join(allowed) or 'none (leave search out)'}"
                 )
             _check_number(where, f"search[{i}].{key}", value)
-    return spec
 
 
 def _probe(spec: IndexSpec, where: str):
@@ -427,11 +428,11 @@ def _is_flat(index) -> bool:
 
 
 def _check_number(where: str, what: str, value: object) -> None:
+    """A build or query parameter: a number; a whole one >= 1 where FAISS counts (>= 0 for ht, parallel_mode)."""
+    read_value(int | float, value, what, where)
     key = what.rsplit(".", 1)[-1]
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BenchError(f"{where}: {what} = {value!r} must be a number")
-    if key in _INTEGER_PARAMS and (not isinstance(value, int) or value < (0 if key in {"ht", "parallel_mode"} else 1)):
-        raise BenchError(f"{where}: {what} = {value!r} must be a positive integer")
+    if key in _INTEGER_PARAMS:
+        read_value(int, value, what, where, Rule(minimum=0 if key in {"ht", "parallel_mode"} else 1))
 
 
 # --- sizes ---------------------------------------------------------------------------------------------

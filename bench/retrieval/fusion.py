@@ -27,13 +27,14 @@ scores agree with ranx's to the last bit in practice.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
+from bench.core.tables import read_table, setting
 from bench.errors import BenchError
-from bench.registry import check_keys
 
 Ranked = tuple[np.ndarray, np.ndarray]
 """One result list: (unit indices, int64; scores, float), best first."""
@@ -147,7 +148,6 @@ def _combine(
 METHODS = ("rrf", "convex")
 DEFAULT_WEIGHTS = (0.3, 0.5, 0.7)  # convex over two lists: the first list's weight, one candidate each
 DEFAULT_DEPTH = 100  # how deep each first stage is searched before fusing
-_FUSION_KEYS = ("method", "k", "weights", "depth", "index", "description")
 
 
 @dataclass(frozen=True)
@@ -190,6 +190,18 @@ def is_fusion(name: str) -> bool:
     return "+" in name
 
 
+@dataclass(frozen=True)
+class FusionTable:
+    """The keys of a ``[fusion."A+B"]`` table."""
+
+    method: tuple[Literal["rrf", "convex"], ...] = setting(("rrf",), unique=True)
+    k: int | float = setting(60, minimum=0, note="(reciprocal rank fusion's constant; 60 is usual)")
+    weights: object = None  # their shape depends on the number of parts: _weightings
+    depth: int = setting(DEFAULT_DEPTH, minimum=1, note="(results taken from each first stage)")
+    index: str | None = setting(None, note='the name of an index, e.g. "flat"')
+    description: str = ""
+
+
 def fusion_spec_from_config(name: str, table: object) -> FusionSpec:
     """A FusionSpec from a name like ``"minilm+bm25"`` and its optional ``[fusion."minilm+bm25"]`` table,
     e.g. ``{method = ["rrf", "convex"], weights = [0.3, 0.7], depth = 200}``."""
@@ -197,37 +209,11 @@ def fusion_spec_from_config(name: str, table: object) -> FusionSpec:
     parts = fusion_parts(name)
     if len(parts) < 2 or not all(parts) or len(set(parts)) != len(parts):
         raise BenchError(f'{where}: name two or more different models joined by "+", e.g. "minilm+bm25"')
-    table = {} if table is None else table
-    if not isinstance(table, Mapping):
-        raise BenchError(f"{where}: must be a table of settings")
-    check_keys(table, _FUSION_KEYS, where)
-    methods = table.get("method", ["rrf"])
-    methods = [methods] if isinstance(methods, str) else methods
-    if (
-        not isinstance(methods, list)
-        or not methods
-        or any(m not in METHODS for m in methods)
-        or len(set(methods)) != len(methods)
-    ):
-        raise BenchError(f'{where}: method = {table.get("method")!r} must be "rrf", "convex" or a list of both')
-    k = table.get("k", 60)
-    if isinstance(k, bool) or not isinstance(k, (int, float)) or not math.isfinite(k) or k < 0:
-        raise BenchError(f"{where}: k = {k!r} must be a number >= 0 (reciprocal rank fusion's constant; 60 is usual)")
-    depth = table.get("depth", DEFAULT_DEPTH)
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-        raise BenchError(f"{where}: depth = {depth!r} must be a positive integer (results taken from each first stage)")
-    index = table.get("index")
-    if index is not None and not isinstance(index, str):
-        raise BenchError(f'{where}: index must be the name of an index, e.g. "flat"')
-    weights = _weightings(where, table.get("weights"), len(parts)) if "convex" in methods else ()
-    if "weights" in table and "convex" not in methods:
+    read = read_table(FusionTable, table, where)
+    if read.weights is not None and "convex" not in read.method:
         raise BenchError(f'{where}: weights apply to method = "convex"; add it or remove weights')
-    description = table.get("description", "")
-    if not isinstance(description, str):
-        raise BenchError(f"{where}: description must be a string")
-    return FusionSpec(
-        name, parts, tuple(methods), float(k) if isinstance(k, float) else k, weights, depth, index, description
-    )
+    weights = _weightings(where, read.weights, len(parts)) if "convex" in read.method else ()
+    return FusionSpec(name, parts, read.method, read.k, weights, read.depth, read.index, read.description)
 
 
 def _weightings(where: str, value: object, n_parts: int) -> tuple[tuple[float, ...], ...]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
+from bench.core.tables import Rule, read_value
 from bench.errors import BenchError
 from bench.registry import suggest
 from bench.retrieval.compressed import BINARY_FACTORY
@@ -16,6 +17,12 @@ from bench.retrieval.faiss_index import INDEXES, RESCORE, IndexSpec, index_spec_
 
 BINARY = "binary"
 COMPRESSION_KEYS = ("kind", "dims", RESCORE)
+_DIMS = Rule(minimum=1, note="the number of leading components kept")
+_RESCORE = Rule(
+    minimum=0,
+    unique=True,
+    note="(candidates rescored with the float vectors; 0 for none), e.g. rescore = [0, 100]",
+)
 
 
 def kinds() -> list[str]:
@@ -82,28 +89,13 @@ def _from_builtin(builtin: IndexSpec, table: Mapping) -> dict:
 
 
 def _description(where: str, table: Mapping) -> str:
-    description = table.get("description", "")
-    if not isinstance(description, str):
-        raise BenchError(f"{where}: description must be a string")
-    return description
+    return read_value(str, table.get("description", ""), "description", where)
 
 
 def _dims(where: str, value: object) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise BenchError(f"{where}: dims = {value!r} must be a positive integer, the number of leading components kept")
-    return value
+    return read_value(int | None, value, "dims", where, _DIMS)
 
 
 def _rescore(where: str, value: object) -> list[int]:
     """``rescore = 100`` or ``rescore = [0, 100]``: one query setting per number (0: Hamming order alone)."""
-    values = value if isinstance(value, list) else [value]
-    if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in values):
-        raise BenchError(
-            f"{where}: rescore = {value!r} must be a whole number >= 0 (candidates rescored with the "
-            f"float vectors; 0 for none) or a list of them, e.g. rescore = [0, 100]"
-        )
-    if len(set(values)) != len(values):
-        raise BenchError(f"{where}: rescore = {value!r} repeats a number; list each once")
-    return [v for v in values if isinstance(v, int)]  # all are, as checked above
+    return list(read_value(tuple[int, ...], value, RESCORE, where, _RESCORE))
