@@ -1,4 +1,4 @@
-"""A chat model as the judge of an answers file, by a written rubric (``rubric/v2.md``).
+"""The claim judge: a chat model labels an answers file's claims by a written rubric (``rubric/v2.md``).
 
 For each answer: (1) split it into atomic claims, unless the file gives the claims (a person's,
 when a judge is calibrated against them); (2) for each claim, do the numbered contexts support it;

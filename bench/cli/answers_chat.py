@@ -81,7 +81,7 @@ def judge(
     contexts, the answer against the question, and, where the goldset has a reference answer, each
     of its claims against the answer. Only the question, the answer and the contexts are sent.
     """
-    from bench.answers.judge import judge_answers, resolve_sources
+    from bench.answers.claim_judge import judge_answers, resolve_sources
     from bench.inputs.answers import load_answers
 
     settings = chat.settings()

@@ -95,7 +95,7 @@ class Kept:
     shown: Shown  # the passages of the call that proposed it
 
 
-class Judge:
+class QuestionChecks:
     """Keeps or drops each proposed question, in call order, counting why."""
 
     def __init__(self, corpus: Corpus) -> None:
@@ -105,7 +105,7 @@ class Judge:
         self._words: list[set[str]] = []
 
     def read(self, shown: Shown, reply: str, room: int) -> None:
-        """Judge the questions of one reply to a call that showed ``shown``, keeping no more than ``room`` in all."""
+        """Check the questions of one reply to a call that showed ``shown``, keeping no more than ``room`` in all."""
         if not reply.strip():
             self.dropped[EMPTY] += 1
             return
@@ -117,11 +117,11 @@ class Judge:
         for item in items or ():
             if len(self.kept) >= room:
                 return
-            why = self._judge(item, shown)
+            why = self._check(item, shown)
             if why:
                 self.dropped[why] += 1
 
-    def _judge(self, item: object, shown: Shown) -> str | None:
+    def _check(self, item: object, shown: Shown) -> str | None:
         if not isinstance(item, dict) or not isinstance(item.get("question"), str) or not item["question"].strip():
             return MALFORMED
         evidence = item.get("evidence")

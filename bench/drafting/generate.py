@@ -4,7 +4,7 @@ Passages (windows of about ``passage_chars`` characters, cut at paragraph breaks
 round-robin over the documents, so that every document is asked about before any is asked about
 twice; the order is fixed by the seed. Each call shows the model a few passages, labelled with
 their document ids, and asks for ``per_call`` questions as JSON. A question is kept only when
-(``bench.drafting.judging``)
+(``bench.drafting.checks``)
 
 * every quote resolves in its document (``find_quote``: as a reader copies it), else "invented quote";
 * it does not copy its evidence: at least 80% of its content terms appear, in order, in one quote
@@ -34,8 +34,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from bench.drafting.checks import QuestionChecks, Shown
 from bench.drafting.draft import PENDING, Draft, DraftQuestion, Found, Passage, load_draft, save_draft
-from bench.drafting.judging import Judge, Shown
 from bench.errors import BenchError
 from bench.formatting import usd
 from bench.inputs.corpus import Corpus
@@ -232,7 +232,7 @@ def generate_draft(
     }  # fmt: skip
     _check_overwrite(out, meta, force)
     asker = chat.asker(client, log_path(out))
-    judge = Judge(corpus)
+    checks = QuestionChecks(corpus)
     calls: dict[str, Call] = {}
 
     def requests() -> Iterator[Request]:
@@ -241,18 +241,18 @@ def generate_draft(
             yield call.request
 
     def read(request: Request, row: Row) -> bool:
-        judge.read(calls[request.key].passages, reply_text(row), n)
-        status.update(f"asking {chat.model}: {len(judge.kept)} of {n} questions kept, {usd(asker.tally.cost)} spent")
-        return len(judge.kept) >= n
+        checks.read(calls[request.key].passages, reply_text(row), n)
+        status.update(f"asking {chat.model}: {len(checks.kept)} of {n} questions kept, {usd(asker.tally.cost)} spent")
+        return len(checks.kept) >= n
 
     def room(pending: int) -> bool:  # no more calls than could still be needed
-        return len(judge.kept) + plan.per_call * pending < n
+        return len(checks.kept) + plan.per_call * pending < n
 
     with console.status(f"asking {chat.model} for {n} questions") as status:
         ended = asker.in_order(requests(), read, room)
     tally = asker.tally
     stopped = {"enough": "enough questions", "budget": "budget", "all asked": "passages used up"}[ended]
-    if not judge.kept and stopped == "passages used up" and tally.sent + tally.cached == 0:
+    if not checks.kept and stopped == "passages used up" and tally.sent + tally.cached == 0:
         raise BenchError(f"{corpus.path}: the documents hold no text to ask about")
     questions = [
         DraftQuestion(
@@ -263,9 +263,9 @@ def generate_draft(
             evidence=kept.evidence,
             passages=tuple(Passage(d, s, e, (Found("llm", 1, None),)) for d, s, e in kept.shown),
         )
-        for i, kept in enumerate(judge.kept, 1)
+        for i, kept in enumerate(checks.kept, 1)
     ]
-    dropped = dict(sorted(judge.dropped.items(), key=lambda kv: (-kv[1], kv[0])))
+    dropped = dict(sorted(checks.dropped.items(), key=lambda kv: (-kv[1], kv[0])))
     meta |= {
         "prompt": {"system": SYSTEM_PROMPT, "user": USER_PROMPT},
         "llm_log": asker.log.path.name,

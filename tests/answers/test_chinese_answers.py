@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from bench.answers.claim_judge import judge_answers, judged_path, resolve_sources, sentences
 from bench.answers.contexts import RunContexts, open_run
 from bench.answers.generate import generate_answers
-from bench.answers.judge import judge_answers, judged_path, resolve_sources, sentences
 from bench.answers.score import agree
 from bench.inputs.answers import load_answers, meta_path
 from bench.llm.client import ChatClient

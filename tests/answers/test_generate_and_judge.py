@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from bench.answers import judge as judging
+from bench.answers import claim_judge
 from bench.answers.calls import replies_path
+from bench.answers.claim_judge import judge_answers, judged_path, read_goldset_questions, resolve_sources
 from bench.answers.contexts import RunContexts, open_run
 from bench.answers.generate import PROMPT, generate_answers
-from bench.answers.judge import judge_answers, judged_path, read_goldset_questions, resolve_sources
 from bench.errors import BenchError
 from bench.inputs.answers import JUDGE, load_answers, meta_path
 from bench.llm.client import ChatClient
@@ -282,7 +282,7 @@ def test_judge_labels_claim_by_claim_and_never_guesses(tmp_path):
     assert (report.claims, report.supported, report.undecided) == (10, 5, 3)
     assert report.problems == {"malformed reply": 3, "refused (empty reply)": 1}
     meta = json.loads(meta_path(out).read_text())
-    rubric = judging.RUBRIC.read_text()
+    rubric = claim_judge.RUBRIC.read_text()
     assert meta["labels"] == JUDGE and meta["source"]["path"] == str(source)
     assert meta["source"]["sha256"] == hashlib.sha256(source.read_bytes()).hexdigest()
     assert meta["judge"]["model"] == "judge-test" and meta["judge"]["base_url"] == server.base_url

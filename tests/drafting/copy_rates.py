@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.drafting.judging import (
+from bench.drafting.checks import (
     _QUESTION_WORDS,
     _STOPWORDS,
     DUPLICATE_JACCARD,

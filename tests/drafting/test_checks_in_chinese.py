@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.drafting.judging import _STOPWORDS, content_words, copies
+from bench.drafting.checks import _STOPWORDS, content_words, copies
 from tests.drafting import copy_rates
 
 
