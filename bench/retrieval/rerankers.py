@@ -18,12 +18,13 @@ import os
 import threading
 import urllib.parse
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
+from bench.core.tables import read_table, setting
 from bench.embedders import http_api
 from bench.embedders.base import PASSAGE, QUERY, Embedder
 from bench.embedders.sbert import is_hub_name, resolve_source
@@ -48,27 +49,36 @@ _KIND_KEYS = {
 KEYS = (*_COMMON, *(k for keys in _KIND_KEYS.values() for k in keys))
 
 
+_TOP = "a whole number >= 1 (how many first-stage results are re-scored) or a list, e.g. top = [10, 50]"
+_OVER = 'a glob on first-stage candidate ids, e.g. "minilm*", or a list (leave it out for every one)'
+_SHAPE = '"documents" (Cohere, Jina, Voyage) or "texts" (Hugging Face TEI)'
+
+
 @dataclass(frozen=True)
 class RerankerSpec:
     """Everything known about a reranker before it loads; one candidate per value of ``top``."""
 
     name: str
     kind: str
-    top: tuple[int, ...] = (20,)  # how many first-stage results are re-scored
-    over: tuple[str, ...] = ()  # glob patterns on first-stage candidate ids; () = every one
+    # how many first-stage results are re-scored
+    top: tuple[int, ...] = setting((20,), minimum=1, unique=True, what=_TOP)
+    # glob patterns on first-stage candidate ids; () = every one
+    over: tuple[str, ...] = setting((), blank=False, what=_OVER)
     model: str | None = None  # bi-encoder: a dense model of the config
     source: str | None = None  # cross-encoder: a folder, package:<module> or hub:org/name
     url: str | None = None  # http: the endpoint, e.g. https://api.cohere.com/v2/rerank
     api_model: str | None = None  # http: the "model" sent in the body
     api_key_env: str | None = None  # http: env var holding the key, sent as Authorization: Bearer
-    shape: str = "documents"  # http body: "documents" (Cohere, Jina, Voyage) or "texts" (TEI)
-    price_per_1k_searches: float | None = None
-    price_per_mtok: float | None = None  # cl100k tokens of query + documents per search
-    hourly_usd: float | None = None  # self-hosted: cost from measured seconds
-    max_length: int | None = None  # cross-encoder: max tokens per (query, passage) pair
-    batch_size: int = 32
-    timeout_s: float = 30.0
-    max_retries: int = 5
+    # http body: "documents" (Cohere, Jina, Voyage) or "texts" (TEI)
+    shape: Literal["documents", "texts"] = setting("documents", what=_SHAPE)
+    # prices are kept as written (an integer stays one): the config hash of a priced reranker stays the same
+    price_per_1k_searches: int | float | None = setting(None, minimum=0)
+    price_per_mtok: int | float | None = setting(None, minimum=0)  # cl100k tokens of query + documents per search
+    hourly_usd: int | float | None = setting(None, minimum=0)  # self-hosted: cost from measured seconds
+    max_length: int | None = setting(None, minimum=1)  # cross-encoder: max tokens per (query, passage) pair
+    batch_size: int = setting(32, minimum=1)
+    timeout_s: float = setting(30.0, above=0, what="a positive number of seconds")
+    max_retries: int = setting(5, minimum=0)
     description: str = ""
 
 
@@ -99,6 +109,28 @@ def reranker_spec_from_config(name: str, table: Mapping | None, models: Collecti
     if not isinstance(table, Mapping):
         raise BenchError(f"{where}: [reranker.{name}] must be a table of settings, not {type(table).__name__}")
     check_keys(table, KEYS, where, noun="key")
+    kind = _kind(where, name, table, models)
+    prices = [p for p in _PRICES if table.get(p) is not None]
+    if len(prices) > 1:
+        raise BenchError(f"{where}: give one price, not {' and '.join(prices)}; remove all but one")
+    rest = {key: value for key, value in table.items() if key != "kind"}
+    spec = read_table(RerankerSpec, rest, where, name=name, kind=kind)
+    if kind == "bi-encoder":
+        spec = replace(spec, model=spec.model or name)
+        if spec.model not in models:
+            hint = f"{suggest(str(spec.model), models)}set model = one of: {', '.join(sorted(models)) or '(none)'}"
+            raise BenchError(f"{where}: model {spec.model!r} is no dense model of the config; {hint}")
+    elif kind == "cross-encoder" and not spec.source:
+        fix = 'a folder holding the model, "package:<module>" or "hub:org/name"'
+        raise BenchError(f'{where}: kind = "cross-encoder" needs source = {fix}')
+    elif kind == "http":
+        _check_http(where, spec)
+    return spec
+
+
+def _kind(where: str, name: str, table: Mapping, models: Collection[str]) -> str:
+    """The table's kind (a bi-encoder when it names a model or is named after one), and that the
+    table's keys apply to it."""
     kind = table.get("kind", "bi-encoder" if "model" in table or name in models else None)
     if kind is None:
         fix = 'set kind = "cross-encoder" or "http", or model = a dense model'
@@ -110,77 +142,18 @@ def reranker_spec_from_config(name: str, table: Mapping | None, models: Collecti
         if key not in _COMMON and key not in _KIND_KEYS[kind]:
             owner = next(k for k, keys in _KIND_KEYS.items() if key in keys)
             raise BenchError(f'{where}: {key!r} applies to kind = "{owner}", not "{kind}"; remove it')
-    prices = [p for p in _PRICES if table.get(p) is not None]
-    if len(prices) > 1:
-        raise BenchError(f"{where}: give one price, not {' and '.join(prices)}; remove all but one")
-    values = {key: _plain(where, key, table) for key in (*_COMMON[3:], *_KIND_KEYS[kind])}
-    values.update(top=_top(where, table.get("top", 20)), over=_over(where, table.get("over")))
-    if kind == "bi-encoder":
-        model = values["model"] = values["model"] or name
-        if model not in models:
-            hint = f"{suggest(model, models)}set model = one of: {', '.join(sorted(models)) or '(none)'}"
-            raise BenchError(f"{where}: model {model!r} is no dense model of the config; {hint}")
-    elif kind == "cross-encoder" and not values["source"]:
-        fix = 'a folder holding the model, "package:<module>" or "hub:org/name"'
-        raise BenchError(f'{where}: kind = "cross-encoder" needs source = {fix}')
-    elif kind == "http":
-        url, shape = values["url"], values["shape"]
-        parts = urllib.parse.urlsplit(url or "")
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            what = f"url = {http_api.redact_url(url)!r} is not an http(s) URL" if url else "needs url = the endpoint"
-            raise BenchError(f'{where}: {what}; set it like url = "https://api.cohere.com/v2/rerank"')
-        if shape not in SHAPES:
-            fix = 'must be "documents" (Cohere, Jina, Voyage) or "texts" (Hugging Face TEI)'
-            raise BenchError(f"{where}: shape = {shape!r} {fix}")
-        if shape == "documents" and not values["api_model"]:
-            fix = 'api_model = the model the service runs, e.g. "rerank-v3.5"'
-            raise BenchError(f'{where}: shape = "documents" needs {fix}')
-        if not values["timeout_s"] > 0:
-            raise BenchError(f"{where}: timeout_s = 0 must be a positive number of seconds")
-        values["timeout_s"] = float(values["timeout_s"])
-    return RerankerSpec(name=name, kind=kind, **values)
+    return kind
 
 
-# Each plain key: its types, its default, and the least value it may take when a number.
-_PLAIN: dict[str, tuple[tuple[type, ...], object, float | None]] = {
-    "description": ((str,), "", None),
-    **{key: ((str,), None, None) for key in ("model", "source", "url", "api_model", "api_key_env")},
-    "shape": ((str,), "documents", None),
-    **{key: ((int, float), None, 0) for key in _PRICES},
-    "max_length": ((int,), None, 1),
-    "batch_size": ((int,), 32, 1),
-    "timeout_s": ((int, float), 30.0, 0),
-    "max_retries": ((int,), 5, 0),
-}
-
-
-def _plain(where: str, key: str, table: Mapping) -> Any:
-    types, default, minimum = _PLAIN[key]
-    value: Any = table.get(key, default)
-    fits = isinstance(value, types) and not isinstance(value, bool)
-    if value is None or (fits and (minimum is None or (math.isfinite(value) and value >= minimum))):
-        return value
-    what = "a string" if str in types else "a number" if float in types else "a whole number"
-    raise BenchError(f"{where}: {key} = {value!r} must be {what}{'' if minimum is None else f' >= {minimum:g}'}")
-
-
-def _top(where: str, value: object) -> tuple[int, ...]:
-    values = value if isinstance(value, list) else [value]
-    ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v >= 1]
-    if not values or len(ints) != len(values):
-        what = "a whole number >= 1 (how many first-stage results are re-scored) or a list, e.g. top = [10, 50]"
-        raise BenchError(f"{where}: top = {value!r} must be {what}")
-    if len(set(ints)) != len(ints):
-        raise BenchError(f"{where}: top = {value!r} repeats a number; list each once")
-    return tuple(ints)
-
-
-def _over(where: str, value: object) -> tuple[str, ...]:
-    values = [value] if isinstance(value, str) else [] if value is None else value
-    if not isinstance(values, list) or value == [] or not all(isinstance(v, str) and v for v in values):
-        what = 'a glob on first-stage candidate ids, e.g. "minilm*", or a list (leave it out for every one)'
-        raise BenchError(f"{where}: over = {value!r} must be {what}")
-    return tuple(values)
+def _check_http(where: str, spec: RerankerSpec) -> None:
+    url = spec.url
+    parts = urllib.parse.urlsplit(url or "")
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        what = f"url = {http_api.redact_url(url)!r} is not an http(s) URL" if url else "needs url = the endpoint"
+        raise BenchError(f'{where}: {what}; set it like url = "https://api.cohere.com/v2/rerank"')
+    if spec.shape == "documents" and not spec.api_model:
+        fix = 'api_model = the model the service runs, e.g. "rerank-v3.5"'
+        raise BenchError(f'{where}: shape = "documents" needs {fix}')
 
 
 # -- loading -----------------------------------------------------------------------------------
