@@ -119,12 +119,14 @@ def resolve_sources(
     """Where contexts and questions come from: ``--run`` or the run the file's meta names (opened
     when given, or when answers lack contexts), and ``--goldset``, else the run's goldset."""
     meta = source.meta
-    kept = meta.get("run_path")  # where the run lay when the answers were made; else its id, in --results
-    named = kept if isinstance(kept, str) and Path(kept).is_dir() else meta.get("run_id")
+    kept = source.meta_text("run_path")  # where the run lay when the answers were made; else its id, in --results
+    named = kept if kept is not None and Path(kept).is_dir() else source.meta_text("run_id")
     run = None
     bare = [a.question_id for a in source.answers if a.contexts is None]
     if run_ref is not None or (bare and named):
-        run = open_run(run_ref or str(named), results, candidate or (None if run_ref else meta.get("candidate")))
+        run = open_run(
+            run_ref or str(named), results, candidate or (None if run_ref else source.meta_text("candidate"))
+        )
     elif bare:
         raise BenchError(
             f"{source.path}: {plural(len(bare), 'answer')} ({', '.join(bare[:3])}) give no contexts and the file "

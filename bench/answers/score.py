@@ -48,7 +48,7 @@ def calibration(
     labels = answers.labelled_by
     if labels != JUDGE:
         return {"status": PEOPLE, "labels": labels}
-    judge = answers.meta.get("judge") or {}
+    judge = answers.meta_section("judge")
     out: dict[str, Any] = {
         "status": UNCALIBRATED,
         "labels": JUDGE,
@@ -197,7 +197,7 @@ def agree(
             f"(`bench answers judge {human_path}`), which keeps its claims, then compare"
         )
     result = figures.agreement(pairs)
-    meta = judge.meta.get("judge") or {}
+    meta = judge.meta_section("judge")
     out = {
         "human_file": str(human_path),
         "judge_file": str(judge_path),

@@ -67,10 +67,9 @@ def score(
     from bench.report.answers_view import print_answers
 
     answers = load_answers(file)
-    meta = answers.meta
-    run_ref = run_ref or meta.get("run_id")
-    if candidate is None and run_ref == meta.get("run_id"):
-        candidate = meta.get("candidate")
+    run_ref = run_ref or answers.meta_text("run_id")
+    if candidate is None and run_ref == answers.meta_text("run_id"):
+        candidate = answers.meta_text("candidate")
     source = open_run(run_ref, results, candidate) if run_ref else None
     scored = score_file(answers, source, min_claims=min_claims, min_kappa=min_kappa, agreement_file=calibration)
     print_answers(out_console(), scored.summary, scored.rows)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from bench import files
 from bench.errors import BenchError
@@ -28,7 +28,21 @@ from bench.errors import BenchError
 META_SUFFIX = ".meta.json"
 HUMAN, JUDGE, UNLABELLED = "human", "judge", "unlabelled"  # who labelled a file's claims
 _FIELDS = '"question_id" and "answer"'
+# A JSON object as read: its values are checked where they are used.
+JsonObject = dict[str, object]
 _KNOWN = {"question_id", "answer", "contexts", "context_units", "claims", "addresses_question", "reference_claims"}
+
+
+class AnswerRow(TypedDict, total=False):
+    """An answers file's line as written (its extra keys follow, as they were read)."""
+
+    question_id: str
+    answer: str
+    contexts: list[str]
+    context_units: list[str]
+    claims: list[JsonObject]
+    addresses_question: bool
+    reference_claims: list[JsonObject]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,9 +51,9 @@ class Claim:
 
     text: str
     supported: bool | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
-    def to_dict(self, label: str = "supported") -> dict[str, Any]:
+    def to_dict(self, label: str = "supported") -> JsonObject:
         return {"text": self.text, label: self.supported, **self.extra}
 
 
@@ -55,10 +69,10 @@ class Answer:
     claims: tuple[Claim, ...] | None = None
     addresses_question: bool | None = None
     reference_claims: tuple[Claim, ...] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"question_id": self.question_id, "answer": self.answer}
+    def to_dict(self) -> JsonObject:
+        out = AnswerRow(question_id=self.question_id, answer=self.answer)
         if self.contexts is not None:
             out["contexts"] = list(self.contexts)
         if self.context_units is not None:
@@ -79,7 +93,7 @@ class Answer:
 class AnswersFile:
     path: Path
     answers: tuple[Answer, ...]
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: JsonObject = field(default_factory=dict)
     lines: tuple[int, ...] = ()  # each answer's line in the file, for messages
 
     def where(self, i: int) -> str:
@@ -92,6 +106,16 @@ class AnswersFile:
         if "labels" not in self.meta:
             return HUMAN
         return str(self.meta["labels"] or UNLABELLED)
+
+    def meta_text(self, key: str) -> str | None:
+        """A string the meta records (``run_id``, ``run_path``, ``candidate``); None when absent or not one."""
+        value = self.meta.get(key)
+        return value if isinstance(value, str) else None
+
+    def meta_section(self, key: str) -> JsonObject:
+        """An object the meta records (``judge``, ``generator``); empty when absent or not one."""
+        value = self.meta.get(key)
+        return value if isinstance(value, dict) else {}
 
     def by_question(self) -> dict[str, Answer]:
         return {a.question_id: a for a in self.answers}
@@ -125,20 +149,21 @@ def load_answers(path: str | Path) -> AnswersFile:
         lines.append(lineno)
     if not answers:
         raise BenchError(f"{path}: no answers in it; write one JSON object a line with {_FIELDS}")
-    meta: dict[str, Any] = {}
+    meta: JsonObject = {}
     if meta_path(path).is_file():
         text = files.read_text(meta_path(path))
         try:
-            meta = files.loads_strict(text)
+            read = files.loads_strict(text)
         except ValueError as e:
             fix = "delete it if the answers are labelled by hand"
             raise BenchError(f"{meta_path(path)}: not valid JSON ({e}); {fix}") from None
-        if not isinstance(meta, dict):
+        if not isinstance(read, dict):
             raise BenchError(f"{meta_path(path)}: not a JSON object; delete it if the answers are labelled by hand")
+        meta = read
     return AnswersFile(path, tuple(answers), meta, tuple(lines))
 
 
-def parse_answer(row: dict[str, Any], where: str) -> Answer:
+def parse_answer(row: JsonObject, where: str) -> Answer:
     qid = row.get("question_id")
     if not isinstance(qid, str) or not qid.strip():
         raise BenchError(f'{where}: missing or empty "question_id"; give the goldset id of the question answered')
@@ -161,7 +186,7 @@ def parse_answer(row: dict[str, Any], where: str) -> Answer:
     )
 
 
-def _strings(row: dict, key: str, where: str, qid: str) -> tuple[str, ...] | None:
+def _strings(row: JsonObject, key: str, where: str, qid: str) -> tuple[str, ...] | None:
     value = row.get(key)
     if value is None:
         return None
@@ -170,7 +195,7 @@ def _strings(row: dict, key: str, where: str, qid: str) -> tuple[str, ...] | Non
     return tuple(value)
 
 
-def _claims(row: dict, key: str, label: str, where: str, qid: str) -> tuple[Claim, ...] | None:
+def _claims(row: JsonObject, key: str, label: str, where: str, qid: str) -> tuple[Claim, ...] | None:
     value = row.get(key)
     if value is None:
         return None
@@ -192,7 +217,7 @@ def _flag(value: object, what: str) -> bool | None:
     raise BenchError(f"{what} must be true, false or null (not decided), not {value!r}")
 
 
-def save_answers(path: Path, answers: list[Answer] | tuple[Answer, ...], meta: dict[str, Any] | None = None) -> None:
+def save_answers(path: Path, answers: list[Answer] | tuple[Answer, ...], meta: JsonObject | None = None) -> None:
     """Write an answers file (and its meta) atomically; the meta first, so a reader never pairs new
     answers with an old meta."""
     try:
