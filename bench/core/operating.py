@@ -16,6 +16,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from bench.core.sections import JsonObject
+
 Step = Literal["query_embed", "search", "rerank"]
 Stat = Literal["mean", "p50", "p95", "p99"]
 
@@ -130,13 +132,13 @@ class Operating(Mapping[str, Any]):
     latency: Latency = field(default_factory=Latency)
     storage: Storage = field(default_factory=Storage)
     indexing: Indexing = field(default_factory=Indexing)
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
     # summary.json's keys in its order, so that a run read and written again is the same file
     keys_stored: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Operating:
-        parts: dict[str, dict[str, Any]] = {name: {} for name in _SECTIONS}
+        parts: dict[str, JsonObject] = {name: {} for name in _SECTIONS}
         extra = {}
         for key, value in d.items():
             section = _SECTION_OF.get(key)
@@ -147,7 +149,7 @@ class Operating(Mapping[str, Any]):
         sections = {name: _SECTIONS[name](**values) for name, values in parts.items()}
         return cls(**sections, extra=extra, keys_stored=tuple(d))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {key: self[key] for key in self.keys_stored}
 
     def merged(self, figures: Mapping[str, Any]) -> Operating:

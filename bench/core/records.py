@@ -12,6 +12,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
 
+from bench.core.scores import QuestionDiagnostics
+from bench.core.sections import JsonObject
+
 
 class Record:
     """``from_dict``/``to_dict`` for a dataclass whose JSON keys are its field names, plus ``extra``."""
@@ -19,8 +22,15 @@ class Record:
     _nested: ClassVar[dict[str, type]] = {}  # field → the record type of each element of its list
     _typed: ClassVar[dict[str, type]] = {}  # field → its typed section, read and written by its own to/from_dict
 
+    def __post_init__(self) -> None:
+        # a typed field given as the JSON it is read from (a test, a caller that built the dict) is read into its type
+        for name, typed in self._typed.items():
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, typed):
+                object.__setattr__(self, name, typed.from_dict(value))  # type: ignore[attr-defined]
+
     @classmethod
-    def from_dict(cls, d: dict[str, Any]):
+    def from_dict(cls, d: JsonObject):
         names = [f.name for f in dataclasses.fields(cls) if f.name != "extra"]  # type: ignore[arg-type]
         values = {}
         for name in names:
@@ -35,8 +45,8 @@ class Record:
         extra = {key: value for key, value in d.items() if key not in names}
         return cast(Any, cls)(**values, extra=extra)  # cls is one of the dataclasses below
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {}
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
             if f.name == "extra":
                 continue
@@ -61,7 +71,7 @@ class RankedUnit(Record):
     end: int
     score: float | None  # None: the retriever could not score it (BM25 shares no term)
     grade: int
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,7 +80,7 @@ class EvidenceSpan(Record):
     start: int | None  # None with ``end``: the whole document is the evidence (document unit)
     end: int | None
     grade: int
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,13 +96,15 @@ class Retrieved(Record):
     ranking: list[RankedUnit]
     expected: list[RankedUnit]  # every relevant unit, scored even when not retrieved
     evidence: list[EvidenceSpan]
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
 class QuestionRecord(Retrieved):
     """A line of per_question.jsonl: the retrieved result with its metrics and diagnostics."""
 
+    _typed: ClassVar[dict[str, type]] = {"diagnostics": QuestionDiagnostics}
+
     first_relevant_rank: int | None = None  # 1-based; None: no relevant unit within depth
     metrics: dict[str, float] = field(default_factory=dict)
-    diagnostics: dict[str, Any] = field(default_factory=dict)
+    diagnostics: QuestionDiagnostics = field(default_factory=lambda: QuestionDiagnostics.read({}))

@@ -4,10 +4,13 @@ its operating figures (bench.core.operating); manifest.json, where a run came fr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from bench.core.operating import Operating
+from bench.core.pipeline import Pipeline
 from bench.core.records import Record
+from bench.core.scores import Curve, Diagnostics, Quality
+from bench.core.sections import JsonObject
 
 # The index name of lexical (BM25) candidates, which rank with their own inverted index; runs
 # written before `lexical` was stored are told by it.
@@ -18,7 +21,13 @@ LEXICAL_INDEX = "inverted"
 class CandidateResult(Record):
     """A candidate in summary.json: what it is, its rank, mean quality, and operating figures."""
 
-    _typed: ClassVar[dict[str, type]] = {"ops": Operating}
+    _typed: ClassVar[dict[str, type]] = {
+        "pipeline": Pipeline,
+        "quality": Quality,
+        "curve": Curve,
+        "diagnostics": Diagnostics,
+        "ops": Operating,
+    }
 
     id: str
     model: str
@@ -28,16 +37,16 @@ class CandidateResult(Record):
     lexical: bool = False  # ranks with the BM25 inverted index rather than vectors
     # What the candidate is made of: kind ("dense", "lexical", "fusion"), parts (ids of its
     # single-model first stages), fusion settings, reranker and first_stage; empty in older runs.
-    pipeline: dict[str, Any] = field(default_factory=dict)
+    pipeline: Pipeline = field(default_factory=lambda: Pipeline.read({}))
     rank: int | None = None
-    quality: dict[str, float] = field(default_factory=dict)
-    curve: dict[str, float] = field(default_factory=dict)  # hit rate at every cutoff 1..depth
-    diagnostics: dict[str, Any] = field(default_factory=dict)
+    quality: Quality = field(default_factory=Quality)
+    curve: Curve = field(default_factory=Curve)  # hit rate at every cutoff 1..depth
+    diagnostics: Diagnostics = field(default_factory=lambda: Diagnostics.read({}))
     ops: Operating = field(default_factory=Operating)
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> CandidateResult:
+    def from_dict(cls, d: JsonObject) -> CandidateResult:
         if "lexical" not in d:  # stored before the field existed: BM25 was the one inverted index
             d = {**d, "lexical": d.get("index") == LEXICAL_INDEX}
         return super().from_dict(d)
@@ -55,9 +64,10 @@ class RunSummary(Record):
     ndcg_gain: str
     min_overlap: float
     candidates: list[CandidateResult]
-    recommendation: dict[str, Any] | None = None
-    chunkers: dict[str, Any] | None = None  # size distributions per chunker
-    extra: dict[str, Any] = field(default_factory=dict)
+    # the recommendation's figures as bench.evaluation.decision writes them (Recommendation.to_dict)
+    recommendation: JsonObject | None = None
+    chunkers: JsonObject | None = None  # size distributions per chunker
+    extra: JsonObject = field(default_factory=dict)
 
     def candidate(self, cid: str) -> CandidateResult:
         return next(c for c in self.candidates if c.id == cid)
@@ -65,29 +75,31 @@ class RunSummary(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class Manifest(Record):
-    """manifest.json: where a run came from. Runs written by older versions may lack fields (None)."""
+    """manifest.json: where a run came from. Runs written by older versions may lack fields (None).
+    Its parts are kept as the JSON the run wrote (JsonObject): they record what was, for people and
+    for comparing runs, and only ``languages``, ``config`` and the fingerprints are read back."""
 
     run_id: str | None = None
     bench_version: str | None = None
-    config: dict[str, Any] | None = None
+    config: JsonObject | None = None
     config_hash: str | None = None
     config_path: str | None = None
-    corpus: dict[str, Any] | None = None
-    goldset: dict[str, Any] | None = None
+    corpus: JsonObject | None = None
+    goldset: JsonObject | None = None
     locked: bool | None = None
-    lock: dict[str, Any] | None = None
-    versions: dict[str, Any] | None = None
-    machine: dict[str, Any] | None = None
+    lock: JsonObject | None = None
+    versions: JsonObject | None = None
+    machine: JsonObject | None = None
     started: str | None = None
     finished: str | None = None
     peak_rss_mb: float | None = None
-    prices: dict[str, Any] | None = None
+    prices: JsonObject | None = None
     percentile_method: str | None = None
     engine: str | None = None
     # The corpus's and the questions' languages, and what each model reads of them (docs/design.md).
-    languages: dict[str, Any] | None = None
-    phases: list[dict[str, Any]] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
+    languages: JsonObject | None = None
+    phases: list[JsonObject] = field(default_factory=list)
+    extra: JsonObject = field(default_factory=dict)
 
     def fingerprint(self, what: str) -> str | None:
         """The sha256 of ``corpus`` or ``goldset``, where the manifest has one."""

@@ -39,10 +39,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from bench.core.measures import metric_key
 from bench.core.records import QuestionRecord
+from bench.core.scores import Diagnostics
+from bench.core.sections import JsonObject
 from bench.core.summary import CandidateResult, RunSummary
 from bench.evaluation import pipeline_gains as pipelines
 
@@ -94,7 +96,9 @@ class Finding:
     rule: str
     severity: Severity
     candidates: tuple[str, ...]
-    evidence: dict[str, Any]
+    # the figures behind it as summary.json's findings store them: numbers, ids, lists of ids,
+    # a different set per rule (its sentence in bench.report.findings_text reads them by key)
+    evidence: JsonObject
 
 
 @dataclass(frozen=True)
@@ -111,16 +115,16 @@ class CandidateView:
     baseline: CandidateResult | None  # plain BM25 on the same chunker, for a single dense model
 
     def metric(self, name: str) -> float | None:
-        return self.data.quality.get(metric_key(name, self.k))
+        return self.data.quality.of(name, self.k)
 
     def curve(self, k: int) -> float | None:
-        return self.data.curve.get(metric_key("hit_rate", k))
+        return self.data.curve.hit_rate(k)
 
     @property
-    def diagnostics(self) -> dict[str, Any]:
-        return self.data.diagnostics or {}
+    def diagnostics(self) -> Diagnostics:
+        return self.data.diagnostics
 
-    def finding(self, rule: str, severity: Severity, evidence: dict[str, Any]) -> Finding:
+    def finding(self, rule: str, severity: Severity, evidence: JsonObject) -> Finding:
         return Finding(rule, severity, (self.data.id,), evidence)
 
 
@@ -162,7 +166,7 @@ def _mismatch(c: CandidateView) -> Finding | None:
         return None
     share = precision / c.ceiling if c.ceiling else (0.0 if precision == 0 else None)
     low = recall < LOW_RECALL and share is not None and share < LOW_PRECISION_SHARE
-    base = c.baseline.quality.get(metric_key("recall", c.k)) if c.baseline else None
+    base = c.baseline.quality.of("recall", c.k) if c.baseline else None
     beaten = base is not None and base >= recall
     if not (low or beaten):
         return None
@@ -186,7 +190,7 @@ def _wrong_order(c: CandidateView) -> Finding | None:
     return c.finding("wrong_order", "info", {**(in_top or {}), **(late or {})})
 
 
-def _order_in_top_k(c: CandidateView) -> dict[str, Any] | None:
+def _order_in_top_k(c: CandidateView) -> JsonObject | None:
     hit, mrr = c.metric("hit_rate"), c.metric("mrr")
     if hit is None or mrr is None or hit < ORDER_MIN_HIT_RATE or c.k < 2:
         return None
@@ -204,7 +208,7 @@ def _order_in_top_k(c: CandidateView) -> dict[str, Any] | None:
     }
 
 
-def _late_hits(c: CandidateView) -> dict[str, Any] | None:
+def _late_hits(c: CandidateView) -> JsonObject | None:
     at_k, at_depth = c.curve(c.k), c.curve(c.depth)
     if c.depth <= c.k or at_k is None or at_depth is None or at_depth - at_k < LATE_HIT_SHARE:
         return None
@@ -216,7 +220,7 @@ def _late_hits(c: CandidateView) -> dict[str, Any] | None:
 
 
 def _near_duplicates(c: CandidateView) -> Finding | None:
-    gaps = [g for r in c.records if (g := (r.diagnostics or {}).get("score_gap")) is not None]
+    gaps = [g for r in c.records if (g := r.diagnostics.score_gap) is not None]
     band = _gap_band(c)
     if len(gaps) < MIN_GAP_QUESTIONS or band is None:
         return None
@@ -232,7 +236,7 @@ def _gap_band(c: CandidateView) -> float | None:
         return None
     if scale == "cosine":
         return NEAR_ZERO_GAP
-    mean = c.diagnostics.get("mean_relevant_score")
+    mean = c.diagnostics.mean_relevant_score
     return NEAR_ZERO_GAP_LEXICAL * abs(mean) if mean else None
 
 
@@ -251,18 +255,17 @@ def _truncation(c: CandidateView) -> Finding | None:
 
 
 def _misses(c: CandidateView) -> Finding | None:
-    n = c.diagnostics.get("n_questions")
-    missed = (c.diagnostics.get("first_relevant_rank") or {}).get("miss")
+    n, missed = c.diagnostics.n_questions, c.diagnostics.missed
     if not n or missed is None or missed / n < MISS_SHARE:
         return None
     return c.finding("misses", "warning", {"missed": missed, "n_questions": n, "share": missed / n})
 
 
 def _no_relevant_unit(c: CandidateView) -> Finding | None:
-    lost = c.diagnostics.get("questions_without_relevant_unit")
+    lost = c.diagnostics.questions_without_relevant_unit
     if not lost:
         return None
-    n = c.diagnostics.get("n_questions")
+    n = c.diagnostics.n_questions
     return c.finding("no_relevant_unit", "warning", {"questions": lost, "n_questions": n})
 
 
@@ -286,10 +289,7 @@ def _chunkers_apart(summary: RunSummary, by_candidate: dict[str, list[QuestionRe
     k = summary.k
     groups: dict[tuple, list[CandidateResult]] = defaultdict(list)
     for c in summary.candidates:
-        if (
-            c.quality.get(metric_key("recall", k)) is not None
-            and c.quality.get(metric_key("span_precision", k)) is not None
-        ):
+        if c.quality.of("recall", k) is not None and c.quality.of("span_precision", k) is not None:
             # like with like: the same first stage, query setting and reranker, chunkers apart
             groups[(c.model, c.id.split("/", 2)[2])].append(c)
     return [f for (model, index), cands in groups.items() for f in _apart_in_group(model, index, cands, k)]

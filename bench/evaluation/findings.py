@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from bench.core.measures import metric_key
 from bench.core.records import QuestionRecord
 from bench.core.summary import CandidateResult, RunSummary
 from bench.evaluation import pipeline_gains as pipelines
@@ -54,7 +53,7 @@ def _candidate(
 ) -> CandidateView:
     k = summary.k
     quality = data.quality
-    ceiling, units = _ceiling(k, records, quality.get(metric_key("precision", k)), quality.get(metric_key("recall", k)))
+    ceiling, units = _ceiling(k, records, quality.of("precision", k), quality.of("recall", k))
     return CandidateView(
         data=data,
         k=k,

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.core.records import QuestionRecord
+from bench.core.scores import Quality
 from bench.core.summary import RunSummary
 from bench.errors import BenchError
 from bench.registry import suggest
@@ -25,7 +26,7 @@ class QuestionMatrix:
     texts: list[str]
     tags: list[list[str]]
     candidates: list[str]  # in rank order, best first
-    quality: dict[str, dict]
+    quality: dict[str, Quality]
     first: list[list[int | None]]  # first-relevant rank per question, per candidate
     metrics: dict[str, np.ndarray]  # NaN where a record has no value
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from bench.core.measures import metric_key
 from bench.core.records import EvidenceSpan, QuestionRecord, Retrieved
+from bench.core.scores import Curve, Diagnostics, Quality
 from bench.core.summary import CandidateResult
 from bench.errors import BenchError
 from bench.evaluation import diagnostics, metrics
@@ -26,9 +27,9 @@ from bench.inputs.goldset import CHUNK
 class CandidateScores:
     """What a candidate's questions add up to in summary.json."""
 
-    quality: dict[str, float]  # the mean of every metric over all questions
-    curve: dict[str, float]  # hit rate at every cutoff 1..depth
-    diagnostics: dict
+    quality: Quality  # the mean of every metric over all questions
+    curve: Curve  # hit rate at every cutoff 1..depth
+    diagnostics: Diagnostics
 
 
 def grades_from_records(records: Sequence[Retrieved], depth: int) -> Grades:
@@ -78,8 +79,8 @@ def score_candidate(
         for q, rec in enumerate(records)
     ]
     summary = CandidateScores(
-        quality=metrics.means(per_question),
-        curve=metrics.hit_curve(grades),
+        quality=Quality(metrics.means(per_question)),
+        curve=Curve(metrics.hit_curve(grades)),
         diagnostics=diagnostics.summarise([r.diagnostics for r in scored], first, depth, grades.n_relevant),
     )
     return scored, summary

@@ -73,7 +73,7 @@ def _too_broad(c: _Said, e: dict) -> str:
     else:
         why = f"precision@{c.k} is {_f(precision)}"
     fix = f"pass fewer {c.noun}s to the LLM" + ("" if c.unit == "document" else ", or use smaller chunks")
-    fix = f"{fix[0].upper()}{fix[1:]}." if c.data.pipeline.get("reranker") else f"Rerank and {fix}."
+    fix = f"{fix[0].upper()}{fix[1:]}." if c.data.pipeline.reranker else f"Rerank and {fix}."
     filler = f"most of the {c.k} {c.noun}s handed on are filler{noise}"
     return f"Recall@{c.k} is {_f(e['recall'])}, but {why}: {filler}. {fix}" + c.advice(rerank=True)
 

@@ -91,7 +91,7 @@ def hit_rate_curves(summary: RunSummary) -> Figure:
 
 def _rank_shares(candidate: CandidateResult, depth: int) -> tuple[list[float], float]:
     """Share of questions whose first relevant unit was at rank 1…depth, and the share of misses."""
-    counts = candidate.diagnostics.get("first_relevant_rank", {})
+    counts = candidate.diagnostics.first_relevant_rank or {}
     total = sum(counts.values()) or 1
     return [counts.get(str(r), 0) / total for r in range(1, depth + 1)], counts.get("miss", 0) / total
 
@@ -158,7 +158,7 @@ def first_rank_distribution(summary: RunSummary) -> Figure:
 def _gaps(records: Sequence[QuestionRecord]) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
     for rec in records:
-        gap = (rec.diagnostics or {}).get("score_gap")
+        gap = rec.diagnostics.score_gap
         if gap is not None and math.isfinite(gap):
             out.setdefault(rec.candidate, []).append(float(gap))
     return out

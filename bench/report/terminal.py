@@ -172,7 +172,7 @@ def _qps(value: float | None) -> str:
 
 def _latency_notes(summary: RunSummary) -> list[str]:
     notes = []
-    sampled = {(c.ops.latency.latency_samples, c.diagnostics.get("n_questions")) for c in summary.candidates}
+    sampled = {(c.ops.latency.latency_samples, c.diagnostics.n_questions) for c in summary.candidates}
     notes += [
         f"latency timed on single queries: the first {n} of {total} questions (latency_samples)"
         for n, total in sorted(sampled, key=str)
@@ -240,9 +240,9 @@ def diagnostics_table(summary: RunSummary) -> FittedTable:
         row = [
             c.id,
             *(f"{c.curve[metric_key('hit_rate', cut)]:.3f}" for cut in cutoffs),
-            str(d["first_relevant_rank"]["miss"]),
-            number(d["score_gap_mean"], "{:+.3f}"),
-            number(d["score_gap_median"], "{:+.3f}"),
+            str(d.first_relevant_rank["miss"]),
+            number(d.score_gap_mean, "{:+.3f}"),
+            number(d.score_gap_median, "{:+.3f}"),
         ]
         if has_spans:
             row += [f"{c.quality[key]:.3f}" for key in spans]

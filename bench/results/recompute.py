@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from bench.core.records import QuestionRecord
+from bench.core.sections import JsonObject
 from bench.evaluation import scale
 from bench.evaluation.decision import SENTENCES, recommend
 from bench.evaluation.scoring import rank_candidates, score_candidate
@@ -54,8 +55,8 @@ def recompute(run_ref: str, results: Path) -> tuple[StoredRun, StoredRun, list[s
         i = cursor.get(rec.candidate, 0)
         cursor[rec.candidate] = i + 1
         records.append(fresh_records[rec.candidate][i] if rec.candidate in fresh_records else rec)
-    written = summary.recommendation or {}
-    margin = written.get("margin", config.get("recommend_margin", 0.02))
+    written: JsonObject = summary.recommendation or {}
+    margin = written["margin"] if "margin" in written else config.get("recommend_margin", 0.02)
     prefer = config.get("prefer", "cost")
     figures = recommend(ranked, records, summary.k, margin, prefer, at).to_dict()
     # the sentences are rendered from these figures where they are shown (bench.report.decision_text)
@@ -87,5 +88,5 @@ def _record_differences(stored: list[QuestionRecord], fresh: list[QuestionRecord
         where = f"{old.candidate} {old.question_id}"
         out += _differences(old.metrics, new.metrics, f"{where} metrics")
         out += _differences(old.first_relevant_rank, new.first_relevant_rank, f"{where} first_relevant_rank")
-        out += _differences(old.diagnostics, new.diagnostics, f"{where} diagnostics")
+        out += _differences(old.diagnostics.to_dict(), new.diagnostics.to_dict(), f"{where} diagnostics")
     return out

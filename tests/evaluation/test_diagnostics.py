@@ -6,7 +6,6 @@ Scores are dyadic fractions (0.75, 0.625, ...) so every mean, difference and med
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 
 import numpy as np
@@ -14,6 +13,7 @@ import pytest
 
 from bench.core.measures import QUALITY_METRICS, metric_key
 from bench.core.records import QuestionRecord
+from bench.core.scores import QuestionDiagnostics as QD
 from bench.evaluation.diagnostics import question_diagnostics, rank_distribution, summarise
 from bench.evaluation.scoring import score_candidate
 from bench.evaluation.spans import span_keys
@@ -47,7 +47,8 @@ def stored(row: dict) -> QuestionRecord:
 def scored(records, **kwargs) -> tuple[list[dict], dict]:
     """score_candidate's records and candidate figures, as the files hold them."""
     out, scores = score_candidate(records, **kwargs)
-    return [r.to_dict() for r in out], dataclasses.asdict(scores)
+    figures = {"quality": scores.quality, "curve": scores.curve, "diagnostics": scores.diagnostics}
+    return [r.to_dict() for r in out], {name: part.to_dict() for name, part in figures.items()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,36 +161,36 @@ def test_rank_distribution_with_misses_sums_to_question_count():
 
 def test_summarise_by_hand():
     per_question = [
-        {"score_gap": 0.5, "mean_relevant_score": 0.75, "top_distractor_score": 0.25, "missed": []},
-        {"score_gap": None, "mean_relevant_score": 0.5, "top_distractor_score": None, "missed": ["x"]},
-        {"score_gap": -0.25, "mean_relevant_score": 0.25, "top_distractor_score": 0.5, "missed": ["y"]},
-        {"score_gap": 0.5, "mean_relevant_score": 0.625, "top_distractor_score": 0.125, "missed": []},
-        {"score_gap": None, "mean_relevant_score": None, "top_distractor_score": 0.75, "missed": []},
+        QD(score_gap=0.5, mean_relevant_score=0.75, top_distractor_score=0.25, missed=[]),
+        QD(score_gap=None, mean_relevant_score=0.5, top_distractor_score=None, missed=["x"]),
+        QD(score_gap=-0.25, mean_relevant_score=0.25, top_distractor_score=0.5, missed=["y"]),
+        QD(score_gap=0.5, mean_relevant_score=0.625, top_distractor_score=0.125, missed=[]),
+        QD(score_gap=None, mean_relevant_score=None, top_distractor_score=0.75, missed=[]),
     ]
     first = np.array([1, 0, 2, 1, 0])
     s = summarise(per_question, first, depth=3, n_relevant=np.array([2, 1, 1, 3, 0]))
-    assert s["n_questions"] == 5
-    assert s["first_relevant_rank"] == {"1": 2, "2": 1, "3": 0, "miss": 2}
-    assert sum(s["first_relevant_rank"].values()) == 5
+    assert s.n_questions == 5
+    assert s.first_relevant_rank == {"1": 2, "2": 1, "3": 0, "miss": 2}
+    assert sum(s.first_relevant_rank.values()) == 5
     # gaps defined for 3 questions: 0.5, -0.25, 0.5 (None excluded, not counted as 0)
-    assert s["score_gap_questions"] == 3
-    assert s["score_gap_mean"] == 0.25  # 0.75 / 3
-    assert s["score_gap_median"] == 0.5  # sorted -0.25, 0.5, 0.5
-    assert s["negative_gap_share"] == pytest.approx(1 / 3, abs=1e-15)
-    assert s["mean_relevant_score"] == 0.53125  # (0.75 + 0.5 + 0.25 + 0.625) / 4
-    assert s["mean_top_distractor_score"] == 0.40625  # (0.25 + 0.5 + 0.125 + 0.75) / 4
-    assert s["questions_without_relevant_unit"] == 1  # n_relevant == 0 for the last
-    assert s["questions_missing_expected_units"] == 2
+    assert s.score_gap_questions == 3
+    assert s.score_gap_mean == 0.25  # 0.75 / 3
+    assert s.score_gap_median == 0.5  # sorted -0.25, 0.5, 0.5
+    assert s.negative_gap_share == pytest.approx(1 / 3, abs=1e-15)
+    assert s.mean_relevant_score == 0.53125  # (0.75 + 0.5 + 0.25 + 0.625) / 4
+    assert s.mean_top_distractor_score == 0.40625  # (0.25 + 0.5 + 0.125 + 0.75) / 4
+    assert s.questions_without_relevant_unit == 1  # n_relevant == 0 for the last
+    assert s.questions_missing_expected_units == 2
 
 
 def test_summarise_without_any_gap():
-    per_question = [{"score_gap": None, "mean_relevant_score": None, "top_distractor_score": None, "missed": []}]
+    per_question = [QD(score_gap=None, mean_relevant_score=None, top_distractor_score=None, missed=[])]
     s = summarise(per_question, np.array([0]), depth=2, n_relevant=np.array([0]))
-    assert s["score_gap_mean"] is None and s["score_gap_median"] is None
-    assert s["negative_gap_share"] is None and s["score_gap_questions"] == 0
-    assert s["mean_relevant_score"] is None and s["mean_top_distractor_score"] is None
-    assert s["questions_without_relevant_unit"] == 1
-    assert s["first_relevant_rank"] == {"1": 0, "2": 0, "miss": 1}
+    assert s.score_gap_mean is None and s.score_gap_median is None
+    assert s.negative_gap_share is None and s.score_gap_questions == 0
+    assert s.mean_relevant_score is None and s.mean_top_distractor_score is None
+    assert s.questions_without_relevant_unit == 1
+    assert s.first_relevant_rank == {"1": 0, "2": 0, "miss": 1}
 
 
 def test_summarise_from_question_diagnostics_with_missing_relevant_unit():
