@@ -25,6 +25,7 @@ from scipy import stats
 
 from bench.core.measures import metric_key
 from bench.core.records import QuestionRecord
+from bench.core.sections import JsonObject
 from bench.core.summary import CandidateResult
 from bench.evaluation import costs, significance
 from bench.evaluation.scale import Scale
@@ -87,7 +88,7 @@ class Recommendation:
     margin: float
     prefer: str
     alpha: float = ALPHA
-    scale: dict[str, Any] | None = None
+    scale: JsonObject | None = None  # the team's scale as [scale] gave it (Scale's fields)
     pick: str | None = None
     best: str | None = None
     value: float | None = None  # the pick's metric
@@ -109,9 +110,9 @@ class Recommendation:
     def comparison(self, candidate: str | None) -> Comparison | None:
         return next((c for c in self.comparisons if c.candidate == candidate), None)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The figures as summary.json stores them (no sentences; ``decision_text`` adds those)."""
-        head: dict[str, Any] = {
+        head: JsonObject = {
             "metric": self.metric,
             "margin": self.margin,
             "cost_key": self.cost_key,

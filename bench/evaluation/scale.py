@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any
 
 from bench.core.operating import Operating
 from bench.core.tables import read_table, setting
@@ -207,7 +206,7 @@ def local_query_ms(ops: Operating) -> float | None:
     return sum(v or 0.0 for v in values)
 
 
-def at_scale(ops: Operating, search: str, corpus_documents: int, scale: Scale) -> dict[str, Any]:
+def at_scale(ops: Operating, search: str, corpus_documents: int, scale: Scale) -> dict[str, float | list[str] | None]:
     """A candidate's figures at the team's scale (``SCALE_KEYS``), from its measured ones."""
     factor = scale.factor(corpus_documents)
     mean = costs.end_to_end_ms(ops, "mean")

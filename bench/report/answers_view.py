@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.constrain import Constrain
@@ -18,6 +17,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from bench.core.measures import metric_key
+from bench.core.sections import JsonObject
 from bench.evaluation.answers import (
     CALIBRATED,
     CLAIM_RECALL,
@@ -64,8 +64,9 @@ LAYER_MEANING = {
 class AnswerLayer:
     """A run folder's answer figures: ``answers_summary.json`` and its rows, one per answered question."""
 
-    summary: dict[str, Any]
-    rows: list[dict[str, Any]]
+    # the files as bench.answers writes them (JSON read as it is; their keys are bench.answers's)
+    summary: JsonObject
+    rows: list[JsonObject]
 
     @classmethod
     def load(cls, folder: Path) -> AnswerLayer | None:

@@ -5,9 +5,9 @@ and the candidates they name."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from bench.core.records import QuestionRecord
+from bench.core.sections import JsonObject
 from bench.core.summary import CandidateResult, RunSummary
 from bench.evaluation.decision import (
     ALPHA,
@@ -32,18 +32,18 @@ def recommendation(
     margin: float,
     prefer: str = "cost",
     scale: Scale | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The run's recommendation as summary.json keeps it: ``recommend``'s figures and their sentences."""
     return stored(recommend(candidates, records, k, margin, prefer, scale), candidates)
 
 
-def stored(rec: Recommendation, candidates: Sequence[CandidateResult]) -> dict[str, Any]:
+def stored(rec: Recommendation, candidates: Sequence[CandidateResult]) -> JsonObject:
     """``rec`` as summary.json keeps it, ``line`` after the pick and ``reason`` after the questions."""
     figures = rec.to_dict()
     if rec.pick is None:
         return {**figures, "line": line(rec, {})}
     by_id = {c.id: c for c in candidates}
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for key, value in figures.items():
         out[key] = value
         if key == "pick":

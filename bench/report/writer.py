@@ -8,11 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from bench import files
 from bench.core.measures import headline, metric_key
 from bench.core.records import QuestionRecord
+from bench.core.sections import JsonObject
 from bench.core.summary import RunSummary
 from bench.evaluation import significance
 from bench.evaluation.findings import diagnose
@@ -59,7 +60,7 @@ def write_reports(folder: Path, run: StoredRun | None = None) -> Written:
 
     significance.write_rank_matrix_csv(folder / RANK_MATRIX, *matrix)
     written.append(folder / RANK_MATRIX)
-    stats: dict[str, Any] = {
+    stats: JsonObject = {  # statistics.json as written
         "cis": significance.confidence_intervals(summary, records),
         "head_to_head": _with_pages(_best_two(summary, records), run),
         "per_tag": significance.per_tag(summary, records),

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from bench import files
 from bench.core.records import QuestionRecord, Record
+from bench.core.sections import JsonObject
 from bench.core.summary import Manifest, RunSummary
 from bench.errors import BenchError
 from bench.inputs.corpus import pages_label
@@ -39,7 +39,7 @@ class UnitText(Record):
     start: int
     end: int
     text: str
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
 
     @property
     def pages_label(self) -> str:
@@ -94,13 +94,14 @@ def load_texts(folder: Path) -> list[UnitText]:
     return [_parsed(f"{path}:{n}", UnitText, row) for n, row in enumerate(load_jsonl(path), start=1)]
 
 
-def load_answers_summary(folder: Path) -> dict[str, Any] | None:
-    """The answer layer's summary (`bench answers score`), None when the run's answers were never scored."""
+def load_answers_summary(folder: Path) -> JsonObject | None:
+    """The answer layer's summary (`bench answers score`), None when the run's answers were never scored.
+    Read as the JSON it is: bench.answers writes it and bench.report.answers_view reads it by key."""
     path = folder / ANSWERS_SUMMARY
     return load_json(path) if path.is_file() else None
 
 
-def load_answer_rows(folder: Path) -> list[dict[str, Any]]:
+def load_answer_rows(folder: Path) -> list[JsonObject]:
     """The answer layer's figures per question; empty when the run's answers were never scored."""
     path = folder / ANSWERS_PER_QUESTION
     return load_jsonl(path) if path.is_file() else []
