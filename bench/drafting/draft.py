@@ -18,18 +18,69 @@ occurs once in the document, else as ``start``/``end``.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from bench.errors import BenchError
 from bench.files import json_object, numbered_lines, read_text, write_json, write_jsonl
+from bench.inputs.answers import JsonObject
 from bench.inputs.corpus import Corpus
 from bench.inputs.quotes import QuoteError, find_quote
 
 PENDING, ACCEPTED, REJECTED = "pending", "accepted", "rejected"
 STATUSES = (PENDING, ACCEPTED, REJECTED)
 META_SUFFIX = ".meta.json"
+
+
+class FoundRow(TypedDict):
+    retriever: str
+    rank: int
+    score: float | None
+
+
+class SpanRow(TypedDict):
+    doc: str
+    start: int
+    end: int
+    grade: int
+
+
+class PassageRow(TypedDict):
+    doc: str
+    start: int
+    end: int
+    found_by: list[FoundRow]
+
+
+class DraftRow(TypedDict):
+    """A draft file's line (and a journal line: the question as it became)."""
+
+    id: str
+    question: str
+    tags: list[str]
+    origin: str
+    status: str
+    evidence: list[SpanRow]
+    passages: list[PassageRow]
+    note: str
+
+
+class GoldEvidenceRow(TypedDict, total=False):
+    """A goldset line's evidence item: its quote where that is unique, else its span."""
+
+    doc: str
+    quote: str
+    start: int
+    end: int
+    grade: int
+
+
+class GoldRow(TypedDict, total=False):
+    id: str
+    question: str
+    evidence: list[GoldEvidenceRow]
+    tags: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,37 +123,53 @@ class DraftQuestion:
     passages: tuple[Passage, ...] = ()
     note: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["tags"] = list(self.tags)
-        return d
+    def to_dict(self) -> DraftRow:
+        return DraftRow(
+            id=self.id,
+            question=self.question,
+            tags=list(self.tags),
+            origin=self.origin,
+            status=self.status,
+            evidence=[SpanRow(doc=e.doc, start=e.start, end=e.end, grade=e.grade) for e in self.evidence],
+            passages=[
+                PassageRow(
+                    doc=p.doc,
+                    start=p.start,
+                    end=p.end,
+                    found_by=[FoundRow(retriever=f.retriever, rank=f.rank, score=f.score) for f in p.found_by],
+                )
+                for p in self.passages
+            ],
+            note=self.note,
+        )
 
     @classmethod
-    def from_dict(cls, row: dict[str, Any], where: str) -> DraftQuestion:
+    def from_dict(cls, row: JsonObject, where: str) -> DraftQuestion:
         try:
             status = row.get("status", PENDING)
-            if status not in STATUSES:
+            if not isinstance(status, str) or status not in STATUSES:
                 raise ValueError(f"status {status!r} is not one of {', '.join(STATUSES)}")
             return cls(
                 id=str(row["id"]),
                 question=str(row["question"]),
-                tags=tuple(str(t) for t in row.get("tags", ())),
+                tags=tuple(str(t) for t in _items(row.get("tags", ()))),
                 origin=str(row.get("origin", "questions")),
                 status=status,
                 evidence=tuple(
-                    Span(str(e["doc"]), int(e["start"]), int(e["end"]), int(e.get("grade", 1)))
-                    for e in row.get("evidence", ())
+                    Span(str(e["doc"]), _int(e["start"]), _int(e["end"]), _int(e.get("grade", 1)))
+                    for e in map(_object, _items(row.get("evidence", ())))
                 ),
                 passages=tuple(
                     Passage(
                         str(p["doc"]),
-                        int(p["start"]),
-                        int(p["end"]),
+                        _int(p["start"]),
+                        _int(p["end"]),
                         tuple(
-                            Found(str(f["retriever"]), int(f["rank"]), f.get("score")) for f in p.get("found_by", ())
+                            Found(str(f["retriever"]), _int(f["rank"]), _score(f.get("score")))
+                            for f in map(_object, _items(p.get("found_by", ())))
                         ),
                     )
-                    for p in row.get("passages", ())
+                    for p in map(_object, _items(row.get("passages", ())))
                 ),
                 note=str(row.get("note", "")),
             )
@@ -110,11 +177,35 @@ class DraftQuestion:
             raise BenchError(f"{where}: not a draft question ({e}); write drafts with `bench goldset draft`") from None
 
 
+def _items(value: object) -> list[object] | tuple[object, ...]:
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"expected a list, not {value!r}")
+    return value
+
+
+def _object(value: object) -> JsonObject:
+    if not isinstance(value, dict):
+        raise TypeError(f"expected an object, not {value!r}")
+    return value
+
+
+def _int(value: object) -> int:
+    if not isinstance(value, int | float | str):
+        raise TypeError(f"expected a number, not {value!r}")
+    return int(value)
+
+
+def _score(value: object) -> float | None:
+    if value is not None and not isinstance(value, int | float):
+        raise TypeError(f"expected a score, not {value!r}")
+    return value
+
+
 @dataclass
 class Draft:
     path: Path
     questions: list[DraftQuestion]
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: JsonObject = field(default_factory=dict)  # how the draft was made: its writer's settings, kept as read
 
     @property
     def meta_path(self) -> Path:
@@ -143,7 +234,7 @@ def load_draft(path: Path) -> Draft:
             raise BenchError(f"{path}:{lineno}: duplicate question id {q.id!r}; ids must be unique")
         seen.add(q.id)
         questions.append(q)
-    meta: dict[str, Any] = {}
+    meta: JsonObject = {}
     if meta_path(path).is_file():
         meta = json.loads(read_text(meta_path(path)))
     return Draft(path, questions, meta)
@@ -155,7 +246,7 @@ def save_draft(draft: Draft) -> None:
     write_json(draft.meta_path, draft.meta)
 
 
-def goldset_rows(draft: Draft, corpus: Corpus) -> list[dict[str, Any]]:
+def goldset_rows(draft: Draft, corpus: Corpus) -> list[GoldRow]:
     """The accepted questions with evidence, as goldset lines (quote where it is unique, else start/end)."""
     rows = []
     for q in draft.questions:
@@ -165,14 +256,14 @@ def goldset_rows(draft: Draft, corpus: Corpus) -> list[dict[str, Any]]:
         for e in q.evidence:
             text = corpus.get(e.doc).text
             quote = text[e.start : e.end]
-            item: dict[str, Any] = (
-                {"doc": e.doc, "quote": quote}
+            item = (
+                GoldEvidenceRow(doc=e.doc, quote=quote)
                 if _resolves_to(text, quote, e.start, e.end)
-                else {"doc": e.doc, "start": e.start, "end": e.end}
+                else GoldEvidenceRow(doc=e.doc, start=e.start, end=e.end)
             )
             item["grade"] = e.grade
             evidence.append(item)
-        row: dict[str, Any] = {"id": q.id, "question": q.question, "evidence": evidence}
+        row = GoldRow(id=q.id, question=q.question, evidence=evidence)
         if q.tags:
             row["tags"] = list(q.tags)
         rows.append(row)

@@ -8,7 +8,7 @@ import dataclasses
 import math
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 from rich.console import Console
@@ -256,7 +256,34 @@ def _score(score: float) -> float | None:
     return round(float(score), 4) if math.isfinite(score) else None
 
 
-def pool_recall(draft: Draft, goldset: Goldset, min_overlap: float = 0.5, depth: int | None = None) -> dict[str, Any]:
+class MissedSpan(TypedDict):
+    id: str
+    doc: str
+    start: int | None
+    end: int | None
+    grade: int
+
+
+class RetrieverRecall(TypedDict):
+    held: int
+    recall: float | None
+
+
+class PoolRecall(TypedDict):
+    """How much of a goldset's evidence a draft's pools hold (``pool_recall``)."""
+
+    depth: int | None
+    min_overlap: float
+    questions: int
+    not_in_draft: list[str]
+    evidence: int
+    held: int
+    recall: float | None
+    retrievers: dict[str, RetrieverRecall]
+    missed: list[MissedSpan]
+
+
+def pool_recall(draft: Draft, goldset: Goldset, min_overlap: float = 0.5, depth: int | None = None) -> PoolRecall:
     """How much of a goldset's evidence the draft's pools hold, for the goldset questions the draft
     has (by id): overall and per retriever, with every span missed.
 
@@ -267,10 +294,11 @@ def pool_recall(draft: Draft, goldset: Goldset, min_overlap: float = 0.5, depth:
     """
     draft_ids = {q.id for q in draft.questions}
     seen = (f.retriever for q in draft.questions for p in q.passages for f in p.found_by)
-    names = list(draft.meta.get("retrievers") or dict.fromkeys(seen))
+    listed = draft.meta.get("retrievers")
+    names = [str(n) for n in listed] if isinstance(listed, list) and listed else list(dict.fromkeys(seen))
     total, held = 0, 0
     by_retriever = dict.fromkeys(names, 0)
-    missed = []
+    missed: list[MissedSpan] = []
     for gq in goldset.questions:
         if gq.id not in draft_ids:
             continue
@@ -281,20 +309,23 @@ def pool_recall(draft: Draft, goldset: Goldset, min_overlap: float = 0.5, depth:
             if hits:
                 held += 1
             else:
-                missed.append({"id": gq.id, "doc": e.doc, "start": e.start, "end": e.end, "grade": e.grade})
+                missed.append(MissedSpan(id=gq.id, doc=e.doc, start=e.start, end=e.end, grade=e.grade))
             for name in {f.retriever for p in hits for f in p.found_by if depth is None or f.rank <= depth}:
                 by_retriever[name] = by_retriever.get(name, 0) + 1
-    return {
-        "depth": depth if depth is not None else draft.meta.get("depth"),
-        "min_overlap": min_overlap,
-        "questions": sum(q.id in draft_ids for q in goldset.questions),
-        "not_in_draft": [q.id for q in goldset.questions if q.id not in draft_ids],
-        "evidence": total,
-        "held": held,
-        "recall": held / total if total else None,
-        "retrievers": {name: {"held": n, "recall": n / total if total else None} for name, n in by_retriever.items()},
-        "missed": missed,
-    }
+    pooled_depth = draft.meta.get("depth")
+    return PoolRecall(
+        depth=depth if depth is not None else pooled_depth if isinstance(pooled_depth, int) else None,
+        min_overlap=min_overlap,
+        questions=sum(q.id in draft_ids for q in goldset.questions),
+        not_in_draft=[q.id for q in goldset.questions if q.id not in draft_ids],
+        evidence=total,
+        held=held,
+        recall=held / total if total else None,
+        retrievers={
+            name: RetrieverRecall(held=n, recall=n / total if total else None) for name, n in by_retriever.items()
+        },
+        missed=missed,
+    )
 
 
 def _within(passage: Passage, depth: int | None) -> bool:

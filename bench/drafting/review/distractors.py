@@ -9,23 +9,23 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
-from bench.drafting.draft import Draft
+from bench.drafting.draft import Draft, Found
+from bench.drafting.review.store import Distractor
 from bench.results.schema import StoredRun, load_run
 from bench.text.scripts import collapse_spaces
 
 TOP = 5
 
 
-def run_distractors(run_folder: Path, draft: Draft, top: int = TOP) -> tuple[str, dict[str, list[dict[str, Any]]]]:
+def run_distractors(run_folder: Path, draft: Draft, top: int = TOP) -> tuple[str, dict[str, list[Distractor]]]:
     """The run's id and, per draft question it asked (same id, else same text), the best candidate's
     top ``top`` ranked units that were not relevant, as extra passages."""
     run = load_run(run_folder)
     return run.run_id, distractors(run, draft, top)
 
 
-def distractors(run: StoredRun, draft: Draft, top: int = TOP) -> dict[str, list[dict[str, Any]]]:
+def distractors(run: StoredRun, draft: Draft, top: int = TOP) -> dict[str, list[Distractor]]:
     candidates = sorted(run.summary.candidates, key=lambda c: math.inf if c.rank is None else c.rank)
     if not candidates:
         return {}
@@ -33,7 +33,7 @@ def distractors(run: StoredRun, draft: Draft, top: int = TOP) -> dict[str, list[
     by_id = {q.id: q.id for q in draft.questions}
     by_text = {_norm(q.question): q.id for q in draft.questions}
     label = f"distractor in {run.run_id}"
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[Distractor]] = {}
     for record in run.records_of(best):
         qid = by_id.get(record.question_id) or by_text.get(_norm(record.question))
         if qid is None or qid in out:
@@ -42,15 +42,7 @@ def distractors(run: StoredRun, draft: Draft, top: int = TOP) -> dict[str, list[
         for rank, unit in enumerate(record.ranking, start=1):
             if unit.grade > 0:
                 continue
-            extra.append(
-                {
-                    "doc": unit.doc_id,
-                    "start": unit.start,
-                    "end": unit.end,
-                    "distractor": label,
-                    "found_by": [{"retriever": best, "rank": rank, "score": unit.score}],
-                }
-            )
+            extra.append(Distractor(unit.doc_id, unit.start, unit.end, label, (Found(best, rank, unit.score),)))
             if len(extra) == top:
                 break
         out[qid] = extra

@@ -5,9 +5,9 @@ document extracted from a PDF wraps its lines."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TypedDict
 
-from bench.drafting.review.store import ReviewStore
+from bench.drafting.review.store import ReviewStore, WindowView
 from bench.text.scripts import is_cjk
 
 MAX_HITS = 50
@@ -15,15 +15,30 @@ MAX_TERMS = 8
 SNIPPET = 160  # characters of context either side of a match
 
 
-def search(store: ReviewStore, query: str, limit: int = MAX_HITS) -> dict[str, Any]:
+class SearchHit(TypedDict):
+    doc: str
+    start: int
+    end: int
+    page: str
+    window: WindowView
+
+
+class SearchReply(TypedDict):
+    """The reply of ``/api/search``."""
+
+    hits: list[SearchHit]
+    truncated: bool
+
+
+def search(store: ReviewStore, query: str, limit: int = MAX_HITS) -> SearchReply:
     """Documents holding every term of ``query``; one hit per match of the first term (up to a few a
     document), with a snippet around it. Offsets are characters of the document, as evidence has them:
     the matching runs on the original text, since lower-casing can change a text's length."""
     terms = list(dict.fromkeys(t for t in query.split() if t))[:MAX_TERMS]
     if not terms:
-        return {"hits": [], "truncated": False}
+        return SearchReply(hits=[], truncated=False)
     patterns = [re.compile(_pattern(t), re.IGNORECASE) for t in terms]
-    hits: list[dict[str, Any]] = []
+    hits: list[SearchHit] = []
     with store.lock:
         for doc in store.corpus.documents:
             text = doc.text
@@ -33,19 +48,14 @@ def search(store: ReviewStore, query: str, limit: int = MAX_HITS) -> dict[str, A
                 if i == 3:
                     break
                 if len(hits) == limit:
-                    return {"hits": hits, "truncated": True}
+                    return SearchReply(hits=hits, truncated=True)
                 start, end = match.span()
                 lo, hi = max(0, start - SNIPPET), min(len(text), end + SNIPPET)
+                window = WindowView(start=lo, end=hi, length=len(text), text=text[lo:hi])
                 hits.append(
-                    {
-                        "doc": doc.id,
-                        "start": start,
-                        "end": end,
-                        "page": store.page(doc.id, start, end),
-                        "window": {"start": lo, "end": hi, "length": len(text), "text": text[lo:hi]},
-                    }
+                    SearchHit(doc=doc.id, start=start, end=end, page=store.page(doc.id, start, end), window=window)
                 )
-    return {"hits": hits, "truncated": False}
+    return SearchReply(hits=hits, truncated=False)
 
 
 def _pattern(term: str) -> str:

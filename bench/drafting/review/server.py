@@ -25,6 +25,7 @@ import hashlib
 import hmac
 import json
 import secrets
+from collections.abc import Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -33,6 +34,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from bench.drafting.review.search import search
 from bench.drafting.review.store import BadChange, ReviewStore, Stale
+from bench.inputs.answers import JsonObject
 from bench.report.inspector import script_json
 
 HOST = "127.0.0.1"
@@ -158,7 +160,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._json({"question": store.question(qid, context), "written": store.written()})
 
-    def _body(self) -> dict[str, Any] | None:
+    def _body(self) -> JsonObject | None:
+        """The request's JSON object as sent: a change's arguments are checked as the store reads them."""
         if self.headers.get_content_type() != "application/json":
             self._error(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "send JSON")
             return None
@@ -180,7 +183,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # --- replies ---------------------------------------------------------------------------------
 
-    def _json(self, obj: Any, status: HTTPStatus = HTTPStatus.OK) -> None:
+    def _json(self, obj: object, status: HTTPStatus = HTTPStatus.OK) -> None:
         self._send(status, json.dumps(obj, ensure_ascii=False).encode(), "application/json; charset=utf-8")
 
     def _error(self, status: HTTPStatus, message: str) -> None:
@@ -202,7 +205,7 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the tab was closed mid-reply
 
 
-def _int(query: dict[str, Any], key: str, default: int) -> int:
+def _int(query: Mapping[str, object], key: str, default: int) -> int:
     value = query.get(key)
     if value is None:
         return default
@@ -228,7 +231,7 @@ def page_csp() -> str:
     )
 
 
-def render_page(data: dict[str, Any]) -> str:
+def render_page(data: dict[str, str]) -> str:
     page = _static("review.html")
     return (
         page.replace("@CSP@", page_csp())

@@ -15,28 +15,89 @@ import json
 import os
 import secrets
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from bench.drafting.draft import (
     ACCEPTED,
     STATUSES,
     Draft,
     DraftQuestion,
+    Found,
+    FoundRow,
     Passage,
     Span,
+    SpanRow,
     goldset_rows,
     load_draft,
     save_draft,
     write_goldset,
 )
 from bench.errors import BenchError
+from bench.inputs.answers import JsonObject
 from bench.inputs.corpus import Corpus, pages_label
 from bench.inputs.goldset import MAX_QUESTION_CHARS
 
 GRADES = (1, 2)  # 1 supports the answer, 2 answers the question
 MAX_TAG_CHARS = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Distractor:
+    """A passage a finished run ranked high for a question without judging it relevant."""
+
+    doc: str
+    start: int
+    end: int
+    label: str  # "distractor in <run>"
+    found_by: tuple[Found, ...]
+
+
+# The JSON replies of the review app, as the page reads them.
+
+
+class QuestionSummary(TypedDict):
+    id: str
+    question: str
+    status: str
+    evidence: int
+    version: str
+
+
+class WindowView(TypedDict):
+    start: int
+    end: int
+    length: int
+    text: str
+
+
+class EvidenceView(SpanRow):
+    text: str
+    page: str
+
+
+class PassageView(TypedDict):
+    doc: str
+    start: int
+    end: int
+    found_by: list[FoundRow]
+    distractor: str | None
+    page: str
+    window: WindowView
+    missing: NotRequired[bool]  # its document is not in the corpus
+
+
+class QuestionView(TypedDict):
+    id: str
+    question: str
+    status: str
+    evidence: list[EvidenceView]
+    version: str
+    tags: list[str]
+    origin: str
+    note: str
+    passages: list[PassageView]
 
 
 class Stale(Exception):
@@ -65,27 +126,23 @@ class ReviewStore:
         self._boot = secrets.token_hex(3)
         self._counts: dict[str, int] = {q.id: 0 for q in self.draft.questions}
         self.replayed = self._replay()
-        self.extra_passages: dict[str, list[dict[str, Any]]] = {}  # question id → distractors of a run
+        self.extra_passages: dict[str, list[Distractor]] = {}  # question id → distractors of a run
 
     # --- reading ---------------------------------------------------------------------------------
 
     def version(self, qid: str) -> str:
         return f"{self._boot}-{self._counts[qid]}"
 
-    def summaries(self) -> list[dict[str, Any]]:
+    def summaries(self) -> list[QuestionSummary]:
         with self.lock:
             return [self._summary(q) for q in self.draft.questions]
 
-    def _summary(self, q: DraftQuestion) -> dict[str, Any]:
-        return {
-            "id": q.id,
-            "question": q.question,
-            "status": q.status,
-            "evidence": len(q.evidence),
-            "version": self.version(q.id),
-        }
+    def _summary(self, q: DraftQuestion) -> QuestionSummary:
+        return QuestionSummary(
+            id=q.id, question=q.question, status=q.status, evidence=len(q.evidence), version=self.version(q.id)
+        )
 
-    def question(self, qid: str, context: int) -> dict[str, Any]:
+    def question(self, qid: str, context: int) -> QuestionView:
         """A question with its evidence and passages, each passage in a window of ``context``
         characters either side of it."""
         with self.lock:
@@ -93,22 +150,26 @@ class ReviewStore:
             passages = [self._passage(p, context) for p in q.passages]
             seen = {(p.doc, p.start, p.end) for p in q.passages}
             for extra in self.extra_passages.get(qid, ()):
-                key = (extra["doc"], extra["start"], extra["end"])
+                key = (extra.doc, extra.start, extra.end)
                 if key in seen:
                     shown = next(p for p in passages if (p["doc"], p["start"], p["end"]) == key)
-                    shown["distractor"] = extra["distractor"]
-                    shown["found_by"] += extra["found_by"]
-                elif extra["doc"] in self.corpus:
-                    p = Passage(extra["doc"], extra["start"], extra["end"])
-                    passages.append({**self._passage(p, context), **extra})
-            return {
-                **self._summary(q),
-                "tags": list(q.tags),
-                "origin": q.origin,
-                "note": q.note,
-                "evidence": [self._evidence(e) for e in q.evidence],
-                "passages": passages,
-            }
+                    shown["distractor"] = extra.label
+                    shown["found_by"] += [_found(f) for f in extra.found_by]
+                elif extra.doc in self.corpus:
+                    view = self._passage(Passage(extra.doc, extra.start, extra.end, extra.found_by), context)
+                    view["distractor"] = extra.label
+                    passages.append(view)
+            return QuestionView(
+                id=q.id,
+                question=q.question,
+                status=q.status,
+                evidence=[self._evidence(e) for e in q.evidence],
+                version=self.version(q.id),
+                tags=list(q.tags),
+                origin=q.origin,
+                note=q.note,
+                passages=passages,
+            )
 
     def _get(self, qid: str) -> DraftQuestion:
         try:
@@ -120,30 +181,53 @@ class ReviewStore:
         doc = self.corpus.get(doc_id)
         return pages_label(doc.page_label, doc.page_range(start, end))
 
-    def _evidence(self, e: Span) -> dict[str, Any]:
+    def _evidence(self, e: Span) -> EvidenceView:
         text = self.corpus.get(e.doc).text if e.doc in self.corpus else ""
-        return {**_span_dict(e), "text": text[e.start : e.end], "page": self.page(e.doc, e.start, e.end)}
+        return EvidenceView(
+            doc=e.doc,
+            start=e.start,
+            end=e.end,
+            grade=e.grade,
+            text=text[e.start : e.end],
+            page=self.page(e.doc, e.start, e.end),
+        )
 
-    def _passage(self, p: Passage, context: int) -> dict[str, Any]:
-        missing = p.doc not in self.corpus
-        found = [{"retriever": f.retriever, "rank": f.rank, "score": f.score} for f in p.found_by]
-        row: dict[str, Any] = {"doc": p.doc, "start": p.start, "end": p.end, "found_by": found, "distractor": None}
-        if missing:
-            return {**row, "page": "", "window": {"start": 0, "end": 0, "length": 0, "text": ""}, "missing": True}
-        return {**row, "page": self.page(p.doc, p.start, p.end), "window": self.window(p.doc, p.start, p.end, context)}
+    def _passage(self, p: Passage, context: int) -> PassageView:
+        found = [_found(f) for f in p.found_by]
+        if p.doc not in self.corpus:
+            empty = WindowView(start=0, end=0, length=0, text="")
+            return PassageView(
+                doc=p.doc,
+                start=p.start,
+                end=p.end,
+                found_by=found,
+                distractor=None,
+                page="",
+                window=empty,
+                missing=True,
+            )
+        return PassageView(
+            doc=p.doc,
+            start=p.start,
+            end=p.end,
+            found_by=found,
+            distractor=None,
+            page=self.page(p.doc, p.start, p.end),
+            window=self.window(p.doc, p.start, p.end, context),
+        )
 
-    def window(self, doc_id: str, start: int, end: int, context: int) -> dict[str, Any]:
+    def window(self, doc_id: str, start: int, end: int, context: int) -> WindowView:
         """The document's text from ``context`` characters before ``start`` to as many after ``end``."""
         with self.lock:
             if doc_id not in self.corpus:
                 raise KeyError(doc_id)
             text = self.corpus.get(doc_id).text
         lo, hi = max(0, start - context), min(len(text), max(end, start) + context)
-        return {"start": lo, "end": hi, "length": len(text), "text": text[lo:hi]}
+        return WindowView(start=lo, end=hi, length=len(text), text=text[lo:hi])
 
     # --- changing --------------------------------------------------------------------------------
 
-    def change(self, qid: str, version: str, op: str, args: dict[str, Any]) -> DraftQuestion:
+    def change(self, qid: str, version: str, op: str, args: JsonObject) -> DraftQuestion:
         """Apply one change made on ``version`` of the question, and keep it (journal, draft, goldset)."""
         with self.lock:
             q = self._get(qid)
@@ -153,7 +237,7 @@ class ReviewStore:
             self._keep(new)
             return new
 
-    def _applied(self, q: DraftQuestion, op: str, args: dict[str, Any]) -> DraftQuestion:
+    def _applied(self, q: DraftQuestion, op: str, args: JsonObject) -> DraftQuestion:
         if op == "text":
             text = _string(args, "question").strip()
             if not text or len(text) > MAX_QUESTION_CHARS:
@@ -188,7 +272,7 @@ class ReviewStore:
             return replace(q, evidence=tuple(evidence))
         raise BadChange(f"unknown change {op!r}")
 
-    def _span(self, args: dict[str, Any]) -> Span:
+    def _span(self, args: JsonObject) -> Span:
         """A span of a corpus document, without the white space a selection often takes along."""
         doc_id = _string(args, "doc")
         start, end = _integer(args, "start"), _integer(args, "end")
@@ -277,26 +361,29 @@ def goldset_rows_count(draft: Draft) -> int:
     return sum(1 for q in draft.questions if q.status == ACCEPTED and q.evidence)
 
 
-def _span_dict(e: Span) -> dict[str, Any]:
-    return {"doc": e.doc, "start": e.start, "end": e.end, "grade": e.grade}
+def _found(f: Found) -> FoundRow:
+    return FoundRow(retriever=f.retriever, rank=f.rank, score=f.score)
 
 
-def _string(args: dict[str, Any], key: str) -> str:
+# A change's arguments are the request's JSON object as sent: each is checked as it is read.
+
+
+def _string(args: JsonObject, key: str) -> str:
     value = args.get(key)
     if not isinstance(value, str):
         raise BadChange(f'"{key}" must be a string')
     return value
 
 
-def _integer(args: dict[str, Any], key: str) -> int:
+def _integer(args: JsonObject, key: str) -> int:
     value = args.get(key)
     if isinstance(value, bool) or not isinstance(value, int):
         raise BadChange(f'"{key}" must be an integer')
     return value
 
 
-def _grade(args: dict[str, Any]) -> int:
+def _grade(args: JsonObject) -> int:
     grade = args.get("grade", 1)
-    if grade not in GRADES or isinstance(grade, bool):
+    if isinstance(grade, bool) or not isinstance(grade, int | float) or grade not in GRADES:
         raise BadChange("grade must be 1 (supports) or 2 (answers)")
     return int(grade)
