@@ -10,6 +10,7 @@ dict with the same items, for what compares or writes files by key.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self, TypeAlias
@@ -34,7 +35,8 @@ class Section(Mapping[str, Any]):
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in dataclasses.fields(cls) if f.name not in _OWN)
+        """Its typed keys, in the order written when built in code."""
+        return _names(cls)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Self:
@@ -77,6 +79,11 @@ class Section(Mapping[str, Any]):
 
     def __contains__(self, key: object) -> bool:
         return key in (self.keys_stored if self.keys_stored is not None else (*self.names(), *self.extra))
+
+
+@functools.cache  # read for every key of every line of per_question.jsonl
+def _names(cls: type[Section]) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls) if f.name not in _OWN)
 
 
 def _plain(value: Any) -> Any:
