@@ -10,14 +10,14 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from bench import files
 from bench.answers.contexts import RunContexts
 from bench.errors import BenchError
 from bench.evaluation import answers as figures
 from bench.evaluation.answers import CALIBRATED, PEOPLE, UNCALIBRATED, AnswerScore, Retrieval
-from bench.inputs.answers import HUMAN, JUDGE, AnswersFile, load_answers
+from bench.inputs.answers import HUMAN, JUDGE, AnswersFile, JsonObject, load_answers
 from bench.results import store
 from bench.text.scripts import collapse_spaces
 
@@ -25,11 +25,28 @@ ANSWERS_FORMAT = 1
 AGREEMENT_SUFFIX = ".agreement.json"
 
 
+class Calibration(TypedDict, total=False):
+    """answers_summary.json's "calibration": whether the file's labels may be trusted as they are."""
+
+    status: str
+    labels: str
+    judge_model: object  # as the answers file's meta records them
+    rubric_version: object
+    min_claims: int
+    min_kappa: float
+    agreement_file: str
+    claims: object  # as the agreement file records them
+    kappa: object
+    why: str
+
+
 @dataclass(frozen=True)
 class Scored:
     folder: Path  # where the two files were written
-    summary: dict[str, Any]
-    rows: list[dict[str, Any]]
+    # answers_summary.json and answers_per_question.jsonl: this module's keys around the figures of
+    # bench.evaluation.answers, merged in as that module writes them (plain JSON objects)
+    summary: JsonObject
+    rows: list[JsonObject]
 
 
 def agreement_path(judged: Path) -> Path:
@@ -41,22 +58,22 @@ def calibration(
     min_claims: int = figures.MIN_CALIBRATION_CLAIMS,
     min_kappa: float = figures.MIN_CALIBRATION_KAPPA,
     agreement_file: Path | None = None,
-) -> dict[str, Any]:
+) -> Calibration:
     """Whether the file's labels may be trusted as they are: people's labels are; a judge's only once
     `bench answers agree` found a person's sample of at least ``min_claims`` claims agreeing with this
     judge and rubric at Cohen's κ ≥ ``min_kappa``: ``agreement_file``, by default the one beside the file."""
     labels = answers.labelled_by
     if labels != JUDGE:
-        return {"status": PEOPLE, "labels": labels}
+        return Calibration(status=PEOPLE, labels=labels)
     judge = answers.meta_section("judge")
-    out: dict[str, Any] = {
-        "status": UNCALIBRATED,
-        "labels": JUDGE,
-        "judge_model": judge.get("model"),
-        "rubric_version": judge.get("rubric_version"),
-        "min_claims": min_claims,
-        "min_kappa": min_kappa,
-    }
+    out = Calibration(
+        status=UNCALIBRATED,
+        labels=JUDGE,
+        judge_model=judge.get("model"),
+        rubric_version=judge.get("rubric_version"),
+        min_claims=min_claims,
+        min_kappa=min_kappa,
+    )
     path = agreement_file or agreement_path(answers.path)
     if agreement_file is not None and not path.is_file():
         raise BenchError(f"--calibration {path}: not found; give the file `bench answers agree` wrote")
@@ -97,7 +114,7 @@ def score_file(
     path = answers.path
     scores: list[AnswerScore] = []
     retrieval: dict[str, Retrieval] = {}
-    rows = []
+    rows: list[JsonObject] = []
     for i, answer in enumerate(answers.answers):
         where = answers.where(i)
         record = None
@@ -106,7 +123,7 @@ def score_file(
             retrieval[answer.question_id] = source.retrieval(answer, where)
         score = figures.score_answer(answer, retrieval.get(answer.question_id))
         scores.append(score)
-        row = {"question_id": answer.question_id, **score.to_dict()}
+        row: JsonObject = {"question_id": answer.question_id, **score.to_dict()}
         if record is not None:
             row["question"] = record.question
             row["candidate"] = source.candidate if source else None
@@ -116,9 +133,9 @@ def score_file(
                 "first_relevant_rank": record.first_relevant_rank,
             }
         rows.append(row)
-    summary = figures.summarise(scores, retrieval or None)
+    figured = figures.summarise(scores, retrieval or None)
     k = source.k if source else None
-    summary = {
+    summary: JsonObject = {
         "bench_answers": ANSWERS_FORMAT,
         "answers_file": str(path),
         "answers_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
@@ -132,7 +149,7 @@ def score_file(
         "judge": answers.meta.get("judge"),
         "generator": answers.meta.get("generator"),
         "calibration": calibration(answers, min_claims, min_kappa, agreement_file),
-        **summary,
+        **figured,
     }
     summary["findings"] = figures.findings(summary, k)
     folder = source.run.path if source else path.parent
@@ -157,7 +174,7 @@ def agree(
     *,
     min_claims: int = figures.MIN_CALIBRATION_CLAIMS,
     min_kappa: float = figures.MIN_CALIBRATION_KAPPA,
-) -> dict[str, Any]:
+) -> JsonObject:
     """Compare a person's claim labels with a judge's on the same answers and claims (matched by
     question and claim text); write the result beside the judge's file, where `score` finds it."""
     human, judge = load_answers(human_path), load_answers(judge_path)
@@ -198,7 +215,8 @@ def agree(
         )
     result = figures.agreement(pairs)
     meta = judge.meta_section("judge")
-    out = {
+    # the agreement file: its figures are Agreement.to_dict()'s, merged in as written
+    out: JsonObject = {
         "human_file": str(human_path),
         "judge_file": str(judge_path),
         "judge_model": meta.get("model"),
