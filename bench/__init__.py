@@ -13,7 +13,7 @@ _TYPES = {"StoredRun", "RunSummary", "CandidateResult", "QuestionRecord", "Manif
 __all__ = ["__version__", *sorted(_API), *sorted(_TYPES), "BenchError"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in _API:
         from bench import api
 

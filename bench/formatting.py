@@ -4,11 +4,12 @@ the same way in the terminal tables, report.pdf, the plots' axes and the diagnos
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 
 MISSING = "—"  # a figure that was not measured or does not apply, in the terminal tables
 
 
-def number(value, fmt: str = "{}", missing: str = MISSING) -> str:
+def number(value: object, fmt: str = "{}", missing: str = MISSING) -> str:
     """``fmt`` filled with ``value``; ``missing`` when there is none."""
     return missing if value is None else fmt.format(value)
 
@@ -55,7 +56,7 @@ def usd_per_queries(cost_per_1k: float | None, unknown: str = "unknown", *, symb
     return f"{usd(cost_per_1k * 1000, symbol=symbol)} per M queries"
 
 
-def usd_tick(x: float, _pos=None) -> str:
+def usd_tick(x: float, _pos: int | None = None) -> str:
     """A tick label on a dollar axis: ``$0``, ``$2``, ``$1.50``, ``$0.005``."""
     if x <= 0:  # no cost is negative: left of zero is only margin, so it gets no tick label
         return "$0" if x == 0 else ""
@@ -84,7 +85,7 @@ def ms(value: float | None, missing: str = MISSING) -> str:
     return number(value, "{:.1f}", missing)
 
 
-def ms_tick(x: float, _pos=None) -> str:
+def ms_tick(x: float, _pos: int | None = None) -> str:
     """A tick label on a milliseconds axis, ``0.5``, ``20``."""
     return f"{x:g}" if x >= 0 else ""  # left of zero is only margin
 
@@ -133,7 +134,7 @@ def ratio(a: float, b: float) -> str:
 # --- statistics ----------------------------------------------------------------------------------
 
 
-def with_ci(value: float, ci) -> str:
+def with_ci(value: float, ci: Sequence[float] | None) -> str:
     """``0.711 [0.656, 0.766]``; the bare value when the interval is missing or undefined."""
     if not ci or any(v != v for v in ci):
         return f"{value:.3f}"
@@ -147,7 +148,7 @@ def p_value(value: float) -> str:
 TEST_COLUMNS = ("Wilcoxon p", "t-test p", "randomisation p", "rank-biserial", "Cohen's dz")
 
 
-def test_cells(result: dict, p_cell=p_value) -> list[str]:
+def test_cells(result: Mapping[str, float], p_cell: Callable[[float], str] = p_value) -> list[str]:
     """A paired comparison's Holm-corrected p-values (each through ``p_cell``, which may mark the
     significant ones) and effect sizes, in the order of ``TEST_COLUMNS``."""
     return [

@@ -65,7 +65,9 @@ class ChunkTable:
         return table
 
     @classmethod
-    def chunk_corpus(cls, corpus: Corpus, chunker: Chunker, progress=None) -> ChunkTable:
+    def chunk_corpus(
+        cls, corpus: Corpus, chunker: Chunker, progress: Callable[[int], object] | None = None
+    ) -> ChunkTable:
         """Chunk every document, one at a time; ``progress(n)`` is called after each document."""
         doc, start, end = array("i"), array("q"), array("q")
         ids: list[str] = []

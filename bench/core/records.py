@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Self, cast
 
 from bench.core.scores import QuestionDiagnostics
 from bench.core.sections import JsonObject
@@ -30,7 +30,7 @@ class Record:
                 object.__setattr__(self, name, typed.from_dict(value))  # type: ignore[attr-defined]
 
     @classmethod
-    def from_dict(cls, d: JsonObject):
+    def from_dict(cls, d: JsonObject) -> Self:
         names = [f.name for f in dataclasses.fields(cls) if f.name != "extra"]  # type: ignore[arg-type]
         values = {}
         for name in names:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +31,7 @@ class _Source:
     sha256: str
 
 
-def load_folder(
+def load_folder(  # noqa: C901 - not yet split into steps
     root: Path,
     cache: ExtractionCache,
     progress: Callable[[int, int], None] | None = None,
@@ -127,7 +127,7 @@ def load_folder(
     )
 
 
-def _walk(root: Path):
+def _walk(root: Path) -> Iterator[Path]:
     """Every non-hidden path under ``root`` that is not a folder (links included, followed or not)."""
     for folder, subfolders, names in os.walk(root, followlinks=False):
         subfolders[:] = [s for s in subfolders if not s.startswith(".")]

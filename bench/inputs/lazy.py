@@ -4,7 +4,7 @@ texts sliced from their documents, batches of texts for an embedding engine."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import TypeVar
+from typing import TypeVar, overload
 
 T = TypeVar("T")
 
@@ -19,7 +19,13 @@ class Lazy(Sequence[T]):
     def __len__(self) -> int:
         return self.n
 
-    def __getitem__(self, i):
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+
+    def __getitem__(self, i: int | slice) -> T | list[T]:
         if isinstance(i, slice):
             lo, hi, step = i.indices(self.n)
             if step == 1 and self.run is not None:

@@ -349,7 +349,7 @@ def _overlap(a: _Place, b: _Place) -> bool:
     return a.first < b.last and b.first < a.last
 
 
-def _best_span(
+def _best_span(  # noqa: PLR0913 - not yet grouped
     index: _Index,
     which: np.ndarray,
     need: np.ndarray,
@@ -411,7 +411,7 @@ def _best_span(
     return _Place(offset + a, offset + b, round(share, 6), missing)  # rounded: 0.8 is 0.8, not 0.7999…
 
 
-def _trim(
+def _trim(  # noqa: C901 - not yet split into steps
     which: np.ndarray, need: np.ndarray, numbers: np.ndarray, lines: np.ndarray, a: int, b: int
 ) -> tuple[int, int]:
     """``a..b`` less the tokens at its edges that add nothing (none of the quote's, or one more of a

@@ -18,6 +18,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
+from typing import IO
 
 from bench.errors import BenchError
 
@@ -44,14 +45,22 @@ class Secret:
 
     __str__ = __repr__
 
-    def __reduce__(self):  # never pickle the key along with an embedder
+    def __reduce__(self) -> str | tuple[object, ...]:  # never pickle the key along with an embedder
         raise TypeError("the API key cannot be pickled")
 
 
 class NoRedirects(urllib.request.HTTPRedirectHandler):
     """A redirect is an error here: urllib would re-send the Authorization header to wherever it points."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: http.client.HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
         return None
 
 
@@ -91,7 +100,7 @@ class Exhausted(Exception):
         return self.last.startswith("HTTP 429")
 
 
-def as_bool(value, name: str, where: str) -> bool:
+def as_bool(value: object, name: str, where: str) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, int) and value in (0, 1):
@@ -101,7 +110,7 @@ def as_bool(value, name: str, where: str) -> bool:
     raise BenchError(f"{where}: {name} = {value!r} must be true or false")
 
 
-def as_int(value, name: str, where: str, minimum: int) -> int:
+def as_int(value: object, name: str, where: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise BenchError(f"{where}: {name} = {value!r} must be an integer >= {minimum}")
     return value

@@ -130,7 +130,7 @@ def _leave_out_running_lines(pages: list[_Page]) -> str:
     return pdf_margins.note(left_out, running, len(pages))
 
 
-def _read(data: bytes, limits: Limits) -> tuple[list[_Page], Counter[float]]:
+def _read(data: bytes, limits: Limits) -> tuple[list[_Page], Counter[float]]:  # noqa: C901 - not yet split into steps
     """Every page's blocks, and the count of characters of each font size in the document."""
     from pdfminer.pdfdocument import PDFDocument, PDFEncryptionError, PDFPasswordIncorrect
     from pdfminer.pdfpage import PDFPage
