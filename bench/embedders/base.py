@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -63,7 +63,8 @@ class ModelSpec:
         """What is prepended to a text embedded in ``role`` (QUERY or PASSAGE)."""
         return self.query_prefix if role == QUERY else self.passage_prefix
 
-    def option(self, name: str, default=None):
+    def option(self, name: str, default: Any = None) -> Any:
+        # Any: a [model.NAME] value of whatever TOML type the user wrote; each loader checks its own.
         return dict(self.params).get(name, default)
 
     @property

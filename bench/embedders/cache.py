@@ -50,7 +50,7 @@ _DAMAGED = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
 log = logging.getLogger(__name__)
 
 
-def _when_unlocked(statement) -> None:
+def _when_unlocked(statement: Callable[[], object]) -> None:
     """Run a statement SQLite refuses at once while another connection holds the file (switching
     the journal mode does not wait on the busy timeout), retrying until the timeout."""
     deadline = time.monotonic() + _BUSY_SECONDS
@@ -471,7 +471,15 @@ class NoCache(EmbeddingCache):
     def __init__(self) -> None:
         super().__init__(Path())
 
-    def embed(self, embedder, texts, role, batch_size=64, progress=None, engine=None):
+    def embed(
+        self,
+        embedder: Embedder,
+        texts: Sequence[str],
+        role: str,
+        batch_size: int = 64,
+        progress: Callable[[int], None] | None = None,
+        engine: Engine | None = None,
+    ) -> tuple[np.ndarray, EmbedStats]:
         out = new_vectors(len(texts), embedder.dims)
         batches = Lazy(-(-len(texts) // batch_size), lambda i: _slice(texts, i * batch_size, (i + 1) * batch_size))
         for i, vectors in (engine or LocalEngine()).embed_batches(embedder, batches, role):
@@ -480,7 +488,7 @@ class NoCache(EmbeddingCache):
                 progress(len(vectors))
         return out, EmbedStats(embedded=len(texts))
 
-    def count_tokens(self, embedder, texts, role=PASSAGE):
+    def count_tokens(self, embedder: Embedder, texts: Sequence[str], role: str = PASSAGE) -> np.ndarray:
         out = np.zeros(len(texts), dtype=np.int64)
         prefix = embedder.spec.prefix(role)
         for lo in range(0, len(texts), _COUNT_WINDOW):
@@ -488,8 +496,8 @@ class NoCache(EmbeddingCache):
             out[lo : lo + len(window)] = embedder.count_tokens(window)
         return out
 
-    def latency(self, model_key, key):
+    def latency(self, model_key: str, key: bytes) -> tuple[list[float], str] | None:
         return None
 
-    def store_latency(self, model_key, key, seconds, measured):
+    def store_latency(self, model_key: str, key: bytes, seconds: list[float], measured: str) -> None:
         """Nothing is kept."""

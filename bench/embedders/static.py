@@ -15,11 +15,16 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bench.embedders.base import ModelSpec, check_dims, normalise
 from bench.errors import CACHE_ELSEWHERE, BenchError, fault_of
+
+if TYPE_CHECKING:
+    from model2vec import StaticModel
+    from tokenizers import Tokenizer
 
 
 def prepared_path(spec: ModelSpec, models_dir: Path) -> Path:
@@ -52,7 +57,7 @@ def distil(spec: ModelSpec, teacher: ModelSpec, models_dir: Path) -> Path:
     return target
 
 
-def _save(model, target: Path) -> None:
+def _save(model: StaticModel, target: Path) -> None:
     """Save through a staging folder renamed into place, so a model folder is whole or absent. A full
     disk (as safetensors reports it too), a permission or a filesystem that cannot rename a folder
     is an EnvironmentFault naming ``target`` and, for a full disk, the bytes of the model's vectors."""
@@ -88,7 +93,7 @@ class StaticEmbedder:
         self.path = path
 
     @functools.cached_property
-    def model(self):
+    def model(self) -> StaticModel:
         from model2vec import StaticModel
 
         model = StaticModel.from_pretrained(str(self.path))
@@ -100,7 +105,7 @@ class StaticEmbedder:
         return self.spec.dims or int(self.model.dim)
 
     @functools.cached_property
-    def _whole(self):
+    def _whole(self) -> Tokenizer:
         """The model's tokenizer without truncation: its counts are of whole texts."""
         tokenizer = copy.deepcopy(self.model.tokenizer)
         tokenizer.no_truncation()
@@ -148,7 +153,7 @@ class StaticEmbedder:
 _COUNTS_KEPT = 4_000_000  # token counts held for count_tokens (~100 bytes each); beyond, they are recounted
 
 
-def _mean_of_ids(model, ids: list[list[int]], max_length: int) -> np.ndarray | None:
+def _mean_of_ids(model: StaticModel, ids: list[list[int]], max_length: int) -> np.ndarray | None:
     """The vectors model2vec's ``encode`` makes of texts tokenised as ``ids`` (within ``max_length``
     tokens): the mean of their token vectors, unknown tokens left out, normalised where the model
     normalises. None for a model2vec without the attributes this reads."""

@@ -76,7 +76,7 @@ class RayEngine:
     def __enter__(self) -> RayEngine:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -267,7 +267,7 @@ def _shutdown_ray() -> None:
 
 
 @contextmanager
-def _keep_sigterm_handler():
+def _keep_sigterm_handler() -> Iterator[None]:
     """``ray.init`` installs a SIGTERM handler that exits at once; bench run has its own (clean
     up, exit 130 as for Ctrl-C), so the one there before is put back, and a SIGTERM that lands
     while Ray starts goes to it too."""
@@ -360,7 +360,7 @@ class _Silence(logging.Filter):
 
 
 @contextmanager
-def _quiet_ray_data():
+def _quiet_ray_data() -> Iterator[None]:
     """No Ray Data progress bars or console logs while bench draws its own progress; its log
     file in the Ray session folder still gets everything."""
     context = DataContext.get_current()
