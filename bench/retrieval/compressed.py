@@ -8,7 +8,12 @@ with the float vectors ("binary + rescore"). Rankings stay deterministic: ties b
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    import faiss
 
 BLOCK = 262_144  # rows handled at a time: bounds the copy of a memory-mapped table
 BINARY_FACTORY = "BFlat"  # faiss.index_binary_factory's name for IndexBinaryFlat
@@ -30,7 +35,7 @@ def sign_bits(vectors: np.ndarray) -> np.ndarray:
     return np.concatenate(rows) if rows else np.zeros((0, (vectors.shape[1] + 7) // 8), dtype=np.uint8)
 
 
-def binary_index(vectors: np.ndarray):
+def binary_index(vectors: np.ndarray) -> faiss.IndexBinaryFlat:
     """A FAISS ``IndexBinaryFlat`` holding the sign bits of ``vectors`` (padding bits are zero in every
     code, so they never add to a distance)."""
     import faiss
@@ -51,7 +56,9 @@ def hamming_similarity(distances: np.ndarray, dims: int) -> np.ndarray:
     return 1.0 - 2.0 * np.asarray(distances, dtype=np.float64) / dims
 
 
-def hamming_top(index, codes: np.ndarray, n: int, tie_order: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+def hamming_top(
+    index: faiss.IndexBinary, codes: np.ndarray, n: int, tie_order: np.ndarray
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per query code, the ``n`` nearest codes and their Hamming distances, nearest first, ties by ``tie_order``.
 
     Distances are small integers, so ties are common; FAISS returns any of the codes tied at

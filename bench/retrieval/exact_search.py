@@ -3,7 +3,10 @@ is measured against (``recall_vs_exact@depth``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
+import numpy.typing as npt
 
 
 def exact_top(vectors: np.ndarray, queries: np.ndarray, n: int, batch: int = 256, block: int = 65_536) -> np.ndarray:
@@ -47,7 +50,12 @@ def _top_with_ties(scores: np.ndarray, n: int) -> list[np.ndarray]:
 TIE_TOLERANCE = 1e-6
 
 
-def recall_against_exact(approx_ids, exact_ids, vectors: np.ndarray | None = None, queries=None) -> float:
+def recall_against_exact(
+    approx_ids: Iterable[npt.ArrayLike],
+    exact_ids: Iterable[npt.ArrayLike],
+    vectors: np.ndarray | None = None,
+    queries: np.ndarray | None = None,
+) -> float:
     """Mean over queries of |approx ∩ exact| / |exact|; ids of -1 (no result) are ignored.
 
     Given the ``vectors`` and ``queries``, a found id that is not in the exact list still counts
@@ -66,7 +74,7 @@ def recall_against_exact(approx_ids, exact_ids, vectors: np.ndarray | None = Non
         want = set(np.asarray(exact, dtype=np.int64).ravel().tolist()) - {-1}
         got = set(np.asarray(approx, dtype=np.int64).ravel().tolist()) - {-1}
         found = len(want & got)
-        if vectors is not None and want and got - want:
+        if vectors is not None and queries is not None and want and got - want:
             query = np.asarray(queries[i], dtype=np.float64)
             rows = {r: np.asarray(vectors[r], dtype=np.float64) for r in want | got}
             # relative to the scores' scale: unit vectors (cosine) are compared to within TIE_TOLERANCE

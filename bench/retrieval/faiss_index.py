@@ -20,7 +20,7 @@ import math
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from bench.core.tables import Rule, read_table, read_value, setting
 from bench.errors import BenchError
 from bench.registry import Registry, suggest
 from bench.retrieval.compressed import BINARY_FACTORY, binary_index
+
+if TYPE_CHECKING:
+    import faiss
 
 RESCORE = "rescore"  # binary's query setting: how many Hamming neighbours the float vectors rescore
 PLACEHOLDERS = ("nlist", "m", "nbits")  # template numbers resolved from the corpus size and dims
@@ -126,11 +129,11 @@ class IndexSpec:
                 f"use only {{nlist}}, {{m}} or {{nbits}}"
             ) from None
 
-    def build(self, vectors: np.ndarray):
+    def build(self, vectors: np.ndarray) -> faiss.Index | faiss.IndexBinary:
         """A trained faiss index (inner product) holding ``vectors``, at faiss's default query setting."""
         return self.build_resolved(vectors)[0]
 
-    def build_resolved(self, vectors: np.ndarray):
+    def build_resolved(self, vectors: np.ndarray) -> tuple[faiss.Index | faiss.IndexBinary, str]:
         """``(index, factory)``: the built index and the factory string it was built from."""
         import faiss
 
@@ -176,7 +179,7 @@ class IndexSpec:
             return [("", {})]
         return [(variant_label(p), dict(p)) for p in self.search_params]
 
-    def configure(self, index, params: Mapping[str, object]) -> None:
+    def configure(self, index: faiss.Index, params: Mapping[str, object]) -> None:
         """Apply one query setting to a built index (no rebuild); ``rescore`` is the retriever's, not FAISS's."""
         configure(index, {k: v for k, v in params.items() if k != RESCORE}, self.name)
 
@@ -185,7 +188,7 @@ def variant_label(params: Mapping[str, object]) -> str:
     return ",".join(f"{k}={v}" for k, v in params.items())
 
 
-def configure(index, params: Mapping[str, Any], name: str = "") -> None:
+def configure(index: faiss.Index, params: Mapping[str, Any], name: str = "") -> None:
     """Set query parameters (``nprobe``, ``efSearch``, ...) on a built index."""
     import faiss
 
@@ -211,7 +214,7 @@ def _training_sample(vectors: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(vectors[rows], dtype=np.float32)
 
 
-def _quiet_template_training(index, template: str) -> None:
+def _quiet_template_training(index: faiss.Index, template: str) -> None:
     """Template numbers are chosen for small corpora on purpose; keep faiss's 'too few points' warnings quiet."""
     import faiss
 
@@ -242,7 +245,7 @@ def _faiss_message(e: Exception) -> str:
     return text[:200]
 
 
-def _accepted_search_params(index) -> list[str]:
+def _accepted_search_params(index: faiss.Index) -> list[str]:
     import faiss
 
     space, accepted = faiss.ParameterSpace(), []
@@ -403,7 +406,7 @@ def _check_search(where: str, search: list[Mapping], factory: str, allowed: list
             _check_number(where, f"search[{i}].{key}", value)
 
 
-def _probe(spec: IndexSpec, where: str):
+def _probe(spec: IndexSpec, where: str) -> faiss.Index:
     """An empty index from the spec's factory at some plausible dims, to learn its type; BenchError if none parse."""
     import faiss
 
@@ -421,7 +424,7 @@ def _probe(spec: IndexSpec, where: str):
     )
 
 
-def _is_flat(index) -> bool:
+def _is_flat(index: faiss.Index) -> bool:
     import faiss
 
     return isinstance(index, faiss.IndexFlat)
@@ -438,7 +441,7 @@ def _check_number(where: str, what: str, value: object) -> None:
 # --- sizes ---------------------------------------------------------------------------------------------
 
 
-def index_bytes(index) -> int:
+def index_bytes(index: faiss.Index | faiss.IndexBinary) -> int:
     """Size of the index as FAISS serializes it (counted as it streams out, never held in memory)."""
     import faiss
 
@@ -456,7 +459,7 @@ def index_bytes(index) -> int:
     return size
 
 
-def compression_ratio(index, n: int, dims: int) -> float:
+def compression_ratio(index: faiss.Index | faiss.IndexBinary | int, n: int, dims: int) -> float:
     """Raw float32 vector bytes (n·dims·4) over the serialized index size; ``index`` may be that size already."""
     size = index if isinstance(index, (int, np.integer)) else index_bytes(index)
     return (n * dims * 4) / size if size else float("nan")

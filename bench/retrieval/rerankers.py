@@ -17,7 +17,7 @@ import math
 import os
 import threading
 import urllib.parse
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -32,6 +32,8 @@ from bench.errors import BenchError
 from bench.registry import check_keys, suggest
 
 if TYPE_CHECKING:
+    from sentence_transformers import CrossEncoder
+
     from bench.embedders.cache import EmbeddingCache
 
 log = logging.getLogger(__name__)
@@ -182,7 +184,9 @@ class BiEncoderReranker:
 
     billed_tokens = 0
 
-    def __init__(self, spec: RerankerSpec, embedder: Embedder, cache: EmbeddingCache | None = None, batch_size=64):
+    def __init__(
+        self, spec: RerankerSpec, embedder: Embedder, cache: EmbeddingCache | None = None, batch_size: int = 64
+    ):
         self.spec, self.embedder, self.cache, self.batch_size = spec, embedder, cache, batch_size
         self.remote = embedder.spec.remote
         self.searches = 0
@@ -198,7 +202,7 @@ class BiEncoderReranker:
     def score_live(self, query: str, texts: Sequence[str]) -> np.ndarray:
         return self._score(query, list(texts), self.embedder.embed)
 
-    def _score(self, query: str, texts: list[str], vectors) -> np.ndarray:
+    def _score(self, query: str, texts: list[str], vectors: Callable[[list[str], str], np.ndarray]) -> np.ndarray:
         self.searches += 1
         if not texts:
             return np.zeros(0, dtype=np.float64)
@@ -227,7 +231,7 @@ class CrossEncoderReranker:
         self._path = None if is_hub_name(spec.source) else _cross_encoder_folder(spec.name, spec.source)
 
     @functools.cached_property
-    def model(self):
+    def model(self) -> CrossEncoder:
         if self._path is not None:  # weights are local: never let the hub client reach for the network
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -288,7 +292,7 @@ def _cross_encoder_folder(name: str, source: str) -> Path:
         if not path.is_dir():
             raise BenchError(f"{where}: cross-encoder folder {path} does not exist; {fix}")
 
-    def read(file: str, key: str):
+    def read(file: str, key: str) -> object:
         try:
             return json.loads((path / file).read_text(encoding="utf-8")).get(key)
         except (OSError, ValueError, AttributeError):

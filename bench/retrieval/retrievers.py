@@ -11,7 +11,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from bench.retrieval.exact_search import exact_top, recall_against_exact
 from bench.retrieval.faiss_index import RESCORE, IndexSpec, index_bytes
 from bench.retrieval.index_kinds import check_index_dims
 from bench.text.languages import detect_mix
+
+if TYPE_CHECKING:
+    import faiss
 
 # Extra neighbours fetched from FAISS so ties at the cut-off are ordered by unit id, not by
 # whichever tied vector the index happened to visit first.
@@ -141,7 +144,7 @@ class DenseRetriever:
 
     lexical = False
 
-    def build(self, table: ChunkTable, progress=None) -> BuildStats:
+    def build(self, table: ChunkTable, progress: Callable[[int], None] | None = None) -> BuildStats:
         self.tie_order = table.tie_order
         t0 = time.perf_counter()
         billed_before = getattr(self.embedder, "billed_tokens", None)
@@ -186,7 +189,8 @@ class DenseRetriever:
     def set_search(self, params: dict) -> None:
         """Apply one query setting (efSearch, nprobe, rescore …) to the built index."""
         self.rescore = int(params.get(RESCORE, 0))
-        self.index_spec.configure(self.index, params)
+        # settings apply to float indexes: a binary one takes only rescore, which the config reader checks
+        self.index_spec.configure(cast("faiss.Index", self.index), params)
 
     def _index_width(self, vectors: np.ndarray) -> np.ndarray:
         """Vectors as the index compares them: the first ``dims`` components, renormalised, when set."""
@@ -236,7 +240,9 @@ class DenseRetriever:
         """Nearest sign-bit codes by Hamming distance; with ``rescore``, that many (at least ``n``)
         reordered by inner product with the float vectors, which are read from ``indexed``."""
         codes = compressed.sign_bits(queries)
-        hits = compressed.hamming_top(self.index, codes, max(n, self.rescore), self.tie_order)
+        hits = compressed.hamming_top(
+            cast("faiss.IndexBinary", self.index), codes, max(n, self.rescore), self.tie_order
+        )
         if not self.rescore:
             dims = self.indexed.shape[1]
             return [(ids, compressed.hamming_similarity(dist, dims)) for ids, dist in hits]
@@ -309,7 +315,7 @@ class BM25Retriever:
         """The terms as built (or, before, as configured): language, segmenter, stopwords and stemmer."""
         return self._tokens.resolved.summary
 
-    def build(self, table: ChunkTable, progress=None) -> BuildStats:
+    def build(self, table: ChunkTable, progress: Callable[[int], None] | None = None) -> BuildStats:
         self.tie_order = table.tie_order
         t0, before = time.perf_counter(), rss_mb()
         if self._tokens.language == bm25.AUTO:
@@ -334,7 +340,7 @@ class BM25Retriever:
     def set_search(self, params: dict) -> None:
         """BM25 has no query settings."""
 
-    def recall_against_exact(self, queries, n: int) -> None:
+    def recall_against_exact(self, queries: Queries, n: int) -> None:
         return None  # BM25 scores every matching chunk: it is exact
 
     def count_tokens(self, texts: Sequence[str], role: str = PASSAGE) -> None:
