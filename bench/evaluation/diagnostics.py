@@ -9,6 +9,7 @@ score-gap mean and median, and mean relevant and top-distractor scores.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -58,5 +59,5 @@ def summarise(
     )
 
 
-def _present(values) -> np.ndarray:
+def _present(values: Iterable[float | None]) -> np.ndarray:
     return np.array([v for v in values if v is not None], dtype=float)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 # The measures' names and values live in bench.core; the ones the command line, the Python API and
 # the recommendation read with the computation are named here too.
@@ -91,7 +92,7 @@ def means(per_question: dict[str, np.ndarray]) -> dict[str, float]:
     return {key: float(np.mean(v)) if len(v) else 0.0 for key, v in per_question.items()}
 
 
-def _safe_div(num, den) -> np.ndarray:
+def _safe_div(num: npt.ArrayLike, den: npt.ArrayLike) -> np.ndarray:
     num = np.asarray(num, dtype=float)
     den = np.asarray(den, dtype=float)
     out = np.zeros(np.broadcast(num, den).shape)

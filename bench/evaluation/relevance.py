@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from bench.chunking.table import ChunkTable
 from bench.inputs.goldset import CHUNK, Evidence, Goldset
@@ -38,17 +39,19 @@ class Judgment:
 _THRESHOLD_SLACK = 1e-12
 
 
-def reaches(overlap, length, min_overlap: float):
+def reaches(overlap: np.ndarray | int, length: np.ndarray | int, min_overlap: float) -> np.ndarray | bool:
     """``overlap >= min_overlap * length`` and ``overlap > 0``, exact for integer arguments."""
     return (overlap > 0) & (overlap >= min_overlap * length * (1 - _THRESHOLD_SLACK))
 
 
-def overlap_relevant(c_start, c_end, e_start: int, e_end: int, min_overlap: float) -> np.ndarray:
+def overlap_relevant(
+    c_start: npt.ArrayLike, c_end: npt.ArrayLike, e_start: int, e_end: int, min_overlap: float
+) -> np.ndarray:
     """The overlap rule, vectorised over chunks: True where the chunk is relevant to the span."""
     c_start, c_end = np.asarray(c_start), np.asarray(c_end)
     overlap = np.minimum(c_end, e_end) - np.maximum(c_start, e_start)
     shorter = np.minimum(c_end - c_start, e_end - e_start)
-    return reaches(overlap, shorter, min_overlap)
+    return np.asarray(reaches(overlap, shorter, min_overlap))
 
 
 def grade_units(goldset: Goldset, table: ChunkTable, min_overlap: float) -> list[Judgment]:
@@ -59,9 +62,12 @@ def grade_units(goldset: Goldset, table: ChunkTable, min_overlap: float) -> list
     return [grade(q.evidence, table, ordinal, min_overlap) for q in goldset.questions]
 
 
-def _grade_chunks(evidence, table: ChunkTable, ordinal: dict[str, int], min_overlap: float) -> Judgment:
+def _grade_chunks(
+    evidence: tuple[Evidence, ...], table: ChunkTable, ordinal: dict[str, int], min_overlap: float
+) -> Judgment:
     best: dict[int, int] = {}
     for e in evidence:
+        assert e.start is not None and e.end is not None  # chunk evidence is a span; whole documents are graded apart
         span = table.chunks_of(ordinal[e.doc])
         relevant = overlap_relevant(
             table.start[span.start : span.stop], table.end[span.start : span.stop], e.start, e.end, min_overlap
@@ -71,7 +77,9 @@ def _grade_chunks(evidence, table: ChunkTable, ordinal: dict[str, int], min_over
     return _as_judgment(best)
 
 
-def _grade_documents(evidence: tuple[Evidence, ...], table, ordinal, min_overlap) -> Judgment:
+def _grade_documents(
+    evidence: tuple[Evidence, ...], table: ChunkTable, ordinal: dict[str, int], min_overlap: float
+) -> Judgment:
     best: dict[int, int] = {}
     for e in evidence:
         d = ordinal[e.doc]

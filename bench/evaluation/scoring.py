@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -95,7 +96,7 @@ def _evidence_span(rec: Retrieved, evidence: EvidenceSpan) -> tuple[str, int, in
     return evidence.doc, evidence.start, evidence.end
 
 
-def _scored(rec: Retrieved, **scores) -> QuestionRecord:
+def _scored(rec: Retrieved, **scores: Any) -> QuestionRecord:  # Any: each score field of its own type
     fields = {f.name: getattr(rec, f.name) for f in dataclasses.fields(Retrieved)}
     return QuestionRecord(**fields, **scores)
 

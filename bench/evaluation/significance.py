@@ -19,10 +19,11 @@ import csv
 import io
 import math
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats
 
 from bench.core.measures import headline, metric_key
@@ -66,7 +67,7 @@ def paired_tests(a: np.ndarray, b: np.ndarray, seed: int = 0, permutations: int 
     return _paired_stats(a, b, d, rand_p)
 
 
-def _paired_arrays(a, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _paired_arrays(a: npt.ArrayLike, b: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
     if a.shape != b.shape:
         raise ValueError(f"paired vectors differ in length: {len(a)} and {len(b)}")
@@ -130,7 +131,7 @@ def _cohens_dz(d: np.ndarray) -> float:
     return float(d.mean() / sd) if sd > 0 else 0.0
 
 
-def _finite(value, default: float) -> float:
+def _finite(value: float, default: float) -> float:
     value = float(value)
     return value if math.isfinite(value) else default
 
@@ -218,7 +219,9 @@ def _bootstrap_cis(matrix: np.ndarray, seed: int, resamples: int, level: float) 
     return out
 
 
-def wins_ties_losses(a, b, higher_is_better: bool = True, tol: float = 1e-12) -> tuple[int, int, int]:
+def wins_ties_losses(
+    a: npt.ArrayLike, b: npt.ArrayLike, higher_is_better: bool = True, tol: float = 1e-12
+) -> tuple[int, int, int]:
     """Questions where A beats B, matches it within ``tol``, and loses to it."""
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     if not higher_is_better:
@@ -439,7 +442,9 @@ def rank_matrix(
     return [run.questions[i] for i in order], list(run.candidates), [list(run.first[i]) for i in order]
 
 
-def write_rank_matrix_csv(path: Path, questions: list[str], candidates: list[str], matrix) -> None:
+def write_rank_matrix_csv(
+    path: Path, questions: list[str], candidates: list[str], matrix: Iterable[Iterable[int | None]]
+) -> None:
     """``question_id,<candidate ids…>``, one row per question, a blank cell for a miss."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
