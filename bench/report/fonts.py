@@ -22,8 +22,12 @@ import sys
 import unicodedata
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from typing import TYPE_CHECKING
 
 import regex
+
+if TYPE_CHECKING:
+    from matplotlib.ft2font import FT2Font
 
 REPLACEMENT = "\ufffd"  # DejaVu Sans has it: what a character no font has is drawn as
 
@@ -137,7 +141,7 @@ def families(pdf: bool) -> tuple[str, ...]:
 
 
 @cache
-def ft2font(family: str, bold: bool):
+def ft2font(family: str, bold: bool) -> FT2Font:
     """Our own FT2Font of ``family`` (never matplotlib's shared one, whose size its drawing sets)."""
     from matplotlib.ft2font import FT2Font
 

@@ -139,7 +139,7 @@ class _Tables:
         return None
 
 
-def _score(value) -> float | None:
+def _score(value: float | None) -> float | None:
     """Four decimals are plenty for a page that shows three, and keep the file small."""
     if value is None or not math.isfinite(value):
         return None

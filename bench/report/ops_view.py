@@ -9,6 +9,8 @@ parts, queries per second from the mean end-to-end latency); a figure that canno
 
 from __future__ import annotations
 
+from typing import Any
+
 from bench.core.operating import Stat, Step
 from bench.core.summary import CandidateResult, Manifest, RunSummary
 from bench.evaluation.costs import end_to_end_ms
@@ -70,7 +72,7 @@ def monthly_text(c: CandidateResult) -> str:
     return usd(monthly(c), MISSING)
 
 
-def usd_text(value) -> str:
+def usd_text(value: object) -> str:
     return usd(_number(value), MISSING)
 
 
@@ -108,7 +110,7 @@ def scale_line(summary: RunSummary, manifest: Manifest) -> str:
     table = stored if isinstance(stored, dict) else configured if isinstance(configured, dict) else {}
     default = Scale()
 
-    def get(key: str):
+    def get(key: str) -> Any:  # Any: a [scale] value as stored, or the default of its field
         value = table.get(key, getattr(default, key))
         return getattr(default, key) if value is None and key not in ("documents", *UNPRICED) else value
 
@@ -143,12 +145,12 @@ def scale_line(summary: RunSummary, manifest: Manifest) -> str:
 UNPRICED = {"storage_usd_per_gb_month": "storage", "hourly_usd": "local compute"}
 
 
-def _plural(n, one: str, many: str) -> str:
+def _plural(n: object, one: str, many: str) -> str:
     text = f"{n:g}" if isinstance(n, (int, float)) else str(n)
     return f"{text} {one if n == 1 else many}"
 
 
-def _number(value) -> float | None:
+def _number(value: object) -> float | None:
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         return None
     return float(value)

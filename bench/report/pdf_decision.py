@@ -317,7 +317,7 @@ def _sentence(text: str) -> str:
     return text if text.endswith(".") else text + "."
 
 
-def _interval(ci) -> tuple[float, float] | None:
+def _interval(ci: object) -> tuple[float, float] | None:
     """``[lo, hi]`` as numbers; None when missing or undefined (NaN)."""
     if not isinstance(ci, (list, tuple)) or len(ci) != 2:
         return None
@@ -325,7 +325,7 @@ def _interval(ci) -> tuple[float, float] | None:
     return None if lo is None or hi is None else (lo, hi)
 
 
-def _number(value) -> float | None:
+def _number(value: object) -> float | None:
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         return None
     return float(value)

@@ -157,7 +157,9 @@ class _Flow:
     def _room(self) -> float:
         return BOTTOM - self.y
 
-    def _text(self, x: float, y: float, text: str, size: float, bold=False, colour="black", ha="left") -> None:
+    def _text(
+        self, x: float, y: float, text: str, size: float, bold: bool = False, colour: str = "black", ha: str = "left"
+    ) -> None:
         self.pages[-1].ops.append(("text", x, y, settable(text), size, bold, colour, ha))
 
     def _rect(self, x: float, y: float, w: float, h: float, colour: str) -> None:
@@ -211,8 +213,8 @@ class _Flow:
         pad = size * 0.6
         header = [wrap(h, w - 2 * pad + 0.01, size, bold=True, ids=True) for h, w in zip(t.header, widths)]
         head_step = size * 1.25
-        head_h = max(len(lines) for lines in header) * head_step + size * 0.8
-        row_h = size * t.row_height
+        grid = _Grid(header, widths, size, max(len(lines) for lines in header) * head_step + size * 0.8, head_step)
+        head_h, row_h = grid.head_h, size * t.row_height
         rows = [
             [clip(cell, w - 2 * pad, size) if j in t.clip else cell for j, (cell, w) in enumerate(zip(row, widths))]
             for row in t.rows
@@ -226,14 +228,17 @@ class _Flow:
             left = len(rows) - done
             if fit < left and left - fit == 1 and fit > 2:
                 fit -= 1  # never a page that starts with a table's last row alone
-            self._draw_table(t, header, rows[done : done + fit], done, widths, size, head_h, head_step, row_h)
+            self._draw_table(t, grid, rows[done : done + fit], done)
             done += min(fit, left)
             if done >= len(rows):
                 break
             self._new()
         self.y += t.space_after
 
-    def _draw_table(self, t, header, rows, offset, widths, size, head_h, head_step, row_h) -> None:
+    def _draw_table(self, t: Table, grid: _Grid, rows: list[list[str]], offset: int) -> None:
+        """The header, then ``rows`` (the table's rows from ``offset`` on), striped."""
+        header, widths, size, head_h, head_step = grid.header, grid.widths, grid.size, grid.head_h, grid.head_step
+        row_h = size * t.row_height
         total = sum(widths)
         self._rect(LEFT, self.y, total, head_h, HEADER_FILL)
         x = LEFT
@@ -317,6 +322,18 @@ def _column_groups(t: Table) -> list[Table]:
             )
         )
     return out
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """A table's geometry on the page, the same on every page it runs over: wrapped header lines,
+    column widths and type size (points), the header's height and its line step."""
+
+    header: list[list[str]]
+    widths: list[float]
+    size: float
+    head_h: float
+    head_step: float
 
 
 def _column_widths(t: Table) -> tuple[float, list[float]]:

@@ -23,7 +23,7 @@ INTERVALS_PER_TABLE = 6  # metrics side by side in one interval table
 LEAD_GAP = 0.05  # a candidate this far ahead of the pick on a tag is worth naming
 
 
-def plain(value) -> str:
+def plain(value: object) -> str:
     """A stored value as a reader reads it: yes/no, "–", lists and tables joined; never a Python literal."""
     if value is None:
         return MISSING
@@ -413,11 +413,11 @@ def _has(summary: RunSummary, metric: str) -> bool:
     return bool(summary.candidates) and metric in summary.candidates[0].quality
 
 
-def _f(value) -> str:
+def _f(value: float | None) -> str:
     return MISSING if value is None or value != value else f"{value:.3f}"
 
 
-def _ms(value) -> str:
+def _ms(value: float | None) -> str:
     return MISSING if value is None else f"{value:.1f}"
 
 

@@ -13,6 +13,7 @@ import textwrap
 from typing import NamedTuple, cast
 
 from matplotlib import colormaps
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure, FigureBase, SubFigure
@@ -113,7 +114,7 @@ def message_figure(title: str, message: str) -> Figure:
     return fig
 
 
-def legend_outside(fig: Figure, body: FigureBase, ax) -> None:
+def legend_outside(fig: Figure, body: FigureBase, ax: Axes) -> None:
     """Legend beside the chart so it never covers data; below it, in columns, when it would not fit beside,
     with the figure made taller to keep the chart's height."""
     handles, labels = ax.get_legend_handles_labels()

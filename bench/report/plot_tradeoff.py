@@ -4,13 +4,16 @@ and each point labelled with its candidate id where the label covers nothing els
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import pairwise
 from typing import cast
 
 import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backend_bases import RendererBase
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.text import Annotation
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from bench.core.measures import metric_key
@@ -18,6 +21,8 @@ from bench.core.summary import RunSummary
 from bench.formatting import ms_tick, usd_tick
 from bench.report import ops_view
 from bench.report.plot_base import candidate_colours, message_figure, new_figure, plural, wrap_id
+
+TickFormat = Callable[[float, int | None], str]  # a tick label from its value and position, as FuncFormatter calls it
 
 FRONT_COLOUR = "0.15"
 LABEL_WIDTH = 30  # characters before a long candidate id wraps beside a point, where width is scarce
@@ -52,7 +57,7 @@ def quality_vs_latency(summary: RunSummary, metric: str | None = None) -> Figure
 
 
 def _tradeoff(
-    summary: RunSummary, metric: str | None, xs: dict[str, float | None], xlabel: str, what: str, formatter
+    summary: RunSummary, metric: str | None, xs: dict[str, float | None], xlabel: str, what: str, formatter: TickFormat
 ) -> Figure:
     """Scatter of quality against ``xs`` with each point labelled and the Pareto front drawn as a step line."""
     metric = metric or metric_key("mrr", summary.k)
@@ -95,7 +100,7 @@ def _tradeoff(
     return fig
 
 
-def _draw_front(ax, front: list[tuple[float, float]]) -> None:
+def _draw_front(ax: Axes, front: list[tuple[float, float]]) -> None:
     """Ring the front's points and join them with a step line: the best quality reachable at each cost."""
     front = sorted(front, key=lambda p: (p[0], -p[1]))
     ax.plot(
@@ -119,7 +124,7 @@ def _draw_front(ax, front: list[tuple[float, float]]) -> None:
     )
 
 
-def _x_scale(ax, xs: list[float], formatter) -> None:
+def _x_scale(ax: Axes, xs: list[float], formatter: TickFormat) -> None:
     """Linear unless values span more than two orders of magnitude: log then, or symlog when zeros must plot."""
     positive = [x for x in xs if x > 0]
     if positive and max(positive) / min(positive) > 100:
@@ -162,10 +167,12 @@ _FAR_OFFSETS = [
 ]
 
 Rect = tuple[float, float, float, float]  # x0, y0, x1, y1 in display pixels
+Point = tuple[float, float]
+Segment = tuple[Point, Point]
 
 
 def _label_points(
-    fig: Figure, ax, points: list[tuple[float, float]], ids: list[str], colours: list[str], front: list[int]
+    fig: Figure, ax: Axes, points: list[tuple[float, float]], ids: list[str], colours: list[str], front: list[int]
 ) -> None:
     """Label each point with its candidate id, greedily choosing a spot that covers no marker, label, leader
     line or the Pareto step line, stays inside the axes and reads as belonging to its own point.
@@ -188,7 +195,7 @@ def _label_points(
         _annotation(ax, points[i], labels[i], colours[i], dx, dy, leader=(dx, dy) in _FAR_OFFSETS)
 
 
-def _room_for_labels(ax, renderer, labels: list[str]) -> None:
+def _room_for_labels(ax: Axes, renderer: RendererBase, labels: list[str]) -> None:
     """Widen the x limits so the widest label fits beside the outermost points on either side."""
     probes = [ax.annotate(label, (0, 0), xycoords="axes fraction", fontsize=8) for label in labels]
     width = max(p.get_window_extent(renderer).width for p in probes) + 24  # plus the offset and box padding
@@ -203,7 +210,7 @@ def _room_for_labels(ax, renderer, labels: list[str]) -> None:
     ax.set_xlim(*scale.inverted().transform(np.array([lo - share * span, hi + share * span])))
 
 
-def _front_polyline(ax, points: list[tuple[float, float]], front: list[int]) -> list[tuple[float, float]]:
+def _front_polyline(ax: Axes, points: list[tuple[float, float]], front: list[int]) -> list[tuple[float, float]]:
     """The Pareto step line's corners in display pixels."""
     ordered = sorted((points[i] for i in front), key=lambda p: (p[0], -p[1]))
     corners = []
@@ -216,7 +223,7 @@ def _front_polyline(ax, points: list[tuple[float, float]], front: list[int]) -> 
 class _LabelPlacer:
     """Greedy label placement: the first offset that costs nothing, else the cheapest one tried."""
 
-    def __init__(self, ax, renderer, pixels: list[tuple[float, float]]):
+    def __init__(self, ax: Axes, renderer: RendererBase, pixels: list[tuple[float, float]]) -> None:
         self.ax, self.renderer, self.pixels = ax, renderer, pixels
         box = ax.get_window_extent(renderer)
         self.frame: Rect = (box.x0, box.y0, box.x1, box.y1)
@@ -271,7 +278,9 @@ class _LabelPlacer:
         return cost + area * sum(_segment_hits_rect(line, rect) for line in self.leaders)
 
 
-def _annotation(ax, xy: tuple[float, float], text: str, colour: str, dx: float, dy: float, leader: bool = False):
+def _annotation(
+    ax: Axes, xy: tuple[float, float], text: str, colour: str, dx: float, dy: float, leader: bool = False
+) -> Annotation:
     ha = "left" if dx > 0 else "right" if dx < 0 else "center"
     va = "bottom" if dy > 0 else "top" if dy < 0 else "center"
     arrow = {"arrowstyle": "-", "color": colour, "linewidth": 0.8, "shrinkA": 0, "shrinkB": 2} if leader else None
@@ -303,7 +312,7 @@ def _overlap(a: Rect, b: Rect) -> float:
     return w * h if w > 0 and h > 0 else 0.0
 
 
-def _segment_hits_rect(segment, rect: Rect, samples: int = 24) -> bool:
+def _segment_hits_rect(segment: Segment, rect: Rect, samples: int = 24) -> bool:
     (x0, y0), (x1, y1) = segment
     return any(
         rect[0] < x0 + t * (x1 - x0) < rect[2] and rect[1] < y0 + t * (y1 - y0) < rect[3]
@@ -311,8 +320,8 @@ def _segment_hits_rect(segment, rect: Rect, samples: int = 24) -> bool:
     )
 
 
-def _segments_cross(a, b) -> bool:
-    def orient(p, q, r) -> float:
+def _segments_cross(a: Segment, b: Segment) -> bool:
+    def orient(p: Point, q: Point, r: Point) -> float:
         return (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0])
 
     (p1, p2), (q1, q2) = a, b

@@ -7,6 +7,7 @@ has. A metric is comparable between two runs only when they share the corpus and
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,10 +61,10 @@ class RunInfo:
         }
 
 
-class RunList(list):
+class RunList(list[RunInfo]):
     """Runs oldest first; ``notes`` says which folders were skipped and why (damaged, not a run)."""
 
-    def __init__(self, runs=(), notes=()) -> None:
+    def __init__(self, runs: Iterable[RunInfo] = (), notes: Iterable[str] = ()) -> None:
         super().__init__(runs)
         self.notes: list[str] = list(notes)
 
@@ -127,7 +128,7 @@ def not_comparable(what: str, reasons: list[str], action: str) -> BenchError:
 # --- reading runs --------------------------------------------------------------------------------------------
 
 
-def _when(text, run_id: str) -> datetime | str:
+def _when(text: object, run_id: str) -> datetime | str:
     """The manifest's time as an aware datetime; else the time in the run id; else the text as it is."""
     try:
         moment = datetime.fromisoformat(str(text))
@@ -182,7 +183,7 @@ def _answer_layer(answers: dict | None, candidates: dict[str, dict[str, float]])
     return {"answers_candidate": cid, "answers": means, "answers_status": str(status)}
 
 
-def _is_number(value) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 

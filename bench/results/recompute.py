@@ -67,7 +67,7 @@ def recompute(run_ref: str, results: Path) -> tuple[StoredRun, StoredRun, list[s
     return stored, recomputed, differences
 
 
-def _differences(a, b, where: str = "summary") -> list[str]:
+def _differences(a: object, b: object, where: str = "summary") -> list[str]:
     if where == "summary.recommendation" and not (isinstance(a, dict) and "test" in a):
         return []  # a run recommended by the older margin rule, before a paired test decided ties
     if isinstance(a, dict) and isinstance(b, dict):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from bench import files
 from bench.core.records import QuestionRecord, Record
@@ -28,6 +29,8 @@ from bench.results.store import (
     load_json,
     load_jsonl,
 )
+
+R = TypeVar("R", bound=Record)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,7 +127,7 @@ def save_manifest(folder: Path, manifest: Manifest) -> None:
     files.write_json(folder / MANIFEST, manifest.to_dict())
 
 
-def _parsed(where, cls, row):
+def _parsed(where: str | Path, cls: type[R], row: object) -> R:
     if not isinstance(row, dict):
         raise BenchError(f"{where}: not a JSON object; the run folder is damaged")
     try:

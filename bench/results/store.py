@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
-from typing import IO
+from typing import IO, Any
 
 from bench import files
 from bench.errors import MACHINE, RESULTS_ELSEWHERE, UNSUPPORTED, BenchError, EnvironmentFault, fault_of
@@ -194,7 +194,7 @@ def find_run(ref: str | Path, results: Path = Path("results")) -> Path:
     raise BenchError(f"{ref}: not a finished run (no {SUMMARY} and {PER_QUESTION}); give results/<run_id>")
 
 
-def load_json(path: Path):
+def load_json(path: Path) -> Any:  # Any: the JSON as stored, of whatever shape; readers check it
     return files.read_json(path, "the run folder is damaged")
 
 
