@@ -64,7 +64,7 @@ def generate(
 @click.option("--rubric", type=click.Path(path_type=Path), help="A rubric file of your own (default: rubric v2).")
 @click.option("--force", is_flag=True, help="Replace an --out that is not an earlier judge's output.")
 @chat_options("--judge-model", "The chat model that judges, by the name its server knows it.")
-def judge(
+def judge(  # noqa: PLR0913 - a click command: its parameters are its options
     file: Path,
     out: Path | None,
     run_ref: str | None,

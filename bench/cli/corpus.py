@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from bench.cli.app import err_console, main, out_console
 from bench.errors import BenchError
+
+if TYPE_CHECKING:
+    from bench.inputs.corpus import Corpus
+    from bench.inputs.formats import Limits
 
 
 @main.group()
@@ -35,8 +39,8 @@ def open_corpus(
     configured: Path | None = None,
     strict: bool = False,
     warn: bool = True,
-    limits=None,
-):
+    limits: Limits | None = None,
+) -> Corpus:
     """The corpus at ``path`` for a command: extracted text cached, warnings on standard error;
     ``limits`` (a config's [documents], else the defaults) bound each document."""
     from bench.embedders import paths

@@ -45,7 +45,7 @@ from bench.formatting import plural
 )
 @click.option("--per-call", type=int, default=3, show_default=True, help="Questions asked for in each call.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Which passages are drawn, and in what order.")
-def draft(
+def draft(  # noqa: PLR0913 - a click command: its parameters are its options
     corpus_path: Path,
     questions: Path | None,
     generate: int | None,

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from bench.cli.app import EXIT_BAD_INPUT, main, out_console
 from bench.cli.corpus import cache_option, strict_option
 from bench.formatting import plural
+
+if TYPE_CHECKING:
+    from bench.inputs.corpus import Corpus
+    from bench.inputs.importers.base import ImportResult
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @main.group()
@@ -24,14 +32,16 @@ _corpus_option = click.option(
 )
 
 
-def _load_pair(file: Path, corpus_path: Path | None, cache_dir: Path | None, strict: bool = False, warn: bool = True):
+def _load_pair(
+    file: Path, corpus_path: Path | None, cache_dir: Path | None, strict: bool = False, warn: bool = True
+) -> Corpus:
     from bench.cli.corpus import open_corpus
     from bench.inputs.lock import corpus_for
 
     return open_corpus(corpus_path or corpus_for(file), cache_dir, strict=strict, warn=warn)
 
 
-def _warn(docs) -> None:
+def _warn(docs: Corpus) -> None:
     """The corpus warnings, once the goldset read without error (so an error stays the only line)."""
     from bench.cli.app import err_console
     from bench.run.progress import print_warnings
@@ -147,13 +157,13 @@ _import_options = [
 ]
 
 
-def _with_import_options(f):
+def _with_import_options(f: F) -> F:
     for option in reversed(_import_options):
         f = option(f)
     return f
 
 
-def _report_import(result) -> None:
+def _report_import(result: ImportResult) -> None:
     click.echo(f"corpus:  {result.corpus} ({plural(result.documents, 'document')})")
     click.echo(f"goldset: {result.goldset} ({plural(result.questions, 'question')})")
     for what, n in result.dropped.items():
@@ -228,7 +238,7 @@ def chroma(source: Path, name: str | None, out: Path, force: bool) -> None:
 @click.option("--text-field", help="The evidence text's field (default: evidence_text or quote).")
 @cache_option
 @_with_import_options
-def pages(
+def pages(  # noqa: PLR0913 - a click command: its parameters are its options
     source: Path,
     corpus_path: Path,
     zero_based: bool | None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import click
@@ -100,7 +101,7 @@ def review(
         click.echo(f"\nno question accepted with evidence yet, so no goldset written; draft: {draft}")
 
 
-def _stop(signum, frame) -> None:
+def _stop(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 

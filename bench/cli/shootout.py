@@ -18,6 +18,8 @@ from bench.errors import RESULTS_ELSEWHERE, BenchError, os_fault
 from bench.run.options import DEFAULTS, RunOptions
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from bench.config import Config
     from bench.results.schema import QuestionRecord, RunSummary
 
@@ -114,7 +116,7 @@ def _read_only(folder: Path) -> bool:
         return False
 
 
-def _print_diagnosis(out, summary: RunSummary, records: list[QuestionRecord]) -> None:
+def _print_diagnosis(out: Console, summary: RunSummary, records: list[QuestionRecord]) -> None:
     """What the numbers suggest, in plain words (bench.evaluation.findings), under the tables."""
     from rich.markup import escape
 

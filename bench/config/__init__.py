@@ -13,7 +13,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.config.tables import (
     ChunkerSpec,
@@ -38,6 +38,9 @@ from bench.retrieval.faiss_index import INDEXES, IndexSpec
 from bench.retrieval.fusion import FusionSpec, is_fusion
 from bench.retrieval.index_kinds import check_index_dims
 from bench.retrieval.rerankers import RerankerSpec
+
+if TYPE_CHECKING:
+    from bench.evaluation.prices import Price
 
 MAX_K = 50
 
@@ -115,7 +118,7 @@ class Config:
     def model(self, name: str) -> ModelSpec:
         return self.model_specs[name]
 
-    def price(self, name: str):
+    def price(self, name: str) -> Price:
         """The price used for a model: the config's, else the shipped table's, else local (0) or unknown."""
         from bench.evaluation.prices import resolve_price
 
@@ -235,7 +238,7 @@ class Config:
         text = json.dumps(self.resolved(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:6]
 
-    def with_overrides(self, **changes) -> Config:
+    def with_overrides(self, **changes: Any) -> Config:  # Any: Config fields, each of its own type
         """A copy with command-line overrides applied and validated."""
         changes = {key: value for key, value in changes.items() if value is not None}
         raw = {**self.raw, **{key: value for key, value in changes.items() if not isinstance(value, Path)}}

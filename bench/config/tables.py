@@ -4,20 +4,27 @@ where and how to fix."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from bench.chunking import make_chunker
+from bench.chunking import Chunker, make_chunker
+from bench.chunking.semantic import Embed
 from bench.embedders import LOADERS, MODELS, ModelSpec
 from bench.embedders.base import ANY_LANGUAGE
 from bench.errors import BenchError
-from bench.registry import check_keys, suggest
+from bench.registry import Registry, check_keys, suggest
 from bench.retrieval import bm25
 from bench.retrieval.faiss_index import INDEXES
 from bench.retrieval.fusion import FusionSpec, fusion_spec_from_config
 from bench.retrieval.index_kinds import index_spec_from_config
 from bench.retrieval.rerankers import RerankerSpec, reranker_spec_from_config
+
+if TYPE_CHECKING:
+    import numpy as np
+
+T = TypeVar("T")
 
 _SPEC_FIELDS = {f.name for f in fields(ModelSpec)} - {"name", "params"}
 
@@ -31,7 +38,7 @@ class ChunkerSpec:
     params: tuple[tuple[str, object], ...]
     model: str | None = None
 
-    def build(self, embed=None):
+    def build(self, embed: Embed | None = None) -> Chunker:
         params: dict[str, Any] = dict(self.params)  # config values, checked by make_chunker
         if self.model is None:
             return make_chunker(self.kind, **params)
@@ -55,7 +62,7 @@ def name_list(value: object, key: str, where: str) -> list[str]:
     return value
 
 
-def canonical(name: str, defined: dict, registry, what: str, where: str) -> str:
+def canonical(name: str, defined: Mapping[str, T], registry: Registry[T], what: str, where: str) -> str:
     """A name from the config's own tables, else the registry's canonical name (with "did you mean")."""
     if name in defined:
         return name
@@ -240,5 +247,5 @@ def chunker_specs_from(table: object, where: str) -> tuple[ChunkerSpec, ...]:
     return tuple(specs)
 
 
-def _never_called(texts):
+def _never_called(texts: list[str]) -> np.ndarray:
     raise AssertionError("configuration checks never embed")

@@ -89,7 +89,7 @@ def _json_question(line: str, where: str, default_id: str) -> Question:
     return qid, text.strip(), tuple(tags)
 
 
-def pool_draft(
+def pool_draft(  # noqa: PLR0913 - the pool command's options, passed through one to one
     corpus_path: Path,
     questions_file: Path,
     out: Path,

@@ -6,9 +6,11 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 
 from bench import measure
@@ -95,7 +97,7 @@ class ModelPool:
                 self._seconds[name] = (seconds, self.measured_at, False)
         return self._seconds[name]
 
-    def passage_embedding(self, name: str):
+    def passage_embedding(self, name: str) -> Callable[[list[str]], np.ndarray]:
         """``texts -> vectors`` through the cache, for chunkers that split by meaning."""
         embedder = self.embedder(name)
         return lambda texts: self.cache.embed(embedder, list(texts), PASSAGE, self.config.batch_size)[0]

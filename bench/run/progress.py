@@ -86,7 +86,7 @@ def chunk_all(
         task = progress.add_task(f"chunking {spec.name}", total=len(corpus))
         chunker = spec.build(embed=models.passage_embedding(spec.model) if spec.model else None)
         with phases(f"chunk {spec.name}"):
-            tables[spec.name] = ChunkTable.chunk_corpus(corpus, chunker, lambda n, t=task: progress.advance(t, n))
+            tables[spec.name] = ChunkTable.chunk_corpus(corpus, chunker, functools.partial(progress.advance, task))
     return tables
 
 

@@ -24,7 +24,7 @@ from bench.retrieval import rerankers
 from bench.retrieval.faiss_index import compression_ratio
 from bench.retrieval.pipelines import RerankedRetriever, RerankQueries
 from bench.retrieval.rerankers import RerankerSpec
-from bench.retrieval.retrievers import Retriever
+from bench.retrieval.retrievers import Queries, Retriever
 from bench.run.stages import Part
 
 
@@ -262,7 +262,9 @@ def _plus(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a + b
 
 
-def _document_rankings(retriever: Retriever, queries, table: ChunkTable, depth: int):
+def _document_rankings(
+    retriever: Retriever, queries: Queries, table: ChunkTable, depth: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """Pool chunk hits into documents: a document scores its best chunk and takes that chunk's rank."""
     n_docs, n_chunks = len(table.doc_ids), len(table)
     rankings = []
@@ -281,7 +283,7 @@ def _document_rankings(retriever: Retriever, queries, table: ChunkTable, depth: 
 
 
 def _expected_scores(
-    retriever: Retriever, queries, qi: int, judgment: Judgment, table: ChunkTable, doc_unit: bool
+    retriever: Retriever, queries: Queries, qi: int, judgment: Judgment, table: ChunkTable, doc_unit: bool
 ) -> np.ndarray:
     if not doc_unit:
         return retriever.score(queries, qi, judgment.units)
@@ -323,7 +325,7 @@ def _score(score: float) -> float | None:
     return None if score != score else float(score)
 
 
-def _search_latency(retriever: Retriever, queries, n: int, depth: int) -> tuple[dict, list[float]]:
+def _search_latency(retriever: Retriever, queries: Queries, n: int, depth: int) -> tuple[dict, list[float]]:
     """Each query searched alone against the built index, as a service would, after a warm-up
     search; a reranked pipeline's re-scoring is timed apart (the seconds of each) and not counted
     in the search's time."""
