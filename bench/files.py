@@ -144,7 +144,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def write_json(path: Path, obj) -> None:
+def write_json(path: Path, obj: object) -> None:
     write_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
 
