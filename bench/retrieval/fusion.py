@@ -194,7 +194,9 @@ def is_fusion(name: str) -> bool:
 class FusionTable:
     """The keys of a ``[fusion."A+B"]`` table."""
 
-    method: tuple[Literal["rrf", "convex"], ...] = setting(("rrf",), unique=True)
+    method: tuple[Literal["rrf", "convex"], ...] = setting(
+        ("rrf",), unique=True, what='"rrf", "convex" or a list of both'
+    )
     k: int | float = setting(60, minimum=0, note="(reciprocal rank fusion's constant; 60 is usual)")
     weights: object = None  # their shape depends on the number of parts: _weightings
     depth: int = setting(DEFAULT_DEPTH, minimum=1, note="(results taken from each first stage)")
