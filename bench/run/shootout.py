@@ -22,6 +22,7 @@ from bench.chunking.sizes import chunk_sizes
 from bench.chunking.table import ChunkTable
 from bench.config import Candidate, Config
 from bench.core.operating import Operating
+from bench.core.pipeline import Pipeline
 from bench.core.records import QuestionRecord
 from bench.core.summary import CandidateResult, Manifest, RunSummary
 from bench.embedders import paths
@@ -226,7 +227,7 @@ def _one_candidate(
         index=cand.index,
         search=cand.search,
         lexical=retriever.lexical,
-        pipeline=pipeline_description(config, cand),
+        pipeline=Pipeline.from_dict(pipeline_description(config, cand)),
         quality=scores.quality,
         curve=scores.curve,
         diagnostics=scores.diagnostics,
