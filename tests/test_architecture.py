@@ -28,7 +28,7 @@ ALLOWED = {
     "chunking": {"inputs"},
     "embedders": {"inputs", "chunking", "llm"},
     "engines": {"embedders"},
-    "retrieval": {"inputs", "chunking", "embedders"},
+    "retrieval": {"inputs", "chunking", "embedders", "llm"},  # an HTTP reranker is an OpenAI-compatible client
     "evaluation": {"inputs", "chunking", "embedders"},
     "results": {"inputs", "evaluation"},
     "report": {"inputs", "chunking", "embedders", "evaluation", "results"},
@@ -45,6 +45,7 @@ ALLOWED = {
         "report.writer",
         "report.decision_text",
         "config",
+        "llm",
     },
     # building a goldset pools passages the way a run retrieves them, and reads runs for distractors;
     # the review page is drawn as the inspector's is

@@ -39,7 +39,7 @@ from bench.inputs.lazy import Lazy
 
 _LOOKUP_BATCH = 500  # keys per SQL lookup
 _WINDOW = 50_000  # texts looked up or read back at a time: bounds memory
-_COUNT_WINDOW = 4_096  # texts token-counted at a time: a tokenizer's encodings are large
+COUNT_WINDOW = 4_096  # texts token-counted at a time: a tokenizer's encodings are large
 _READ_BLOCK = 65_536  # rows read back from a vector file at a time
 IN_MEMORY_BYTES = 64 << 20  # a table's vectors up to this size stay in memory; above, a memory map
 _TOKENS = "tokens"  # a count is keyed by the text the model reads: the role's prefix is in it
@@ -421,8 +421,8 @@ class EmbeddingCache:
         out = np.zeros(len(texts), dtype=np.int64)
         prefix = embedder.spec.prefix(role)
         with self._connect(embedder.spec.cache_key) as db:
-            for lo in range(0, len(texts), _COUNT_WINDOW):
-                window = [prefix + t for t in _slice(texts, lo, lo + _COUNT_WINDOW)]
+            for lo in range(0, len(texts), COUNT_WINDOW):
+                window = [prefix + t for t in _slice(texts, lo, lo + COUNT_WINDOW)]
                 keys = [text_key(_TOKENS, t) for t in window]
                 found: dict[bytes, int] = {}
                 unique = list(dict.fromkeys(keys))
@@ -463,41 +463,3 @@ class EmbeddingCache:
 
 def _slice(texts: Sequence[str], lo: int, hi: int) -> list[str]:
     return list(texts[lo:hi])
-
-
-class NoCache(EmbeddingCache):
-    """Embeds everything every time (``--no-cache``)."""
-
-    def __init__(self) -> None:
-        super().__init__(Path())
-
-    def embed(
-        self,
-        embedder: Embedder,
-        texts: Sequence[str],
-        role: str,
-        batch_size: int = 64,
-        progress: Callable[[int], None] | None = None,
-        engine: Engine | None = None,
-    ) -> tuple[np.ndarray, EmbedStats]:
-        out = new_vectors(len(texts), embedder.dims)
-        batches = Lazy(-(-len(texts) // batch_size), lambda i: _slice(texts, i * batch_size, (i + 1) * batch_size))
-        for i, vectors in (engine or LocalEngine()).embed_batches(embedder, batches, role):
-            out[i * batch_size : i * batch_size + len(vectors)] = vectors
-            if progress:
-                progress(len(vectors))
-        return out, EmbedStats(embedded=len(texts))
-
-    def count_tokens(self, embedder: Embedder, texts: Sequence[str], role: str = PASSAGE) -> np.ndarray:
-        out = np.zeros(len(texts), dtype=np.int64)
-        prefix = embedder.spec.prefix(role)
-        for lo in range(0, len(texts), _COUNT_WINDOW):
-            window = [prefix + t for t in _slice(texts, lo, lo + _COUNT_WINDOW)]
-            out[lo : lo + len(window)] = embedder.count_tokens(window)
-        return out
-
-    def latency(self, model_key: str, key: bytes) -> tuple[list[float], str] | None:
-        return None
-
-    def store_latency(self, model_key: str, key: bytes, seconds: list[float], measured: str) -> None:
-        """Nothing is kept."""

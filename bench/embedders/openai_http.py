@@ -41,7 +41,8 @@ from typing import cast
 import numpy as np
 
 from bench.embedders.base import PASSAGE, QUERY, ModelSpec, normalise
-from bench.embedders.http_api import (
+from bench.errors import BenchError, PartialEmbeddingError
+from bench.llm.http_api import (
     Aborted,
     EndpointCounters,
     Exhausted,
@@ -53,7 +54,6 @@ from bench.embedders.http_api import (
     backoff,
     redact_url,
 )
-from bench.errors import BenchError, PartialEmbeddingError
 
 log = logging.getLogger(__name__)
 

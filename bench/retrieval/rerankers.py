@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import numpy as np
 
 from bench.core.tables import read_table, setting
-from bench.embedders import http_api
 from bench.embedders.base import PASSAGE, QUERY, Embedder
 from bench.embedders.sbert import is_hub_name, resolve_source
 from bench.errors import BenchError
+from bench.llm import http_api
 from bench.registry import check_keys, suggest
 
 if TYPE_CHECKING:

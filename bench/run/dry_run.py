@@ -18,7 +18,7 @@ from rich.markup import escape
 from bench.chunking.table import ChunkTable
 from bench.chunking.tokens import count_tokens, count_tokens_each
 from bench.config import Candidate, Config
-from bench.embedders import http_api, paths
+from bench.embedders import paths
 from bench.errors import BenchError
 from bench.evaluation import costs, scale
 from bench.inputs.corpus import Corpus
@@ -26,6 +26,7 @@ from bench.inputs.corpus_stats import corpus_languages
 from bench.inputs.goldset import Goldset, load_goldset
 from bench.inputs.goldset_stats import question_languages
 from bench.inputs.lock import LockStatus, check_lock
+from bench.llm import http_api
 from bench.retrieval.rerankers import reranker_costs
 from bench.run.models import language_findings
 from bench.run.options import RunOptions

@@ -26,7 +26,8 @@ from bench.core.pipeline import Pipeline
 from bench.core.records import QuestionRecord
 from bench.core.summary import CandidateResult, Manifest, RunSummary
 from bench.embedders import paths
-from bench.embedders.cache import EmbeddingCache, NoCache
+from bench.embedders.cache import EmbeddingCache
+from bench.embedders.no_cache import NoCache
 from bench.engines import make_engine
 from bench.evaluation import scale
 from bench.evaluation.relevance import Judgment, grade_units

@@ -10,7 +10,8 @@ import numpy as np
 
 import bench.embedders.cache
 from bench.embedders import MODELS, PASSAGE, load_embedder
-from bench.embedders.cache import EmbeddingCache, NoCache
+from bench.embedders.cache import EmbeddingCache
+from bench.embedders.no_cache import NoCache
 from tests.helpers import random_text
 
 # --- memory-mapped vectors ----------------------------------------------------------------------------

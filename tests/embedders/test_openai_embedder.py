@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 from bench.chunking.tokens import count_tokens
-from bench.embedders import PASSAGE, QUERY, ModelSpec, http_api
+from bench.embedders import PASSAGE, QUERY, ModelSpec
 from bench.embedders.openai_http import OpenAIEmbedder
 from bench.errors import BenchError
+from bench.llm import http_api
 from tests.fake_embedding_server import FakeEmbeddingServer, vector_for
 from tests.helpers import QUIET_OMP, free_port
 

@@ -11,7 +11,7 @@ import pytest
 
 from bench.config import load_config
 from bench.embedders import MODELS
-from bench.embedders.cache import NoCache
+from bench.embedders.no_cache import NoCache
 from bench.errors import BenchError
 from bench.retrieval.compressed import binary_index, hamming_top, rescore, sign_bits, truncate
 from bench.retrieval.exact_search import exact_top, recall_against_exact

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from bench.chunking import Chunk, chunk_id
 from bench.chunking.table import ChunkTable
 from bench.embedders import MODELS, load_embedder
-from bench.embedders.cache import EmbeddingCache, NoCache
+from bench.embedders.cache import EmbeddingCache
+from bench.embedders.no_cache import NoCache
 from bench.retrieval.faiss_index import INDEXES
 from bench.retrieval.retrievers import BM25Retriever, DenseRetriever, top_n
 
