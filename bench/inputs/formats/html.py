@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Callable
 from functools import cache
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
@@ -229,7 +230,7 @@ def _converter() -> Any:
         return convert
 
     inline = ("a", "b", "strong", "em", "i", "u", "s", "del", "strike", "code", "kbd", "samp", "sub", "sup", "mark")
-    methods: dict[str, Any] = {f"convert_{name}": plain for name in inline}
+    methods: dict[str, Callable[..., str]] = {f"convert_{name}": plain for name in inline}
     methods.update(convert_img=nothing, convert_video=nothing, convert_br=br)
     blocks = ("header", "footer", "aside", "main", "nav", "figure", "details", "summary", "address", "hgroup")
     methods.update({f"convert_{name}": vars(MarkdownConverter)["convert_div"] for name in blocks})  # not run together

@@ -178,7 +178,7 @@ def _resources(resources: object, limit: int, seen: set[int]) -> None:
                 _font(item, limit, seen)
 
 
-def _font(font: dict[str, Any], limit: int, seen: set[int]) -> None:
+def _font(font: dict[str, object], limit: int, seen: set[int]) -> None:
     for key in ("ToUnicode", "Encoding"):
         item = _resolve(font.get(key), seen)
         if isinstance(item, PDFStream):
