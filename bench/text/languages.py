@@ -20,7 +20,7 @@ import functools
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,7 +85,7 @@ class LanguageMix:
     scripts: dict[str, float] = field(default_factory=dict, hash=False)
     texts: int = 0  # texts sampled
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """Shares to four decimals, those that round to nothing left out."""
         return {
             "main": self.main,
@@ -95,13 +95,21 @@ class LanguageMix:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> LanguageMix:
+    def from_json(cls, data: Mapping[str, object]) -> LanguageMix:
+        texts = data.get("texts", 0)
         return cls(
             str(data.get("main", UNDETERMINED)),
-            {str(k): float(v) for k, v in dict(data.get("shares", {})).items()},
-            {str(k): float(v) for k, v in dict(data.get("scripts", {})).items()},
-            int(data.get("texts", 0)),
+            _fractions(data.get("shares")),
+            _fractions(data.get("scripts")),
+            texts if isinstance(texts, int) else 0,
         )
+
+
+def _fractions(value: object) -> dict[str, float]:
+    """A JSON object of fractions by name; anything else is none."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): float(v) for k, v in value.items() if isinstance(v, int | float)}
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -334,10 +342,10 @@ def language_name(code: str) -> str:
     return NAMES.get(code, code)
 
 
-def describe(mix: LanguageMix | dict[str, Any], most: int = 3) -> str:
+def describe(mix: LanguageMix | Mapping[str, object], most: int = 3) -> str:
     """A mix in words, largest first: "Chinese 92%, English 8%"; "Chinese" when it is all one
     language; the rest of ``most`` summed as "other"."""
-    shares = mix.shares if isinstance(mix, LanguageMix) else dict(mix.get("shares", {}))
+    shares = mix.shares if isinstance(mix, LanguageMix) else _fractions(mix.get("shares"))
     if not shares:
         return language_name(UNDETERMINED)
     ordered = sorted(shares.items(), key=lambda kv: (-kv[1], kv[0]))
