@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import signal
+from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 import click
 
@@ -105,11 +105,12 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def _corpus_of(meta: dict[str, Any]) -> tuple[Path | None, str | None]:
+def _corpus_of(meta: Mapping[str, object]) -> tuple[Path | None, str | None]:
     """The corpus a draft's meta names, and its fingerprint: ``{"corpus": {"path", "sha256"}}``."""
     corpus = meta.get("corpus")
-    if isinstance(corpus, dict) and isinstance(corpus.get("path"), str):
-        return Path(corpus["path"]), corpus.get("sha256")
+    if isinstance(corpus, dict) and isinstance(path := corpus.get("path"), str):
+        sha = corpus.get("sha256")
+        return Path(path), sha if isinstance(sha, str) else None
     return None, None
 
 
