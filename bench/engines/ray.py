@@ -126,7 +126,8 @@ class RayEngine:
         if ray.is_initialized():
             return
         address = os.environ.get(ADDRESS_ENV, "").strip()
-        quiet: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.ERROR)  # ray.init keywords, each its own type
+        # ray.init's keywords, each of its own type
+        quiet: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.ERROR)
         if address and address != "local":
             _check_reachable(address)
             try:
