@@ -130,29 +130,14 @@ def _leave_out_running_lines(pages: list[_Page]) -> str:
     return pdf_margins.note(left_out, running, len(pages))
 
 
-def _read(data: bytes, limits: Limits) -> tuple[list[_Page], Counter[float]]:  # noqa: C901 - not yet split into steps
+def _read(data: bytes, limits: Limits) -> tuple[list[_Page], Counter[float]]:
     """Every page's blocks, and the count of characters of each font size in the document."""
-    from pdfminer.pdfdocument import PDFDocument, PDFEncryptionError, PDFPasswordIncorrect
-    from pdfminer.pdfpage import PDFPage
-    from pdfminer.pdfparser import PDFParser
+    from pdfminer.pdfdocument import PDFEncryptionError, PDFPasswordIncorrect
 
     sizes: Counter[float] = Counter()
     deadline = time.monotonic() + limits.max_seconds
-    limit = int(limits.max_unpacked_mb * MB)
     try:
-        with pdf_streams.bounded(limit):
-            # pdfminer walks the page tree (counted up to the limit before any page is read) and
-            # unpacks, bounded, every stream the pages draw with, before PDFium unpacks them unbounded
-            document = PDFDocument(PDFParser(io.BytesIO(data)))
-            boxes: list[PageBox] = []
-            for page in pdf_streams.check_pages(PDFPage.create_pages(document), limit):
-                if len(boxes) == limits.max_pages:
-                    raise limits.over("a PDF with too many pages", "max_pages", " pages")
-                x0, y0, x1, y1 = page.mediabox
-                boxes.append(PageBox(x0, y0, x1, y1, page.rotate))
-                if time.monotonic() > deadline:
-                    raise limits.too_slow()
-            del document
+        boxes = _page_boxes(data, limits, deadline)
         with pdf_engine.open_document(data) as pdf:
             if pdf.pages > limits.max_pages:
                 raise limits.over("a PDF with too many pages", "max_pages", " pages")
@@ -176,6 +161,28 @@ def _read(data: bytes, limits: Limits) -> tuple[list[_Page], Counter[float]]:  #
     except Exception as e:  # pdfminer raises many kinds (syntax, type, key, value, EOF, ...); PDFium its codes
         raise Unreadable(f"cannot read it as a PDF ({_one_line(e)}); re-export it or remove it") from None
     return pages, sizes
+
+
+def _page_boxes(data: bytes, limits: Limits, deadline: float) -> list[PageBox]:
+    """Each page's media box and rotation, as pdfminer walks the page tree: counted up to the page
+    limit before any page is read, and every stream the pages draw with unpacked, bounded, before
+    PDFium unpacks them unbounded."""
+    from pdfminer.pdfdocument import PDFDocument
+    from pdfminer.pdfpage import PDFPage
+    from pdfminer.pdfparser import PDFParser
+
+    limit = int(limits.max_unpacked_mb * MB)
+    boxes: list[PageBox] = []
+    with pdf_streams.bounded(limit):
+        document = PDFDocument(PDFParser(io.BytesIO(data)))
+        for page in pdf_streams.check_pages(PDFPage.create_pages(document), limit):
+            if len(boxes) == limits.max_pages:
+                raise limits.over("a PDF with too many pages", "max_pages", " pages")
+            x0, y0, x1, y1 = page.mediabox
+            boxes.append(PageBox(x0, y0, x1, y1, page.rotate))
+            if time.monotonic() > deadline:
+                raise limits.too_slow()
+    return boxes
 
 
 def _one_line(e: BaseException) -> str:
