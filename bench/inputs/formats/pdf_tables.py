@@ -101,18 +101,19 @@ def _figure_tables(chars: list[Char], indexes: list[int]) -> list[Table]:
             i += 1
             continue
         end, last, figure_rows, between = i + 1, i, 1, 0
-        label = rows[i][0].x0
+        label, start = rows[i][0].x0, _figures_start(rows[i : i + 1])  # where rows i..last's figures start
+
         while end < len(rows) and between <= _BETWEEN:
             row = rows[end]
             if _gap(rows[end - 1], row) > _BLOCK_GAP * _size(row):
                 break
             if kind(row):
                 last, figure_rows, between = end, figure_rows + 1, 0
-                label = min(label, row[0].x0)
-            elif not _label_only(row, rows[i : last + 1]):
+                label, start = min(label, row[0].x0), _figures_start(rows[i : last + 1])
+            elif not _label_only(row, start):
                 break
             elif row[0].x0 > label + _INDENT * row[0].size and last == end - 1:
-                last = end  # a wrapped cell's next line, under a column of text
+                last, start = end, _figures_start(rows[i : end + 1])  # a wrapped cell's next line
             else:
                 between += 1
             end += 1
@@ -121,7 +122,7 @@ def _figure_tables(chars: list[Char], indexes: list[int]) -> list[Table]:
             while (
                 first > 0
                 and i - first < _BETWEEN
-                and _label_only(rows[first - 1], rows[i : last + 1])
+                and _label_only(rows[first - 1], start)
                 and _gap(rows[first - 1], rows[first]) <= _BLOCK_GAP * _size(rows[first])
                 and not (tables and _above(tables[-1], rows[first - 1]))
             ):
@@ -170,10 +171,10 @@ def _figures_start(rows: list[list[_Segment]]) -> float:
     return min(shared) if shared else min(seg.x0 for _, seg in figures)
 
 
-def _label_only(row: list[_Segment], block: list[list[_Segment]]) -> bool:
-    """A line of text standing wholly left of the block's figures: a section label such as
-    ``Operating expenses:``, or the first line of a wrapped label."""
-    return all(seg.x1 < _figures_start(block) for seg in row)
+def _label_only(row: list[_Segment], start: float) -> bool:
+    """A line of text standing wholly left of where the block's figures start: a section label
+    such as ``Operating expenses:``, or the first line of a wrapped label."""
+    return all(seg.x1 < start for seg in row)
 
 
 def _figure_table(chars: list[Char], rows: list[list[_Segment]], first: int, end: int) -> Table | None:
@@ -435,16 +436,19 @@ def _grid_table(page: PageContent, cells: list[tuple[float, float, float, float]
     h = page.height
     tops = sorted({c[1] for c in cells})
     lefts = sorted({c[0] for c in cells})
+    row_of, column_of = {t: r for r, t in enumerate(tops)}, {x: k for k, x in enumerate(lefts)}
     at = {(c[1], c[0]): c for c in cells}
+    x_lo, x_hi = min(c[0] for c in cells), max(c[2] for c in cells)
+    y_lo, y_hi = min(c[1] for c in cells), max(c[3] for c in cells)
     grid: list[list[list[int]]] = [[[] for _ in lefts] for _ in tops]
     taken: list[int] = []
     for i, ch in enumerate(page.chars):
-        if not ch.upright or not ch.text.strip():
-            continue
         x, y = (ch.x0 + ch.x1) / 2, h - (ch.y0 + ch.y1) / 2
+        if not (x_lo <= x < x_hi and y_lo <= y < y_hi) or not ch.upright or not ch.text.strip():
+            continue  # outside the grid: most of a page's characters
         for (top, left), (x0, t0, x1, b1) in at.items():
             if x0 <= x < x1 and t0 <= y < b1:
-                grid[tops.index(top)][lefts.index(left)].append(i)
+                grid[row_of[top]][column_of[left]].append(i)
                 taken.append(i)
                 break
     rows = [[_cell_text(page.chars, members) for members in row] for row in grid]
@@ -458,9 +462,7 @@ def _grid_table(page: PageContent, cells: list[tuple[float, float, float, float]
     rows = _tidy(rows)
     if len(rows[0]) < 2:
         return None
-    x0, x1 = min(c[0] for c in cells), max(c[2] for c in cells)
-    top, bottom = min(c[1] for c in cells), max(c[3] for c in cells)
-    return Table(x0, h - bottom, x1, h - top, _markdown(rows), frozenset(taken))
+    return Table(x_lo, h - y_hi, x_hi, h - y_lo, _markdown(rows), frozenset(taken))
 
 
 def _cell_text(chars: list[Char], members: list[int]) -> str:
