@@ -36,7 +36,6 @@ from bench.inputs.quote_tokens import tokens, wanted
 from bench.inputs.quotes import Locate, QuoteError, find_quote
 
 EXACT, NORMALISED, APPROXIMATE = "exact", "normalised", "approximate"
-MATCHES = (EXACT, NORMALISED, APPROXIMATE)
 
 # Measured on FinanceBench's evidence and on passages cut from pypdf's text of the same filings
 # (benchmarks/quote_anchoring.py, docs/goldsets.md): the least similarity accepted.
@@ -154,7 +153,7 @@ def approximate(
     size = sum(wanted.values())
     if size < MIN_TOKENS:
         raise _Weak(f"; it has too few words and numbers ({size}) to be matched by them: quote more")
-    places = _best_places(index, quote, pages, threshold)
+    places = _best_places(index, quote, pages, threshold, wanted)
     if not places:
         raise _Weak("; no passage has its words and numbers")
     best = places[0]
@@ -204,11 +203,14 @@ _RUNNING_LINE = 6  # words and numbers at most of a running header or footer a q
 _NEAR = 20  # tokens on either side of a span where a quote's edge line would stand if it were text
 
 
-def _best_places(index: _Index, quote: str, pages: Sequence[int], threshold: float) -> list[_Place]:
+def _best_places(
+    index: _Index, quote: str, pages: Sequence[int], threshold: float, wanted: Counter[str] | None = None
+) -> list[_Place]:
     """The quote's places (:func:`_places`); where none is alike enough, those of the quote less a
     short first or last line or two that the document does not hold near the span: a running header
-    or footer ("Table of Contents", ``2021 FORM 10-K 66``) a viewer copies and bench leaves out."""
-    places = _places(index, _wanted(index, quote), _folios(index, quote, pages))
+    or footer ("Table of Contents", ``2021 FORM 10-K 66``) a viewer copies and bench leaves out.
+    ``wanted``: the quote's tokens, where the caller has them already."""
+    places = _places(index, _wanted(index, quote) if wanted is None else wanted, _folios(index, quote, pages))
     if _good(places, threshold):
         return places
     for rest, dropped in _without_edge_lines(quote):
