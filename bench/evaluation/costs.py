@@ -117,6 +117,15 @@ def candidate_costs(price: Price, usage: Usage, hourly: float | None) -> dict[st
 QUERY_STEPS: tuple[Step, ...] = ("query_embed", "search", "rerank")  # what one query goes through, in order
 
 
+def latency_ms(candidate: CandidateResult, stat: Stat = "p95") -> float | None:
+    """End-to-end query latency in ms as a run reports it: its own stored figure (p50, p95) where it
+    has a number, else the steps' added up (:func:`end_to_end_ms`)."""
+    stored = candidate.ops.latency.end_to_end_ms(stat)
+    if isinstance(stored, int | float) and not isinstance(stored, bool) and not math.isnan(stored):
+        return float(stored)
+    return end_to_end_ms(candidate, stat)
+
+
 def end_to_end_ms(candidate: CandidateResult | Operating, stat: Stat = "p95") -> float | None:
     """Query latency end to end: embedding the question, searching the index and reranking, in ms;
     ``stat`` one of p50, p95, p99, mean (for a percentile, the sum of each step's: a bound on the whole's).

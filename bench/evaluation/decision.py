@@ -298,9 +298,9 @@ def _pick(group: list[CandidateResult], prefer: str, metric: str) -> CandidateRe
     to give up quality."""
     figures: list[tuple[Callable[[CandidateResult], float | None], float]] = []
     if prefer == "cost":
-        figures = [(_monthly, COST_TOLERANCE), (_per_1k, COST_TOLERANCE), (_p95, LATENCY_TOLERANCE)]
+        figures = [(_monthly, COST_TOLERANCE), (_per_1k, COST_TOLERANCE), (costs.latency_ms, LATENCY_TOLERANCE)]
     elif prefer == "latency":
-        figures = [(_p95, LATENCY_TOLERANCE)]
+        figures = [(costs.latency_ms, LATENCY_TOLERANCE)]
     left = list(group)
     for figure, tolerance in figures:
         known = [(v, c) for c in left if (v := figure(c)) is not None]
@@ -331,7 +331,7 @@ def _advantage(pick: CandidateResult, best: CandidateResult, prefer: str) -> Adv
                 return Advantage(code, a, b)  # type: ignore[arg-type]
             if a is not None and b is None:
                 return Advantage(f"{code}_known", a, None)  # type: ignore[arg-type]
-    a, b = _p95(pick), _p95(best)
+    a, b = costs.latency_ms(pick), costs.latency_ms(best)
     if a is not None and b is not None and b > a * (1 + LATENCY_TOLERANCE):
         return Advantage("latency", a, b)
     return Advantage("same")
@@ -346,11 +346,6 @@ def _monthly(c: CandidateResult) -> float | None:
 
 def _per_1k(c: CandidateResult) -> float | None:
     return _number(c.ops.cost.cost_per_1k_queries_usd)
-
-
-def _p95(c: CandidateResult) -> float | None:
-    stored = _number(c.ops.latency.end_to_end_ms_p95)
-    return stored if stored is not None else costs.end_to_end_ms(c, "p95")
 
 
 def _rank(c: CandidateResult) -> float:

@@ -55,7 +55,7 @@ from bench.core.measures import metric_key
 from bench.core.records import QuestionRecord, RankedUnit
 from bench.core.summary import CandidateResult, Manifest, RunSummary
 from bench.evaluation.answers import CLAIM_RECALL, GROUNDEDNESS, RELEVANCE
-from bench.evaluation.costs import end_to_end_p95_ms
+from bench.evaluation.costs import latency_ms
 from bench.files import write_atomic
 from bench.inputs.goldset import DOCUMENT
 from bench.report.answers_view import AnswerLayer, labels_short, uncalibrated
@@ -148,8 +148,7 @@ def _score(value: float | None) -> float | None:
 
 def _p95_ms(candidate: CandidateResult) -> float | None:
     """End-to-end p95 latency: the run's own figure where it stores one, else the steps' p95s added up."""
-    stored = candidate.ops.latency.end_to_end_ms_p95
-    return _score(stored if stored is not None else end_to_end_p95_ms(candidate))
+    return _score(latency_ms(candidate))
 
 
 def _span(entry: RankedUnit) -> tuple:

@@ -13,7 +13,7 @@ from typing import Any
 
 from bench.core.operating import Stat, Step
 from bench.core.summary import CandidateResult, Manifest, RunSummary
-from bench.evaluation.costs import end_to_end_ms
+from bench.evaluation.costs import latency_ms
 from bench.formatting import ms, size, usd
 
 MISSING = "–"
@@ -23,8 +23,7 @@ SCALE_HINT = "monthly cost: set [scale] in bench.toml (documents, queries_per_mo
 
 def latency(c: CandidateResult, stat: Stat = "p95") -> float | None:
     """End-to-end query latency in ms at ``stat`` (p50, p95, p99, mean)."""
-    stored = _number(c.ops.latency.end_to_end_ms(stat))
-    return stored if stored is not None else end_to_end_ms(c, stat)
+    return latency_ms(c, stat)
 
 
 def latency_parts(c: CandidateResult, stat: Stat = "p95") -> list[tuple[str, float]]:

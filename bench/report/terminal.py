@@ -13,10 +13,9 @@ from rich.table import Table
 from rich.text import Text
 
 from bench.core.measures import SPAN_METRICS, metric_key
-from bench.core.operating import Stat
-from bench.core.summary import CandidateResult, RunSummary
+from bench.core.summary import RunSummary
 from bench.embedders import MODELS
-from bench.evaluation.costs import end_to_end_ms
+from bench.evaluation.costs import latency_ms
 from bench.evaluation.prices import resolve_price
 from bench.formatting import (
     MISSING,
@@ -65,7 +64,8 @@ def shootout_table(summary: RunSummary, title: str = "") -> Group:
     cands = summary.candidates
     money = [
         _column("$ / month", [usd(c.ops.cost.monthly_cost_usd, "?") for c in cands]),
-        _column("p50/p95 ms", [f"{ms(_e2e(c, 'p50'))}/{ms(_e2e(c, 'p95'))}" for c in cands]),  # embed+search+rerank
+        # end to end: embed + search + rerank
+        _column("p50/p95 ms", [f"{ms(latency_ms(c, 'p50'))}/{ms(latency_ms(c, 'p95'))}" for c in cands]),
     ]
     ops = [
         _column("chunks", [number(c.ops.indexing.n_chunks, "{:,}") for c in cands]),
@@ -157,11 +157,6 @@ def _fit(columns: list[_Column], longest: int, ranks: int | None) -> list[list[_
 
 def _times(value: float | None, by: float) -> float | None:
     return None if value is None else value * by
-
-
-def _e2e(c: CandidateResult, stat: Stat) -> float | None:
-    stored = c.ops.latency.end_to_end_ms(stat)
-    return stored if stored is not None else end_to_end_ms(c, stat)
 
 
 def _qps(value: float | None) -> str:
