@@ -22,6 +22,13 @@ JsonObject: TypeAlias = dict[str, Any]
 _OWN = ("extra", "keys_stored")
 
 
+def as_number(value: object) -> float | None:
+    """A stored figure as a number: None for an absent figure, a NaN, a boolean or a non-number."""
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        return None
+    return float(value)
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
 class Section(Mapping[str, Any]):
     """A JSON object with typed keys (the subclass's fields), its other keys kept in ``extra``."""

@@ -7,12 +7,12 @@ reported as $0. All money is USD; "Mtok" is one million input tokens.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from bench.core.operating import Operating, Stat, Step
+from bench.core.sections import as_number
 from bench.core.summary import CandidateResult
 from bench.evaluation.prices import Price
 
@@ -120,10 +120,8 @@ QUERY_STEPS: tuple[Step, ...] = ("query_embed", "search", "rerank")  # what one 
 def latency_ms(candidate: CandidateResult, stat: Stat = "p95") -> float | None:
     """End-to-end query latency in ms as a run reports it: its own stored figure (p50, p95) where it
     has a number, else the steps' added up (:func:`end_to_end_ms`)."""
-    stored = candidate.ops.latency.end_to_end_ms(stat)
-    if isinstance(stored, int | float) and not isinstance(stored, bool) and not math.isnan(stored):
-        return float(stored)
-    return end_to_end_ms(candidate, stat)
+    stored = as_number(candidate.ops.latency.end_to_end_ms(stat))
+    return stored if stored is not None else end_to_end_ms(candidate, stat)
 
 
 def end_to_end_ms(candidate: CandidateResult | Operating, stat: Stat = "p95") -> float | None:
@@ -155,7 +153,4 @@ def best_candidate(candidates: Sequence[CandidateResult], metric: str) -> Candid
 
 
 def _score(candidate: CandidateResult, metric: str) -> float | None:
-    value = candidate.quality.get(metric)
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        return None
-    return float(value)
+    return as_number(candidate.quality.get(metric))

@@ -25,7 +25,7 @@ from scipy import stats
 
 from bench.core.measures import metric_key
 from bench.core.records import QuestionRecord
-from bench.core.sections import JsonObject
+from bench.core.sections import JsonObject, as_number
 from bench.core.summary import CandidateResult
 from bench.evaluation import costs, significance
 from bench.evaluation.scale import Scale
@@ -213,7 +213,7 @@ def recommend(
         empty,
         pick=pick.id,
         best=best.id,
-        value=_number(pick.quality.get(metric)),
+        value=as_number(pick.quality.get(metric)),
         ci=(float(ci[0]), float(ci[1])),
         tied=tied,
         p_value=row.p_holm if row is not None and pick is not best else None,
@@ -236,7 +236,7 @@ def _per_question(records: Sequence[QuestionRecord], metric: str) -> dict[str, d
     """Candidate id → question id → the metric's value (None where the record has none)."""
     out: dict[str, dict[str, float | None]] = {}
     for rec in records:
-        out.setdefault(rec.candidate, {})[rec.question_id] = _number(rec.metrics.get(metric))
+        out.setdefault(rec.candidate, {})[rec.question_id] = as_number(rec.metrics.get(metric))
     return out
 
 
@@ -307,7 +307,7 @@ def _pick(group: list[CandidateResult], prefer: str, metric: str) -> CandidateRe
         if known:
             lowest = min(v for v, _ in known)
             left = [c for v, c in known if v <= lowest * (1 + tolerance) + 1e-12]
-    return min(left, key=lambda c: (-(_number(c.quality.get(metric)) or 0.0), _rank(c)))
+    return min(left, key=lambda c: (-(as_number(c.quality.get(metric)) or 0.0), _rank(c)))
 
 
 def _why(
@@ -341,18 +341,12 @@ def _advantage(pick: CandidateResult, best: CandidateResult, prefer: str) -> Adv
 
 
 def _monthly(c: CandidateResult) -> float | None:
-    return _number(c.ops.cost.monthly_cost_usd)
+    return as_number(c.ops.cost.monthly_cost_usd)
 
 
 def _per_1k(c: CandidateResult) -> float | None:
-    return _number(c.ops.cost.cost_per_1k_queries_usd)
+    return as_number(c.ops.cost.cost_per_1k_queries_usd)
 
 
 def _rank(c: CandidateResult) -> float:
     return math.inf if c.rank is None else c.rank
-
-
-def _number(value: object) -> float | None:
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        return None
-    return float(value)

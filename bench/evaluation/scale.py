@@ -8,11 +8,11 @@ The projection is pure arithmetic on a candidate's stored operating figures (Non
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 from bench.core.operating import Operating
+from bench.core.sections import as_number
 from bench.core.tables import read_table, setting
 from bench.errors import BenchError
 from bench.evaluation import costs, prices
@@ -98,7 +98,7 @@ def corpus_embed_seconds(ops: Operating) -> float | None:
     embedded, extrapolated to what came from the cache), 0 for BM25, None when nothing was embedded."""
     indexing = ops.indexing
     if ops.has("corpus_embed_seconds"):
-        return _value(indexing.corpus_embed_seconds)
+        return as_number(indexing.corpus_embed_seconds)
     if ops.storage.dims is None:
         return 0.0  # BM25 embeds nothing; its build is index_build_seconds
     embedded, cached, seconds = indexing.chunks_embedded, indexing.chunks_from_cache, indexing.embed_seconds
@@ -122,12 +122,12 @@ def stored_bytes(ops: Operating, search: str = "") -> int | float | None:
     (``vector_bytes``), unless searched with ``rescore=0``. A fusion counts the float copy when every
     dense part is binary."""
     storage = ops.storage
-    index = _value(storage.index_bytes)
+    index = as_number(storage.index_bytes)
     if index is None:
         return None
     factories = [f for f in str(storage.index_factory or "").split(" + ") if f]
     binary = bool(factories) and all(f == BINARY_FACTORY for f in factories)
-    vectors = _value(storage.vector_bytes)
+    vectors = as_number(storage.vector_bytes)
     if binary and vectors is not None and NO_RESCORE not in search.split(","):
         return index + vectors
     return index
@@ -200,7 +200,7 @@ def local_query_ms(ops: Operating) -> float | None:
         steps.append("query_embed")
     if ops.latency.rerank_top is not None and ops.cost.rerank_price_source == prices.LOCAL_SOURCE:
         steps.append("rerank")
-    values = [_value(ops.latency.ms(step, "mean")) for step in steps]
+    values = [as_number(ops.latency.ms(step, "mean")) for step in steps]
     if values[0] is None:
         return None
     return sum(v or 0.0 for v in values)
@@ -211,12 +211,12 @@ def at_scale(ops: Operating, search: str, corpus_documents: int, scale: Scale) -
     factor = scale.factor(corpus_documents)
     mean = costs.end_to_end_ms(ops, "mean")
     embed_s = corpus_embed_seconds(ops)
-    build_s = _value(ops.indexing.index_build_seconds)
+    build_s = as_number(ops.indexing.index_build_seconds)
     local_embed_s = embed_s if runs_locally(ops.cost.price_source) else 0.0
     query_s = seconds_per_1k_queries(local_query_ms(ops))
     gb = storage_gb_at_scale(stored_bytes(ops, search), factor, scale.replicas)
     embedding = monthly_embedding_usd(
-        _value(ops.cost.index_cost_usd), _value(ops.cost.cost_per_1k_queries_usd), factor, scale
+        as_number(ops.cost.index_cost_usd), as_number(ops.cost.cost_per_1k_queries_usd), factor, scale
     )
     storage = monthly_storage_usd(gb, scale)
     compute = monthly_compute_usd(query_s, index_hours_at_scale(local_embed_s, build_s, factor), scale)
@@ -238,9 +238,3 @@ def at_scale(ops: Operating, search: str, corpus_documents: int, scale: Scale) -
 
 def _times(value: float | None, by: float) -> float | None:
     return None if value is None else value * by
-
-
-def _value(value: object) -> float | None:
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        return None
-    return float(value)

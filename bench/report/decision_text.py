@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from bench.core.records import QuestionRecord
-from bench.core.sections import JsonObject
+from bench.core.sections import JsonObject, as_number
 from bench.core.summary import CandidateResult, RunSummary
 from bench.evaluation.decision import (
     ALPHA,
@@ -141,13 +141,13 @@ def needed_line(rec: Recommendation, candidates: Candidates) -> str:
 def monthly_line(pick: CandidateResult) -> str:
     """The pick's monthly cost at the team's scale, and what it adds up."""
     cost = pick.ops.cost
-    monthly, includes = _number(cost.monthly_cost_usd), cost.monthly_cost_includes
+    monthly, includes = as_number(cost.monthly_cost_usd), cost.monthly_cost_includes
     if monthly is None:
         if not pick.ops.has("monthly_cost_usd"):
             return ""
-        if _number(cost.monthly_embedding_usd) is None:
+        if as_number(cost.monthly_embedding_usd) is None:
             why = "a price it needs is missing (see its price_source)"
-        elif _number(pick.ops.storage.storage_gb_at_scale) is None:
+        elif as_number(pick.ops.storage.storage_gb_at_scale) is None:
             why = "its index size is not known"
         else:
             why = "the time to embed its corpus was not measured"
@@ -162,14 +162,8 @@ def monthly_line(pick: CandidateResult) -> str:
 
 
 def _score(c: CandidateResult, metric: str) -> float:
-    return _number(c.quality.get(metric)) or 0.0
+    return as_number(c.quality.get(metric)) or 0.0
 
 
 def _p(p: float) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
-
-
-def _number(value: object) -> float | None:
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        return None
-    return float(value)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.core.operating import Stat, Step
+from bench.core.sections import as_number
 from bench.core.summary import CandidateResult, Manifest, RunSummary
 from bench.evaluation.costs import latency_ms
 from bench.formatting import ms, size, usd
@@ -28,7 +29,7 @@ def latency(c: CandidateResult, stat: Stat = "p95") -> float | None:
 
 def latency_parts(c: CandidateResult, stat: Stat = "p95") -> list[tuple[str, float]]:
     """(step, ms) of each step that applies: embed, search, rerank."""
-    return [(label, v) for step, label in STEPS if (v := _number(c.ops.latency.ms(step, stat))) is not None]
+    return [(label, v) for step, label in STEPS if (v := as_number(c.ops.latency.ms(step, stat))) is not None]
 
 
 def latency_text(c: CandidateResult, stat: Stat = "p95") -> str:
@@ -44,7 +45,7 @@ def latency_text(c: CandidateResult, stat: Stat = "p95") -> str:
 
 def qps(c: CandidateResult) -> float | None:
     """Queries a second answered one after another on one thread: stored, else 1000 / mean latency."""
-    stored = _number(c.ops.latency.qps_single_thread)
+    stored = as_number(c.ops.latency.qps_single_thread)
     if stored is not None:
         return stored
     mean = latency(c, "mean")
@@ -59,7 +60,7 @@ def qps_text(c: CandidateResult) -> str:
 
 
 def monthly(c: CandidateResult) -> float | None:
-    return _number(c.ops.cost.monthly_cost_usd)
+    return as_number(c.ops.cost.monthly_cost_usd)
 
 
 def priced(summary: RunSummary) -> bool:
@@ -72,7 +73,7 @@ def monthly_text(c: CandidateResult) -> str:
 
 
 def usd_text(value: object) -> str:
-    return usd(_number(value), MISSING)
+    return usd(as_number(value), MISSING)
 
 
 def cost_per_1k_text(c: CandidateResult) -> str:
@@ -81,8 +82,8 @@ def cost_per_1k_text(c: CandidateResult) -> str:
 
 def index_text(c: CandidateResult) -> str:
     """The index as built here, and at the configured scale when the run projects it."""
-    here = size(_number(c.ops.storage.index_bytes), MISSING)
-    scaled = _number(c.ops.storage.storage_gb_at_scale)
+    here = size(as_number(c.ops.storage.index_bytes), MISSING)
+    scaled = as_number(c.ops.storage.storage_gb_at_scale)
     if scaled is None or size(scaled * 1e9) == here:
         return here
     return f"{here} here, {size(scaled * 1e9)} at scale"
@@ -147,9 +148,3 @@ UNPRICED = {"storage_usd_per_gb_month": "storage", "hourly_usd": "local compute"
 def _plural(n: object, one: str, many: str) -> str:
     text = f"{n:g}" if isinstance(n, (int, float)) else str(n)
     return f"{text} {one if n == 1 else many}"
-
-
-def _number(value: object) -> float | None:
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        return None
-    return float(value)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.core.measures import metric_key
+from bench.core.sections import as_number
 from bench.core.summary import CandidateResult, Manifest, RunSummary
 from bench.evaluation.costs import best_candidate
 from bench.evaluation.decision import Recommendation
@@ -74,7 +75,7 @@ def decide(summary: RunSummary, manifest: Manifest, stats: dict) -> Decision | N
         n=n if isinstance(n, int) else None,
         reason=decision_text.reason(rec, ids),
         questions_needed=rec.questions_needed,
-        p_value=_number(rec.p_value),
+        p_value=as_number(rec.p_value),
     )
 
 
@@ -85,7 +86,7 @@ def _older(summary: RunSummary, manifest: Manifest, stats: dict, rec: dict) -> D
     metric = _metric(summary, rec.get("metric"))
     pick = ids.get(rec.get("pick") or "", summary.candidates[0])
     best = ids.get(rec.get("best") or "") or best_candidate(summary.candidates, metric) or summary.candidates[0]
-    alpha = _number(rec.get("alpha")) or ALPHA
+    alpha = as_number(rec.get("alpha")) or ALPHA
     pairs = (stats.get("pairs") or {}).get(metric) or []
     if isinstance(rec.get("tied"), list):
         tied, tested = [t for t in rec["tied"] if t != best.id and t in ids], True
@@ -95,7 +96,7 @@ def _older(summary: RunSummary, manifest: Manifest, stats: dict, rec: dict) -> D
     test = rec.get("test") or (
         f"Wilcoxon signed-rank, Holm-corrected over the {len(pairs)} pairs on {metric}" if pairs else "not tested"
     )
-    value = _number(rec.get("value"))
+    value = as_number(rec.get("value"))
     ci = rec.get("ci") if isinstance(rec.get("ci"), list) else (stats.get("cis") or {}).get(pick.id, {}).get(metric)
     needed = rec.get("questions_needed")
     return Decision(
@@ -111,7 +112,7 @@ def _older(summary: RunSummary, manifest: Manifest, stats: dict, rec: dict) -> D
         n=n if isinstance(n, int) else None,
         reason=rec.get("reason") or rec.get("line") or "",
         questions_needed=needed if isinstance(needed, int) and not isinstance(needed, bool) else None,
-        p_value=_number(rec.get("p_value")),
+        p_value=as_number(rec.get("p_value")),
     )
 
 
@@ -133,7 +134,7 @@ def _tied(best: str, pairs: list[dict], alpha: float) -> list[str]:
 def cheapest(summary: RunSummary) -> CandidateResult | None:
     """The cheapest candidate a month (per 1,000 queries where the run has no monthly cost); equal
     costs: the better-ranked."""
-    money = ops_view.monthly if ops_view.priced(summary) else (lambda c: _number(c.ops.cost.cost_per_1k_queries_usd))
+    money = ops_view.monthly if ops_view.priced(summary) else (lambda c: as_number(c.ops.cost.cost_per_1k_queries_usd))
     known = [(cost, i, c) for i, c in enumerate(summary.candidates) if (cost := money(c)) is not None]
     return min(known, key=lambda t: (t[0], t[1]))[2] if known else None
 
@@ -321,11 +322,5 @@ def _interval(ci: object) -> tuple[float, float] | None:
     """``[lo, hi]`` as numbers; None when missing or undefined (NaN)."""
     if not isinstance(ci, (list, tuple)) or len(ci) != 2:
         return None
-    lo, hi = _number(ci[0]), _number(ci[1])
+    lo, hi = as_number(ci[0]), as_number(ci[1])
     return None if lo is None or hi is None else (lo, hi)
-
-
-def _number(value: object) -> float | None:
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        return None
-    return float(value)
