@@ -46,7 +46,7 @@ from bench.core.records import QuestionRecord
 from bench.core.scores import Diagnostics
 from bench.core.sections import JsonObject
 from bench.core.summary import CandidateResult, RunSummary
-from bench.evaluation import pipeline_gains as pipelines
+from bench.evaluation import pipeline_gains
 
 Severity = Literal["warning", "info"]
 
@@ -231,7 +231,7 @@ def _near_duplicates(c: CandidateView) -> Finding | None:
 
 
 def _gap_band(c: CandidateView) -> float | None:
-    scale = pipelines.score_scale(c.data)
+    scale = pipeline_gains.score_scale(c.data)
     if scale == "fused":
         return None
     if scale == "cosine":
@@ -348,11 +348,11 @@ def _missed_by_all(summary: RunSummary, by_candidate: dict[str, list[QuestionRec
 
 
 def _pipelines(summary: RunSummary, by_candidate: dict[str, list[QuestionRecord]]) -> list[Finding]:
-    found = pipelines.measured(summary.candidates, summary.k)
+    found = pipeline_gains.measured(summary.candidates, summary.k)
     if not found:
         return []
     ids = tuple(dict.fromkeys(c.id for m in found for c in (m.pipeline, m.base)))
-    return [Finding("pipelines", "info", ids, pipelines.measured_evidence(found, summary.k))]
+    return [Finding("pipelines", "info", ids, pipeline_gains.measured_evidence(found, summary.k))]
 
 
 RUN_RULES: tuple[Callable[[RunSummary, dict[str, list[QuestionRecord]]], list[Finding]], ...] = (

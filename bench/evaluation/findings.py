@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from bench.core.records import QuestionRecord
 from bench.core.summary import CandidateResult, RunSummary
-from bench.evaluation import pipeline_gains as pipelines
+from bench.evaluation import pipeline_gains
 from bench.evaluation.finding_rules import CANDIDATE_RULES, RUN_RULES, CandidateView, Finding, Severity
 
 RUN = "*"
@@ -43,9 +43,9 @@ def _group_records(records: Sequence[QuestionRecord]) -> dict[str, list[Question
 def _baseline(candidates: list[CandidateResult], data: CandidateResult) -> CandidateResult | None:
     """Plain BM25 on the same chunker: the only recall a single dense model can be fairly held against. A
     reranked BM25 is not keyword search, and a fused or reranked candidate's recall is not its model's."""
-    if not pipelines.is_single(data, "dense"):
+    if not pipeline_gains.is_single(data, "dense"):
         return None
-    return next((c for c in candidates if pipelines.is_single(c, "lexical") and c.chunker == data.chunker), None)
+    return next((c for c in candidates if pipeline_gains.is_single(c, "lexical") and c.chunker == data.chunker), None)
 
 
 def _candidate(

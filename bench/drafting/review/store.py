@@ -193,28 +193,21 @@ class ReviewStore:
         )
 
     def _passage(self, p: Passage, context: int) -> PassageView:
-        found = [_found(f) for f in p.found_by]
-        if p.doc not in self.corpus:
-            empty = WindowView(start=0, end=0, length=0, text="")
-            return PassageView(
-                doc=p.doc,
-                start=p.start,
-                end=p.end,
-                found_by=found,
-                distractor=None,
-                page="",
-                window=empty,
-                missing=True,
-            )
-        return PassageView(
+        missing = p.doc not in self.corpus
+        view = PassageView(
             doc=p.doc,
             start=p.start,
             end=p.end,
-            found_by=found,
+            found_by=[_found(f) for f in p.found_by],
             distractor=None,
-            page=self.page(p.doc, p.start, p.end),
-            window=self.window(p.doc, p.start, p.end, context),
+            page="" if missing else self.page(p.doc, p.start, p.end),
+            window=WindowView(start=0, end=0, length=0, text="")
+            if missing
+            else self.window(p.doc, p.start, p.end, context),
         )
+        if missing:
+            view["missing"] = True
+        return view
 
     def window(self, doc_id: str, start: int, end: int, context: int) -> WindowView:
         """The document's text from ``context`` characters before ``start`` to as many after ``end``."""
