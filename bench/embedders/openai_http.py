@@ -270,7 +270,18 @@ class OpenAIEmbedder(EndpointCounters):
             "is this an OpenAI-compatible /embeddings endpoint?"
         )
 
-    def _parse(self, body: bytes, texts: list[str]) -> np.ndarray:  # noqa: C901 - not yet split into steps
+    def _parse(self, body: bytes, texts: list[str]) -> np.ndarray:
+        obj, data = self._data(body, len(texts))
+        rows = self._rows_by_index(data)
+        self._check_width(rows)
+        matrix = np.vstack(rows).astype(np.float32, copy=False)
+        if not np.isfinite(matrix).all():
+            raise self._malformed("non-finite values in an embedding")
+        self._count_tokens(obj.get("usage"), texts)
+        return matrix
+
+    def _data(self, body: bytes, count: int) -> tuple[dict[str, object], list[object]]:
+        """The reply as JSON and its ``data`` list, which must hold one item per input."""
         try:
             obj = json.loads(body)
         except (ValueError, UnicodeDecodeError):
@@ -278,19 +289,28 @@ class OpenAIEmbedder(EndpointCounters):
         data = obj.get("data") if isinstance(obj, dict) else None
         if not isinstance(data, list):
             raise self._malformed('no "data" list')
-        if len(data) != len(texts):
-            raise self._malformed(f"{len(data)} embeddings for {len(texts)} inputs")
-        rows: list[np.ndarray | None] = [None] * len(texts)
+        if len(data) != count:
+            raise self._malformed(f"{len(data)} embeddings for {count} inputs")
+        return obj, data
+
+    def _rows_by_index(self, data: list[object]) -> list[np.ndarray]:
+        """One vector per input, placed by each item's ``index`` (its position when absent)."""
+        rows: list[np.ndarray | None] = [None] * len(data)
         for position, item in enumerate(data):
             if not isinstance(item, dict) or "embedding" not in item:
                 raise self._malformed(f'data[{position}] has no "embedding"')
             index = item.get("index", position)
-            if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(texts):
-                raise self._malformed(f"data[{position}].index = {index!r} is not in 0..{len(texts) - 1}")
+            if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(data):
+                raise self._malformed(f"data[{position}].index = {index!r} is not in 0..{len(data) - 1}")
             if rows[index] is not None:
                 raise self._malformed(f"index {index} appears twice")
             rows[index] = self._vector(item["embedding"], position)
-        widths = {len(r) for r in rows if r is not None}
+        # Every row is set: as many distinct indices in 0..len(data)-1 as there are items.
+        return cast("list[np.ndarray]", rows)
+
+    def _check_width(self, rows: list[np.ndarray]) -> None:
+        """All rows one non-zero width, the one expected (or, on the first reply, the one learnt)."""
+        widths = {len(r) for r in rows}
         if len(widths) != 1:
             raise self._malformed(f"embeddings of different lengths {sorted(widths)}")
         width = widths.pop()
@@ -308,12 +328,6 @@ class OpenAIEmbedder(EndpointCounters):
                 f"model {self.spec.name!r}: {self.shown_url} returned {width}-dim vectors but "
                 f"{source} say {expected}; fix dims/dimensions in the model spec"
             )
-        # Every row is set: as many distinct indices in 0..len(texts)-1 as there are texts.
-        matrix = np.vstack(cast("list[np.ndarray]", rows)).astype(np.float32, copy=False)
-        if not np.isfinite(matrix).all():
-            raise self._malformed("non-finite values in an embedding")
-        self._count_tokens(obj.get("usage"), texts)
-        return matrix
 
     def _vector(self, embedding: object, position: int) -> np.ndarray:
         if isinstance(embedding, str):
