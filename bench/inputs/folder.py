@@ -31,7 +31,7 @@ class _Source:
     sha256: str
 
 
-def load_folder(  # noqa: C901 - not yet split into steps
+def load_folder(
     root: Path,
     cache: ExtractionCache,
     progress: Callable[[int, int], None] | None = None,
@@ -42,89 +42,111 @@ def load_folder(  # noqa: C901 - not yet split into steps
     Documents the cache lacks are extracted in ``limits.workers`` processes (one per core by
     default); this process alone writes the cache, and the corpus is the same as extracted here.
     """
-    root_resolved = root.resolve()
-    files = sorted(f for f in _walk(root))
-    read: list[_Source | LeftOut | None] = [None] * len(files)  # by file, in path order
-    notes: dict[int, tuple[str, ...]] = {}
-    done = 0
+    reading = _Reading(root, sorted(f for f in _walk(root)), cache, progress)
+    with Extractions(limits) as extractions:
+        for i in range(len(reading.files)):
+            reading.start(i, limits, extractions)
+        for j, result in extractions.finish():
+            reading.on_extracted(j, result)
+    return reading.corpus(limits)
 
-    def settle(i: int, found: _Source | LeftOut, extracted: Extracted | None = None) -> None:
-        nonlocal done
+
+class _Reading:
+    """The files of one folder as they are read, each settled in path order as a source with text or
+    as left out; files waiting for extraction stay as their ``_Source`` until their text comes back."""
+
+    def __init__(
+        self, root: Path, files: list[Path], cache: ExtractionCache, progress: Callable[[int, int], None] | None
+    ) -> None:
+        self.root = root
+        self.root_resolved = root.resolve()
+        self.files = files
+        self.cache = cache
+        self.progress = progress
+        self.read: list[_Source | LeftOut | None] = [None] * len(files)  # by file, in path order
+        self.notes: dict[int, tuple[str, ...]] = {}
+        self.done = 0
+        self.twins: dict[str, list[int]] = {}  # cache key in extraction -> later files of the same bytes and format
+
+    def start(self, i: int, limits: Limits, extractions: Extractions) -> None:
+        """Settles file ``i`` from its own bytes or the cache, else sends it to extraction (once per
+        distinct bytes and format) and settles whatever extractions have come back meanwhile."""
+        file = self.files[i]
+        rel = file.relative_to(self.root).as_posix()
+        try:
+            source, data = _open(file, self.root_resolved, limits)
+            found = None if source.extractor.cached else _text(source, data, self.cache, limits)
+            if found is None:
+                found = self.cache.get(self.cache.key(source.extractor, source.sha256))
+        except _LeftOut as e:
+            self.settle(i, LeftOut(rel, str(e), e.kind))
+            return
+        if found is not None:
+            self.settle(i, source, found)
+            return
+        self.read[i] = source  # until its text comes back
+        key = self.cache.key(source.extractor, source.sha256)
+        if key in self.twins:  # a copy of a file in extraction: extracted once, as it is in one process
+            self.twins[key].append(i)
+            return
+        self.twins[key] = []
+        for j, result in extractions.submit(i, file, source.extractor.name, source.sha256, data):
+            self.on_extracted(j, result)
+
+    def settle(self, i: int, found: _Source | LeftOut, extracted: Extracted | None = None) -> None:
         if extracted is not None and extracted.notes:
-            notes[i] = extracted.notes
+            self.notes[i] = extracted.notes
         if extracted is not None and not extracted.text.strip():  # nothing to retrieve
             assert isinstance(found, _Source)
             reason = extracted.notes[0] if extracted.notes else "no text in it"
-            found = LeftOut(found.file.relative_to(root).as_posix(), reason, NO_TEXT)
-        read[i] = found
-        done += 1
-        if progress:
-            progress(done, len(files))
+            found = LeftOut(found.file.relative_to(self.root).as_posix(), reason, NO_TEXT)
+        self.read[i] = found
+        self.done += 1
+        if self.progress:
+            self.progress(self.done, len(self.files))
 
-    twins: dict[str, list[int]] = {}  # cache key in extraction -> later files of the same bytes and format
-
-    def on_extracted(i: int, result: Extracted | str) -> None:
-        first = read[i]
+    def on_extracted(self, i: int, result: Extracted | str) -> None:
+        """Settles file ``i`` and its twins with their extracted text, or as unreadable (``result`` the reason)."""
+        first = self.read[i]
         assert isinstance(first, _Source)
-        key = cache.key(first.extractor, first.sha256)
+        key = self.cache.key(first.extractor, first.sha256)
         if not isinstance(result, str):
-            cache.put(key, result)
-        for j in (i, *twins.pop(key)):
-            source = read[j]
+            self.cache.put(key, result)
+        for j in (i, *self.twins.pop(key)):
+            source = self.read[j]
             assert isinstance(source, _Source)
             if isinstance(result, str):
-                settle(j, LeftOut(source.file.relative_to(root).as_posix(), result, UNREADABLE))
+                self.settle(j, LeftOut(source.file.relative_to(self.root).as_posix(), result, UNREADABLE))
             else:
-                settle(j, source, result)
+                self.settle(j, source, result)
 
-    with Extractions(limits) as extractions:
-        for i, file in enumerate(files):
-            rel = file.relative_to(root).as_posix()
-            try:
-                source, data = _open(file, root_resolved, limits)
-                found = None if source.extractor.cached else _text(source, data, cache, limits)
-                if found is None:
-                    found = cache.get(cache.key(source.extractor, source.sha256))
-            except _LeftOut as e:
-                settle(i, LeftOut(rel, str(e), e.kind))
-                continue
-            if found is not None:
-                settle(i, source, found)
-                continue
-            read[i] = source  # until its text comes back
-            key = cache.key(source.extractor, source.sha256)
-            if key in twins:  # a copy of a file in extraction: extracted once, as it is in one process
-                twins[key].append(i)
-                continue
-            twins[key] = []
-            for j, result in extractions.submit(i, file, source.extractor.name, source.sha256, data):
-                on_extracted(j, result)
-        for j, result in extractions.finish():
-            on_extracted(j, result)
-    sources = {x.file.relative_to(root).as_posix(): x for x in read if isinstance(x, _Source)}
-    left_out = [x for x in read if isinstance(x, LeftOut)]
-    if not sources:
-        raise no_documents(root, left_out)
-    ids = sorted(sources)
+    def corpus(self, limits: Limits) -> Corpus:
+        """The documents read, by id; their text is read again (from the cache or the file) when asked for."""
+        root, cache = self.root, self.cache
+        sources = {x.file.relative_to(root).as_posix(): x for x in self.read if isinstance(x, _Source)}
+        left_out = [x for x in self.read if isinstance(x, LeftOut)]
+        if not sources:
+            raise no_documents(root, left_out)
+        ids = sorted(sources)
 
-    def document(i: int) -> Document:
-        source = sources[ids[i]]
-        extracted = _reread(source, cache, limits)
-        return Document(ids[i], extracted.text, pages=extracted.pages, page_label=source.extractor.page_label)
+        def document(i: int) -> Document:
+            source = sources[ids[i]]
+            extracted = _reread(source, cache, limits)
+            return Document(ids[i], extracted.text, pages=extracted.pages, page_label=source.extractor.page_label)
 
-    return Corpus(
-        root,
-        ids,
-        document,
-        left_out=tuple(left_out),
-        notes={files[i].relative_to(root).as_posix(): n for i, n in sorted(notes.items())},
-        formats={i: sources[i].extractor.name for i in ids},
-        provenance={
-            i: f"{sources[i].extractor.name}-{sources[i].extractor.version}:{sources[i].sha256}"
-            for i in ids
-            if sources[i].extractor.cached
-        },
-    )
+        return Corpus(
+            root,
+            ids,
+            document,
+            left_out=tuple(left_out),
+            notes={self.files[i].relative_to(root).as_posix(): n for i, n in sorted(self.notes.items())},
+            formats={i: sources[i].extractor.name for i in ids},
+            provenance={
+                i: f"{sources[i].extractor.name}-{sources[i].extractor.version}:{sources[i].sha256}"
+                for i in ids
+                if sources[i].extractor.cached
+            },
+        )
 
 
 def _walk(root: Path) -> Iterator[Path]:
