@@ -125,7 +125,7 @@ class ModelPool:
         first = parts[0]
         if cand.fused:
             first = FusedRetriever(self.config.fusion(cand.model), self.config.fusion_settings(cand), parts, table)
-        if cand.reranker:
+        if cand.reranker and cand.top:
             return RerankedRetriever(first, self.reranker(cand.reranker), cand.top, table)
         return first
 

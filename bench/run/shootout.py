@@ -210,7 +210,7 @@ def _one_candidate(
     depth = config.retrieval_depth
     retrieved, measured = retrieve.run_candidate(asked, retrieve.RunContext(inputs.goldset, depth, phases))
     ops = Operating.from_dict(measured)
-    ops = ops.merged(scale.at_scale(ops, cand.search, len(inputs.corpus), config.scale))
+    ops = ops.merged(scale.at_scale(ops, cand.search or "", len(inputs.corpus), config.scale))
     shared.built.release_after(position)
     with phases(f"score {cand.id}"):
         scored, scores = score_candidate(
@@ -226,7 +226,7 @@ def _one_candidate(
         model=cand.model,
         chunker=cand.chunker,
         index=cand.index,
-        search=cand.search,
+        search=cand.search or "",  # summary.json's "" for an index with one query setting
         lexical=retriever.lexical,
         pipeline=Pipeline.from_dict(pipeline_description(config, cand)),
         quality=scores.quality,
