@@ -57,7 +57,7 @@ def test_aliases_resolve_to_canonical_names(tmp_path):
 @pytest.mark.parametrize("k", [0, 51, -1])
 def test_override_k_is_validated(tmp_path, k):
     cfg = load_config(_write(tmp_path, CONFIG))
-    with pytest.raises(BenchError, match="out of range"):
+    with pytest.raises(BenchError, match=f"bench.toml: k = {k} must be a whole number from 1 to 50"):
         cfg.with_overrides(k=k)
 
 
@@ -65,11 +65,11 @@ def test_override_k_is_validated(tmp_path, k):
     "edit, message",
     [
         (lambda c: c.replace("depth = 6", "depth = 2"), "depth = 2 must be an integer >= k"),
-        (lambda c: c.replace("k = 3", "k = 2.5"), "out of range"),
+        (lambda c: c.replace("k = 3", "k = 2.5"), "k = 2.5 must be a whole number from 1 to 50"),
         (lambda c: c.replace("k = 3", "k = 3\nmin_overlap = 0"), "min_overlap"),
         (lambda c: c.replace('models = ["hash", "bm25"]', "models = []"), "non-empty list"),
-        (lambda c: c.replace('models = ["hash", "bm25"]', 'models = ["hash", "hash"]'), "twice"),
-        (lambda c: c.replace('goldset = "gold.jsonl"\n', ""), "missing setting 'goldset'"),
+        (lambda c: c.replace('models = ["hash", "bm25"]', 'models = ["hash", "hash"]'), "repeats a name"),
+        (lambda c: c.replace('goldset = "gold.jsonl"\n', ""), "needs goldset = a path"),
         (lambda c: c.replace("k = 3", 'k = 3\nindexes = ["flt"]'), "did you mean 'flat'"),
         (lambda c: c.replace("size = 24\noverlap = 4", "size = 24\nstride = 4"), "stride"),
         (lambda c: c.replace("k = 3", "k = 3\nlatency_samples = 0"), "latency_samples = 0 must be a positive integer"),
@@ -148,3 +148,55 @@ def test_cache_dir_precedence(tmp_path, monkeypatch):
     monkeypatch.setenv("BENCH_CACHE_DIR", str(tmp_path / "env"))
     assert cache_root(cfg.cache_dir) == tmp_path / "env"
     assert cache_root(cfg.cache_dir, override=tmp_path / "cli") == tmp_path / "cli"
+
+
+def test_the_declared_options_are_the_ones_scoring_and_the_recommendation_know():
+    import typing
+
+    from bench.config.tables import Settings
+    from bench.evaluation.metrics import GAINS
+    from bench.evaluation.scale import PREFERENCES
+
+    hints = typing.get_type_hints(Settings)
+    assert typing.get_args(hints["ndcg_gain"]) == GAINS
+    assert typing.get_args(typing.get_args(hints["prefer"])[0]) == PREFERENCES
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        ("min_overlap = 0", r"bench.toml: min_overlap = 0 must be a number in \(0, 1\] \(0.5 is the default\)"),
+        ('prefer = "cots"', "bench.toml: prefer = 'cots' must be one of 'cost', 'latency', 'quality' .*did you mean"),
+        ('exclude = ["a/*", 3]', r"bench.toml: exclude = \['a/\*', 3\] must be a list of candidate-id patterns"),
+        ("kk = 3", "bench.toml: unknown key 'kk'; did you mean 'k'"),
+        ("\n[documents]\nmax_page = 5", r"bench.toml: \[documents\]: unknown key 'max_page'; did you mean 'max_pages'"),
+        ("\n[documents]\nworkers = 0", r"bench.toml: \[documents\]: workers = 0 must be a positive integer"),
+        ("\n[chunkers.x]\nsize = 8", r"bench.toml: \[chunkers.x\]: needs kind = a chunker kind"),
+    ],
+)
+def test_errors_name_the_file_the_table_and_the_key(tmp_path, edit, message):
+    with pytest.raises(BenchError, match=message):
+        text = CONFIG + edit if edit.startswith("\n[") else CONFIG.replace("k = 3", f"k = 3\n{edit}")
+        load_config(_write(tmp_path, text))
+
+
+def test_overrides_are_checked_as_the_file_is(tmp_path):
+    cfg = load_config(_write(tmp_path, CONFIG))
+    with pytest.raises(BenchError, match=r"bench.toml: min_overlap = 2 must be a number in \(0, 1\]"):
+        cfg.with_overrides(min_overlap=2)
+    with pytest.raises(BenchError, match=r"depth = 6 must be an integer >= k \(10\)"):
+        cfg.with_overrides(k=10)
+    assert cfg.with_overrides(k=4).file.k == 4  # counts as written in the file (the hash)
+
+
+def test_settings_hash_as_written(tmp_path):
+    """A number keeps its type, ``exclude = []`` is no exclusion, and ``prefer`` and ``[scale]`` enter
+    the hash only when the file writes them."""
+    plain = load_config(_write(tmp_path, CONFIG))
+    assert "prefer" not in plain.resolved() and "scale" not in plain.resolved()
+    written = load_config(
+        _write(tmp_path, CONFIG.replace("k = 3", 'k = 3\nmin_overlap = 1\nprefer = "cost"\nexclude = []'))
+    )
+    assert written.resolved()["min_overlap"] == 1 and isinstance(written.resolved()["min_overlap"], int)
+    assert written.resolved()["prefer"] == "cost" and written.exclude == ()
+    assert load_config(_write(tmp_path, CONFIG + "\n[scale]\n")).resolved()["scale"]["queries_per_month"] == 100_000

@@ -11,38 +11,37 @@ import hashlib
 import json
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.config.tables import (
     ChunkerSpec,
+    Settings,
     canonical,
     chunker_specs_from,
     fusion_specs_from,
     index_specs_from,
     model_specs_from,
-    name_list,
     reranker_specs_from,
-    string_setting,
 )
 from bench.core.summary import LEXICAL_INDEX
+from bench.core.tables import read_field, read_table
 from bench.embedders import MODELS, ModelSpec
 from bench.errors import BenchError
-from bench.evaluation.metrics import GAINS
-from bench.evaluation.scale import Scale, check_preference, scale_from_config
+from bench.evaluation.scale import Scale, scale_from_config
 from bench.files import read_text
 from bench.inputs.formats import LIMITS, Limits
-from bench.registry import suggest
 from bench.retrieval.faiss_index import INDEXES, IndexSpec
 from bench.retrieval.fusion import FusionSpec, is_fusion
 from bench.retrieval.index_kinds import check_index_dims
 from bench.retrieval.rerankers import RerankerSpec
 
 if TYPE_CHECKING:
-    from bench.evaluation.prices import Price
+    from _typeshed import DataclassInstance
 
-MAX_K = 50
+    from bench.evaluation.prices import Price
 
 
 @dataclass(frozen=True, order=True)
@@ -109,7 +108,8 @@ class Config:
     prefer: str = "cost"  # among candidates tied with the best: "cost", "latency" or "quality"
     rerank_latency_samples: int = 10  # the same for a reranked pipeline, whose every query re-scores `top` texts
     documents: Limits = LIMITS  # [documents]: how large a document may be before it is left out
-    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # the file as read
+    # the file's top level as read (None: a Config built in code): the hash takes paths as written
+    file: Settings | None = field(default=None, compare=False, repr=False)
 
     @property
     def retrieval_depth(self) -> int:
@@ -198,23 +198,27 @@ class Config:
                 out.append(Candidate(model, cand.chunker, index, variants[0]))
         return out
 
-    def search_params(self, cand: Candidate) -> dict[str, Any]:
+    def search_params(self, cand: Candidate) -> dict[str, object]:
         """The query setting a single-model first stage searches with (none for BM25 or a fusion)."""
         if cand.fused or self.model(cand.model).lexical:
             return {}
         return dict(next(p for label, p in self.index(cand.index).variants() if label == cand.search))
 
-    def fusion_settings(self, cand: Candidate) -> dict[str, Any]:
-        return dict(self.fusion(cand.model).variants())[cand.search]
+    def fusion_settings(self, cand: Candidate) -> dict[str, object]:
+        """The fusion's method and its settings, ``{"method": "rrf", "k": 60}``, of a fused candidate."""
+        return dict(next(s for label, s in self.fusion(cand.model).variants() if label == cand.search))
 
     def chunker(self, name: str) -> ChunkerSpec:
         return next(c for c in self.chunkers if c.name == name)
 
-    def resolved(self) -> dict[str, Any]:
-        """The settings that decide results, as plain data (paths as given in the file)."""
+    def resolved(self) -> dict[str, object]:
+        """The settings that decide results, as plain JSON data (paths as given in the file): the
+        manifest's ``config``, and what the hash is of. ``scale`` and ``prefer`` only when the file
+        sets them, so that a config written before they existed hashes as it did."""
+        file = self.file
         return {
-            "corpus": self.raw.get("corpus"),
-            "goldset": self.raw.get("goldset"),
+            "corpus": file.corpus if file else None,
+            "goldset": file.goldset if file else None,
             "models": list(self.models),
             "model_specs": {m: _spec_dict(self.model(m)) for m in self.models},
             "chunkers": {
@@ -225,8 +229,8 @@ class Config:
             "exclude": list(self.exclude),
             **({"fusions": {f.name: _spec_dict(f) for f in self.fusions}} if self.fusions else {}),
             **({"rerankers": {r.name: _spec_dict(r) for r in self.rerankers}} if self.rerankers else {}),
-            **({"scale": _spec_dict(self.scale)} if "scale" in self.raw else {}),
-            **({"prefer": self.prefer} if "prefer" in self.raw else {}),
+            **({"scale": _spec_dict(self.scale)} if file and file.scale is not None else {}),
+            **({"prefer": self.prefer} if file and file.prefer is not None else {}),
             "k": self.k,
             "depth": self.retrieval_depth,
             "min_overlap": self.min_overlap,
@@ -239,44 +243,22 @@ class Config:
         return hashlib.sha256(text.encode()).hexdigest()[:6]
 
     def with_overrides(self, **changes: Any) -> Config:  # Any: Config fields, each of its own type
-        """A copy with command-line overrides applied and validated."""
+        """A copy with command-line overrides applied; a setting of the file's top level is checked
+        as the file's own would be, and counts as written there."""
         changes = {key: value for key, value in changes.items() if value is not None}
-        raw = {**self.raw, **{key: value for key, value in changes.items() if not isinstance(value, Path)}}
-        updated = replace(self, raw=raw, **changes)
-        _check_numbers(updated, str(self.path))
+        where = str(self.path)
+        settings = {f.name for f in fields(Settings)}
+        written = {
+            key: read_field(Settings, key, value, where)
+            for key, value in changes.items()
+            if key in settings and isinstance(value, bool | int | float | str)
+        }
+        updated = replace(self, file=replace(self.file, **written) if self.file else None, **changes)
+        _check_depth(updated, where)
         return updated
 
 
-_TOP_KEYS = {
-    "corpus",
-    "goldset",
-    "results",
-    "cache_dir",
-    "models",
-    "chunkers",
-    "indexes",
-    "k",
-    "depth",
-    "min_overlap",
-    "ndcg_gain",
-    "batch_size",
-    "model",
-    "index",
-    "exclude",
-    "recommend_margin",
-    "latency_samples",
-    "rerank_latency_samples",
-    "scale",
-    "prefer",
-    "fusions",
-    "fusion",
-    "rerankers",
-    "reranker",
-    "documents",
-}
-
-
-def _spec_dict(spec: Any) -> dict[str, Any]:
+def _spec_dict(spec: DataclassInstance) -> dict[str, object]:
     """A spec as plain data for the manifest and the config hash."""
     out = {}
     for f in fields(spec):
@@ -286,7 +268,8 @@ def _spec_dict(spec: Any) -> dict[str, Any]:
         if f.metadata.get("hashed") is False:
             continue  # describes, changes no figure (a model's languages): runs keep their ids
         out[f.name] = dict(value) if isinstance(value, tuple) and value and isinstance(value[0], tuple) else value
-    return json.loads(json.dumps(out, default=list))
+    parsed: dict[str, object] = json.loads(json.dumps(out, default=list))
+    return parsed
 
 
 def load_config(path: str | Path) -> Config:
@@ -298,25 +281,56 @@ def load_config(path: str | Path) -> Config:
     except tomllib.TOMLDecodeError as e:
         raise BenchError(f"{_toml_where(path, e)}: invalid TOML ({e}); fix the syntax") from None
     where = str(path)
-    for key in raw:
-        if key not in _TOP_KEYS:
-            hint = suggest(key, _TOP_KEYS)
-            raise BenchError(f"{where}: unknown setting {key!r}; {hint}known: {', '.join(sorted(_TOP_KEYS))}")
-    for key in ("corpus", "goldset", "models", "chunkers"):
-        if key not in raw:
-            raise BenchError(f"{where}: missing setting {key!r}; see bench.toml in the repository for an example")
+    file = read_table(Settings, raw, where)
     base = path.parent
-    model_specs = model_specs_from(raw.get("model", {}), where)
-    models = [canonical(m, model_specs, MODELS, "models", where) for m in name_list(raw["models"], "models", where)]
-    index_specs = index_specs_from(raw.get("index", {}), where)
-    indexes = [
-        canonical(i, index_specs, INDEXES, "indexes", where)
-        for i in name_list(raw.get("indexes", ["flat"]), "indexes", where)
-    ]
-    exclude = raw.get("exclude", [])
-    if not isinstance(exclude, list) or not all(isinstance(p, str) for p in exclude):
-        raise BenchError(f'{where}: exclude must be a list of candidate-id patterns, e.g. ["bm25/*"]')
-    chunkers = chunker_specs_from(raw["chunkers"], where)
+    model_specs = model_specs_from(file.model, where)
+    models = [canonical(m, model_specs, MODELS, "models", where) for m in file.models]
+    index_specs = index_specs_from(file.index, where)
+    indexes = [canonical(i, index_specs, INDEXES, "indexes", where) for i in file.indexes]
+    chunkers = _chunkers(file, model_specs, where)
+    fusions = fusion_specs_from(file, model_specs, index_specs, where)
+    rerankers = reranker_specs_from(file, model_specs, where, base)
+    used = set(models) | {c.model for c in chunkers if c.model}
+    used |= {m for f in fusions for m in f.models} | {r.model for r in rerankers if r.model}
+    indexed = [*indexes, *(f.index for f in fusions if f.index and f.index not in indexes)]
+    config = Config(
+        path=path,
+        corpus=base / file.corpus,
+        goldset=base / file.goldset,
+        results=base / file.results,
+        cache_dir=base / file.cache_dir if file.cache_dir is not None else None,
+        models=tuple(models),
+        chunkers=chunkers,
+        indexes=tuple(indexes),
+        model_specs={name: model_specs.get(name) or MODELS.get(name) for name in used},
+        index_specs={name: index_specs.get(name) or INDEXES.get(name) for name in indexed},
+        exclude=file.exclude,
+        fusions=tuple(fusions),
+        rerankers=tuple(rerankers),
+        priced=frozenset(
+            name for name, table in file.model.items() if isinstance(table, Mapping) and "price_per_mtok" in table
+        ),
+        recommend_margin=file.recommend_margin,
+        k=file.k,
+        depth=file.depth,
+        min_overlap=file.min_overlap,
+        ndcg_gain=file.ndcg_gain,
+        batch_size=file.batch_size,
+        latency_samples=file.latency_samples,
+        rerank_latency_samples=file.rerank_latency_samples,
+        scale=scale_from_config(file.scale, where),
+        prefer=file.prefer or "cost",
+        documents=Limits.from_settings(file.documents, where),
+        file=file,
+    )
+    _check_depth(config, where)
+    _check_index_dims(config, where)
+    return config
+
+
+def _chunkers(file: Settings, model_specs: Mapping[str, ModelSpec], where: str) -> tuple[ChunkerSpec, ...]:
+    """The chunkers, a semantic chunker's model by its canonical name and dense."""
+    chunkers = chunker_specs_from(file.chunkers, where)
     for c in chunkers:
         if c.model:
             c_model = canonical(c.model, model_specs, MODELS, f"[chunkers.{c.name}] model", where)
@@ -326,52 +340,7 @@ def load_config(path: str | Path) -> Config:
                     f'sentences; name a dense model, e.g. model = "minilm" or "hash"'
                 )
             chunkers = tuple(replace(x, model=c_model) if x is c else x for x in chunkers)
-    fusions = fusion_specs_from(raw, model_specs, index_specs, where)
-    rerankers = reranker_specs_from(raw, model_specs, where, path.parent)
-    used = set(models) | {c.model for c in chunkers if c.model}
-    used |= {m for f in fusions for m in f.models} | {r.model for r in rerankers if r.model}
-    indexed = [*indexes, *(f.index for f in fusions if f.index and f.index not in indexes)]
-    config = Config(
-        path=path,
-        corpus=base / string_setting(raw, "corpus", where),
-        goldset=base / string_setting(raw, "goldset", where),
-        results=base / raw.get("results", "results"),
-        cache_dir=base / raw["cache_dir"] if "cache_dir" in raw else None,
-        models=tuple(models),
-        chunkers=chunkers,
-        indexes=tuple(indexes),
-        model_specs={name: model_specs.get(name) or MODELS.get(name) for name in used},
-        index_specs={name: index_specs.get(name) or INDEXES.get(name) for name in indexed},
-        exclude=tuple(exclude),
-        fusions=tuple(fusions),
-        rerankers=tuple(rerankers),
-        priced=frozenset(
-            name
-            for name, table in raw.get("model", {}).items()
-            if isinstance(table, dict) and "price_per_mtok" in table
-        ),
-        recommend_margin=raw.get("recommend_margin", 0.02),
-        k=raw.get("k", 5),
-        depth=raw.get("depth"),
-        min_overlap=raw.get("min_overlap", 0.5),
-        ndcg_gain=raw.get("ndcg_gain", "exponential"),
-        batch_size=raw.get("batch_size", 64),
-        latency_samples=raw.get("latency_samples", 200),
-        rerank_latency_samples=raw.get("rerank_latency_samples", 10),
-        scale=scale_from_config(raw.get("scale"), where),
-        prefer=check_preference(raw.get("prefer", "cost"), where),
-        documents=_documents(raw.get("documents", {}), where),
-        raw=raw,
-    )
-    _check_numbers(config, where)
-    _check_index_dims(config, where)
-    return config
-
-
-def _documents(table: object, where: str) -> Limits:
-    if not isinstance(table, dict):
-        raise BenchError(f"{where}: documents must be a table, e.g. [documents] max_pages = 5000")
-    return Limits.from_settings(table, where)
+    return chunkers
 
 
 def _toml_where(path: Path, error: tomllib.TOMLDecodeError) -> str:
@@ -380,27 +349,10 @@ def _toml_where(path: Path, error: tomllib.TOMLDecodeError) -> str:
     return f"{path}:{found.group(1)}" if found else str(path)
 
 
-def _check_numbers(config: Config, where: str) -> None:
-    k, depth = config.k, config.depth
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise BenchError(f"{where}: k = {k!r} is out of range; use an integer from 1 to {MAX_K}")
-    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < k):
-        raise BenchError(f"{where}: depth = {depth!r} must be an integer >= k ({k}); or leave it out")
-    mo = config.min_overlap
-    if isinstance(mo, bool) or not isinstance(mo, (int, float)) or not 0 < mo <= 1:
-        raise BenchError(f"{where}: min_overlap = {mo!r} must be a number in (0, 1]; 0.5 is the default")
-    if config.ndcg_gain not in GAINS:
-        raise BenchError(f"{where}: ndcg_gain = {config.ndcg_gain!r} must be one of {', '.join(GAINS)}")
-    margin = config.recommend_margin
-    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin <= 1:
-        raise BenchError(f"{where}: recommend_margin = {margin!r} must be a number in [0, 1]; 0.02 is the default")
-    bs = config.batch_size
-    if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1:
-        raise BenchError(f"{where}: batch_size = {bs!r} must be a positive integer")
-    for key, default in (("latency_samples", 200), ("rerank_latency_samples", 10)):
-        n = getattr(config, key)
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise BenchError(f"{where}: {key} = {n!r} must be a positive integer; {default} is the default")
+def _check_depth(config: Config, where: str) -> None:
+    """``depth`` is checked on its own as the file is read; it may not be below ``k`` either."""
+    if config.depth is not None and config.depth < config.k:
+        raise BenchError(f"{where}: depth = {config.depth!r} must be an integer >= k ({config.k}); or leave it out")
 
 
 def _check_index_dims(config: Config, where: str) -> None:

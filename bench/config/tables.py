@@ -1,22 +1,23 @@
-"""The tables of bench.toml, each read into its spec: [model.NAME], [index.NAME], fusions, rerankers
-and [chunkers.NAME], with names resolved to their canonical form and one-line errors that say
-where and how to fix."""
+"""The tables of bench.toml, each read into its spec: the top level (``Settings``),
+[model.NAME], [index.NAME], fusions, rerankers and [chunkers.NAME], with names resolved to their
+canonical form and one-line errors that say where and how to fix."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from bench.chunking import Chunker, make_chunker
 from bench.chunking.semantic import Embed
+from bench.core.tables import read_table, setting
 from bench.embedders import LOADERS, MODELS, ModelSpec
 from bench.embedders.base import ANY_LANGUAGE
 from bench.errors import BenchError
 from bench.registry import Registry, check_keys, suggest
 from bench.retrieval import bm25
-from bench.retrieval.faiss_index import INDEXES
+from bench.retrieval.faiss_index import INDEXES, IndexSpec
 from bench.retrieval.fusion import FusionSpec, fusion_spec_from_config
 from bench.retrieval.index_kinds import index_spec_from_config
 from bench.retrieval.rerankers import RerankerSpec, reranker_spec_from_config
@@ -26,7 +27,64 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+MAX_K = 50
 _SPEC_FIELDS = {f.name for f in fields(ModelSpec)} - {"name", "params"}
+_PATH = "a path (a non-empty string)"
+_NAMES = "a non-empty list of names"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """bench.toml's top level as the file gives it: each key with its type, default and bounds. A
+    table is only checked to be one here; its own reader reads it. ``prefer`` and ``scale`` are
+    None when the file leaves them out, so that a config that never sets them hashes as before."""
+
+    corpus: str = setting(blank=False, what=_PATH, note='e.g. corpus = "corpora/northwind"')
+    goldset: str = setting(blank=False, what=_PATH, note='e.g. goldset = "goldsets/northwind.jsonl"')
+    models: tuple[str, ...] = setting(unique=True, what=_NAMES, note='e.g. models = ["minilm", "bm25"]')
+    chunkers: Mapping[str, object] = setting(
+        what="[chunkers.NAME] tables", note='e.g. [chunkers.tok256] with kind = "tokens"'
+    )
+    results: str = setting("results", what="a path")
+    cache_dir: str | None = setting(None, what="a path")
+    indexes: tuple[str, ...] = setting(("flat",), unique=True, what=_NAMES, note='e.g. indexes = ["flat", "hnsw"]')
+    fusions: tuple[str, ...] = setting((), unique=True, what=_NAMES, note='e.g. fusions = ["minilm+bm25"]')
+    rerankers: tuple[str, ...] = setting((), unique=True, what=_NAMES, note='e.g. rerankers = ["minilm"]')
+    exclude: tuple[str, ...] = setting((), empty=True, what="a list of candidate-id patterns", note='e.g. ["bm25/*"]')
+    k: int = setting(5, minimum=1, maximum=MAX_K)
+    depth: int | None = setting(None, minimum=1, what="an integer >= k", note="or leave it out")
+    min_overlap: int | float = setting(0.5, above=0, maximum=1, what="a number in (0, 1]", note="(0.5 is the default)")
+    ndcg_gain: Literal["exponential", "linear"] = "exponential"  # evaluation.metrics.GAINS
+    batch_size: int = setting(64, minimum=1)
+    latency_samples: int = setting(200, minimum=1, note="(200 is the default)")
+    rerank_latency_samples: int = setting(10, minimum=1, note="(10 is the default)")
+    recommend_margin: int | float = setting(
+        0.02, minimum=0, maximum=1, what="a number in [0, 1]", note="(0.02 is the default)"
+    )
+    # evaluation.scale.PREFERENCES
+    prefer: Literal["cost", "latency", "quality"] | None = setting(
+        None, note="(what decides among the candidates tied with the best)"
+    )
+    model: Mapping[str, object] = setting(default_factory=dict, what="tables like [model.my-model]")
+    index: Mapping[str, object] = setting(default_factory=dict, what="tables like [index.hnsw64]")
+    fusion: Mapping[str, object] = setting(default_factory=dict, what='tables like [fusion."minilm+bm25"]')
+    reranker: Mapping[str, object] = setting(default_factory=dict, what="tables like [reranker.minilm]")
+    scale: Mapping[str, object] | None = setting(None, what="a table", note="e.g. [scale] queries_per_month = 100000")
+    documents: Mapping[str, object] = setting(
+        default_factory=dict, what="a table", note="e.g. [documents] max_pages = 5000"
+    )
+
+
+@dataclass(frozen=True)
+class ChunkerTable:
+    """The keys of [chunkers.NAME] every kind shares; the others are the kind's parameters, which
+    ``make_chunker`` checks."""
+
+    kind: str = setting(blank=False, what="a chunker kind", note='e.g. kind = "tokens" or "recursive"')
+    model: str | None = setting(None, blank=False, what="a model name", note='e.g. model = "minilm"')
+
+
+_CHUNKER_KEYS = tuple(f.name for f in fields(ChunkerTable))
 
 
 @dataclass(frozen=True)
@@ -39,27 +97,11 @@ class ChunkerSpec:
     model: str | None = None
 
     def build(self, embed: Embed | None = None) -> Chunker:
-        params: dict[str, Any] = dict(self.params)  # config values, checked by make_chunker
+        # Any: unpacked beside make_chunker's own ``embed``; make_chunker checks every value
+        params: dict[str, Any] = dict(self.params)
         if self.model is None:
             return make_chunker(self.kind, **params)
         return make_chunker(self.kind, embed=embed, **params)
-
-
-def string_setting(raw: dict, key: str, where: str) -> str:
-    value = raw[key]
-    if not isinstance(value, str) or not value:
-        raise BenchError(f"{where}: {key} must be a path (a non-empty string)")
-    return value
-
-
-def name_list(value: object, key: str, where: str) -> list[str]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        raise BenchError(f'{where}: {key} must be a non-empty list of names, e.g. {key} = ["..."]')
-    if len(set(value)) != len(value):
-        raise BenchError(f"{where}: {key} lists a name twice; list each once")
-    return value
 
 
 def canonical(name: str, defined: Mapping[str, T], registry: Registry[T], what: str, where: str) -> str:
@@ -72,22 +114,20 @@ def canonical(name: str, defined: Mapping[str, T], registry: Registry[T], what: 
         raise BenchError(f"{where}: {what}: {e}") from None
 
 
-def model_specs_from(tables: object, where: str) -> dict[str, ModelSpec]:
+def model_specs_from(tables: Mapping[str, object], where: str) -> dict[str, ModelSpec]:
     """``[model.NAME]`` tables: a new model, or changes to a built-in one (e.g. its price)."""
-    if not isinstance(tables, dict):
-        raise BenchError(f"{where}: model must be tables like [model.my-model]")
     return {name: _model_spec(name, table, where) for name, table in tables.items()}
 
 
 def _model_spec(name: str, table: object, where: str) -> ModelSpec:
-    if not isinstance(table, dict):
+    if not isinstance(table, Mapping):
         raise BenchError(f"{where}: [model.{name}] must be a table of settings")
     if any(c in name for c in "+>/@"):
         raise BenchError(
             f"{where}: model name {name!r} may not contain '+', '>', '/' or '@' (they join pipeline ids); rename it"
         )
-    known: dict[str, Any] = {}
-    params: dict[str, Any] = {}
+    known: dict[str, Any] = {}  # Any: ModelSpec's fields, each of its own type, which ModelSpec checks
+    params: dict[str, object] = {}
     for key, value in table.items():
         (known if key in _SPEC_FIELDS else params)[key] = value
     _check_prefixes(name, known, where)
@@ -121,7 +161,7 @@ def _model_spec(name: str, table: object, where: str) -> ModelSpec:
     return spec
 
 
-def _check_prefixes(name: str, known: dict[str, Any], where: str) -> None:
+def _check_prefixes(name: str, known: Mapping[str, object], where: str) -> None:
     """Prefixes are text put before every query or passage: strings."""
     for key in ("query_prefix", "passage_prefix"):
         if key in known and not isinstance(known[key], str):
@@ -148,11 +188,9 @@ def _bm25_revision(name: str, spec: ModelSpec, given: bool, where: str) -> str:
     return revision
 
 
-def index_specs_from(tables: object, where: str) -> dict:
+def index_specs_from(tables: Mapping[str, object], where: str) -> dict[str, IndexSpec]:
     """``[index.NAME]`` tables: a FAISS factory string or a kind, with build and search parameters,
     and the compression settings ``dims`` and ``rescore``."""
-    if not isinstance(tables, dict):
-        raise BenchError(f"{where}: index must be tables like [index.hnsw64]")
     specs = {}
     for name, table in tables.items():
         try:
@@ -162,13 +200,12 @@ def index_specs_from(tables: object, where: str) -> dict:
     return specs
 
 
-def fusion_specs_from(raw: dict, model_specs: dict, index_specs: dict, where: str) -> list[FusionSpec]:
+def fusion_specs_from(
+    settings: Settings, model_specs: Mapping[str, ModelSpec], index_specs: Mapping[str, IndexSpec], where: str
+) -> list[FusionSpec]:
     """``fusions = ["minilm+bm25"]`` with optional ``[fusion."minilm+bm25"]`` tables; parts and index
     by their canonical names, so ids read the same whatever alias the file used."""
-    tables = raw.get("fusion", {})
-    if not isinstance(tables, dict):
-        raise BenchError(f'{where}: fusion must be tables like [fusion."minilm+bm25"]')
-    names = name_list(raw["fusions"], "fusions", where) if "fusions" in raw else []
+    names, tables = settings.fusions, settings.fusion
     for name in tables:
         if name not in names:
             raise BenchError(
@@ -189,18 +226,20 @@ def fusion_specs_from(raw: dict, model_specs: dict, index_specs: dict, where: st
     return specs
 
 
-def reranker_specs_from(raw: dict, model_specs: dict, where: str, base: Path) -> list[RerankerSpec]:
+def reranker_specs_from(
+    settings: Settings, model_specs: Mapping[str, ModelSpec], where: str, base: Path
+) -> list[RerankerSpec]:
     """``rerankers = ["minilm"]`` with optional ``[reranker.NAME]`` tables; a dense model's name alone
     is that model re-scoring the top 20 (a bi-encoder). A cross-encoder's folder, given relative,
     is relative to the config file's folder (``base``), like every path in the file."""
-    tables = raw.get("reranker", {})
-    if not isinstance(tables, dict):
-        raise BenchError(f"{where}: reranker must be tables like [reranker.minilm]")
+    tables = settings.reranker
     dense = {n for n, spec in {**{n: MODELS.get(n) for n in MODELS}, **model_specs}.items() if not spec.lexical}
     specs = []
-    for name in name_list(raw["rerankers"], "rerankers", where) if "rerankers" in raw else []:
+    for name in settings.rerankers:
         table = tables.get(name)
-        model = table.get("model") if isinstance(table, dict) else None
+        if table is not None and not isinstance(table, Mapping):
+            raise BenchError(f"{where}: [reranker.{name}] must be a table of settings, e.g. top = [10, 50]")
+        model = table.get("model") if table is not None else None
         named_model = (table is None or "kind" not in table) and (name in MODELS or name in model_specs)
         if isinstance(model, str) or named_model:
             model = canonical(model or name, model_specs, MODELS, f"[reranker.{name}] model", where)
@@ -225,26 +264,27 @@ def reranker_specs_from(raw: dict, model_specs: dict, where: str, base: Path) ->
     return specs
 
 
-def chunker_specs_from(table: object, where: str) -> tuple[ChunkerSpec, ...]:
-    if not isinstance(table, dict) or not table:
+def chunker_specs_from(tables: Mapping[str, object], where: str) -> tuple[ChunkerSpec, ...]:
+    """``[chunkers.NAME]`` tables, each built once here so that a wrong parameter is found at load."""
+    if not tables:
         raise BenchError(f"{where}: [chunkers.NAME] tables are missing; define at least one chunker")
-    specs = []
-    for name, body in table.items():
-        if "/" in name:
-            raise BenchError(f"{where}: chunker name {name!r} may not contain '/'")
-        if not isinstance(body, dict) or "kind" not in body:
-            raise BenchError(f'{where}: [chunkers.{name}] needs kind = "tokens" or "recursive"')
-        params = {k: v for k, v in body.items() if k not in ("kind", "model")}
-        model = body.get("model")
-        if model is not None and not isinstance(model, str):
-            raise BenchError(f"{where}: [chunkers.{name}] model must be a model name")
-        spec = ChunkerSpec(name, body["kind"], tuple(sorted(params.items())), model)
-        try:
-            spec.build(embed=_never_called if model else None)
-        except BenchError as e:
-            raise BenchError(f"{where}: [chunkers.{name}]: {e}") from None
-        specs.append(spec)
-    return tuple(specs)
+    return tuple(_chunker_spec(name, body, where) for name, body in tables.items())
+
+
+def _chunker_spec(name: str, body: object, where: str) -> ChunkerSpec:
+    if "/" in name:
+        raise BenchError(f"{where}: chunker name {name!r} may not contain '/'")
+    at = f"{where}: [chunkers.{name}]"
+    if not isinstance(body, Mapping):
+        raise BenchError(f'{at}: must be a table of settings, e.g. kind = "tokens" and size = 256')
+    read = read_table(ChunkerTable, {key: value for key, value in body.items() if key in _CHUNKER_KEYS}, at)
+    params = {key: value for key, value in body.items() if key not in _CHUNKER_KEYS}
+    spec = ChunkerSpec(name, read.kind, tuple(sorted(params.items())), read.model)
+    try:
+        spec.build(embed=_never_called if read.model else None)
+    except BenchError as e:
+        raise BenchError(f"{at}: {e}") from None
+    return spec
 
 
 def _never_called(texts: list[str]) -> np.ndarray:

@@ -7,7 +7,8 @@ says what is wrong in one format, ``WHERE: key = value must be WHAT``; an unknow
 Annotations read: ``str``, ``bool``, ``int``, ``float`` (an integer is read as a float),
 ``int | float`` (a number kept as written, so a config's hash stays what it was), ``Literal[...]``
 (one of the options), ``X | None`` (None allowed), ``tuple[X, ...]`` (one X or a list of them),
-``dict`` (a table) and ``object`` (anything: the caller checks it).
+``dict`` or ``Mapping[str, object]`` (a table, read on by its own reader) and ``object`` (anything:
+the caller checks it).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class Rule:
     above: float | None = None  # values must be greater than this
     maximum: float | None = None
     unique: bool = False  # a list may not repeat a value
+    empty: bool = False  # a list may be empty
     blank: bool = True  # a string may be empty
     what: str = ""  # what the value must be, instead of the words derived from its type
     note: str = ""  # said after what it must be: its meaning, an example
@@ -70,6 +72,13 @@ def rule(f: dataclasses.Field) -> Rule:
     return f.metadata.get(_RULE) or Rule()
 
 
+def read_field(schema: type, name: str, value: object, where: str) -> Any:
+    """``value`` for the key ``name`` of ``schema``, checked as ``read_table`` checks it (a value given
+    elsewhere than in the table: a command-line option)."""
+    [f] = [f for f in dataclasses.fields(schema) if f.name == name]
+    return read_value(_hints(schema)[name], value, name, where, rule(f))
+
+
 def read_value(tp: Any, value: object, key: str, where: str, rule: Rule = Rule()) -> Any:
     """``value`` of type ``tp`` (see the module's docstring), or BenchError naming ``key`` at ``where``."""
     ok, read = _read(tp, value, rule)
@@ -91,11 +100,11 @@ def _read(tp: Any, value: Any, rule: Rule) -> tuple[bool, Any]:
     if origin is tuple:
         items = value if isinstance(value, list) else [value]
         read = [_read(args[0], item, rule) for item in items]
-        ok = bool(items) and all(fits for fits, _ in read)
+        ok = (bool(items) or rule.empty) and all(fits for fits, _ in read)
         return ok, tuple(v for _, v in read)
     if origin is Literal:
         return value in args and isinstance(value, str), value
-    if tp in (dict, Mapping):
+    if _is_table(tp):
         return isinstance(value, Mapping), value
     if tp is object:
         return True, value
@@ -123,6 +132,10 @@ def _without_none(tp: Any) -> Any:
     return rest[0] if len(rest) == 1 else Union[rest]  # noqa: UP007 (built from a tuple of types)
 
 
+def _is_table(tp: Any) -> bool:
+    return tp in (dict, Mapping) or typing.get_origin(tp) in (dict, Mapping)
+
+
 def _number_type(tp: Any) -> tuple[type, ...] | None:
     if tp is int:
         return (int,)
@@ -145,7 +158,7 @@ def _derived(tp: Any, rule: Rule) -> str:
         return f"{_derived(args[0], rule)} or a list of them"
     if origin is Literal:
         return f"one of {', '.join(repr(a) for a in args)}"
-    if tp in (dict, Mapping):
+    if _is_table(tp):
         return "a table"
     if tp is str:
         return "a string" if rule.blank else "a non-empty string"

@@ -14,9 +14,9 @@ import signal
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
-from bench.errors import BenchError
+from bench.core.tables import read_table, setting
 from bench.inputs.formats.base import Unreadable
 
 MB = 10**6
@@ -26,32 +26,29 @@ RATIO_FLOOR = MB  # members smaller than this unpacked may compress as well as t
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """The limits on one document; the defaults fit any real document and stop a hostile one."""
+    """The limits on one document; the defaults fit any real document and stop a hostile one. A
+    number is kept as written (``int | float``), so a limit reads in a reason as the file gave it."""
 
-    max_file_mb: float = 100  # a file's size on disk, checked before it is read
-    max_unpacked_mb: float = 200  # an Office file's or EPUB's members unpacked, all together
-    max_zip_ratio: float = 100  # unpacked to packed size of one member over RATIO_FLOOR unpacked
-    max_zip_entries: int = 10_000  # an Office file's or EPUB's members: each costs ~0.5 KB and 10 µs to list
-    max_pages: int = 2000  # a PDF's pages
-    max_html_elements: int = 500_000  # a web page's elements (DOCX and EPUB chapters too): ~1 KB each parsed
-    max_seconds: float = 300  # extracting one document
+    # a file's size on disk, checked before it is read
+    max_file_mb: int | float = setting(100, above=0)
+    # an Office file's or EPUB's members unpacked, all together
+    max_unpacked_mb: int | float = setting(200, above=0)
+    # unpacked to packed size of one member over RATIO_FLOOR unpacked
+    max_zip_ratio: int | float = setting(100, above=0)
+    # an Office file's or EPUB's members: each costs ~0.5 KB and 10 µs to list
+    max_zip_entries: int = setting(10_000, minimum=1)
+    max_pages: int = setting(2000, minimum=1)  # a PDF's pages
+    # a web page's elements (DOCX and EPUB chapters too): ~1 KB each parsed
+    max_html_elements: int = setting(500_000, minimum=1)
+    max_seconds: int | float = setting(300, above=0)  # extracting one document
     # processes extracting documents at once (0: one per core); how fast, never what is read
-    workers: int = 0
+    workers: int = setting(0, minimum=1, note="or leave it out for one per core")
 
     @classmethod
     def from_settings(cls, table: Mapping[str, object], where: str) -> Limits:
-        """Limits from a config table (``{"max_pages": 5000}``), the defaults for keys it leaves out."""
-        known = {f.name: f for f in fields(cls)}
-        values: dict[str, float | int] = {}
-        for key, value in table.items():
-            if key not in known:
-                raise BenchError(f"{where}: unknown setting {TABLE}.{key}; known: {', '.join(known)}")
-            whole = known[key].type == "int"
-            if isinstance(value, bool) or not isinstance(value, int if whole else int | float) or not value > 0:
-                kind = "a whole number" if whole else "a number"
-                raise BenchError(f"{where}: {TABLE}.{key} must be {kind} above 0, not {value!r}")
-            values[key] = value
-        return cls(**values)  # type: ignore[arg-type]
+        """Limits from a config's ``[documents]`` table (``{"max_pages": 5000}``), the defaults for
+        keys it leaves out; ``where`` is the config file."""
+        return read_table(cls, table, f"{where}: [{TABLE}]", example=f"[{TABLE}] max_pages = 5000")
 
     def over(self, what: str, setting: str, unit: str = "", fix: str = "split it") -> Unreadable:
         """The reason for a document over the limit ``setting``: ``what`` it is, the limit and how to go on."""
