@@ -175,10 +175,10 @@ def test_document_unit_pools_chunks_into_documents(tmp_path: Path):
 @pytest.mark.parametrize(
     "edit, message",
     [
-        (lambda c: c.replace("k = 3", "k = 0"), "k = 0 is out of range"),
+        (lambda c: c.replace("k = 3", "k = 0"), "k = 0 must be a whole number from 1 to 50"),
         (lambda c: c.replace('"hash", "bm25"', '"hsah"'), "did you mean 'hash'"),
         (lambda c: c.replace('kind = "tokens"', 'kind = "tokenz"'), "did you mean 'tokens'"),
-        (lambda c: c.replace("k = 3", "kay = 3"), "unknown setting 'kay'"),
+        (lambda c: c.replace("k = 3", "kay = 3"), "unknown key 'kay'"),
         (lambda c: c.replace("size = 24\noverlap = 4", "size = 24\noverlap = 40"), "overlap"),
         (lambda c: c + "\n[[broken", "invalid TOML"),
     ],
