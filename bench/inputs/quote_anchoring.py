@@ -299,14 +299,27 @@ def _wanted(index: _Index, quote: str) -> Counter[str]:
     return wanted(quote, index.vocab, index.numbers)
 
 
+@dataclass(frozen=True, slots=True)
+class _Quote:
+    """A quote's distinct tokens (``keys``) as one document sees them, each by its position in ``keys``."""
+
+    keys: list[str]
+    need: np.ndarray  # how often the quote holds each
+    weight: np.ndarray  # how rare each is in the document (one it lacks: rarer than any it holds)
+    is_number: np.ndarray  # whether each is a number
+    whole: float  # the weight of all the quote's tokens
+    size: int  # the quote's tokens, repeats counted
+
+
 def _places(index: _Index, wanted: Counter[str], folios: _Folios) -> list[_Place]:
     """The best span in each of the few stretches richest in the quote's tokens, best first."""
     keys = list(wanted)
     ids = np.asarray([index.vocab.get(k, -1) for k in keys], dtype=np.int64)
     need = np.asarray([wanted[k] for k in keys], dtype=np.int64)
     weight = np.where(ids >= 0, index.weights[np.maximum(ids, 0)], index.unseen_weight) if len(ids) else ids
-    whole = float((weight * need).sum())
-    size = int(need.sum())
+    is_number = np.asarray([k[0].isdigit() for k in keys], dtype=bool)
+    quote = _Quote(keys, need, weight, is_number, float((weight * need).sum()), int(need.sum()))
+    size = quote.size
     seen = ids >= 0
     if not seen.any() or not len(index.ids):
         return []
@@ -330,7 +343,7 @@ def _places(index: _Index, wanted: Counter[str], folios: _Folios) -> list[_Place
         for p in places:  # a place found already is not found again: the next best lies elsewhere
             region[max(0, p.first - lo) : max(0, p.last - lo)] = -1
         page = np.searchsorted(folios.starts, np.arange(lo, hi), side="right")  # each token's page
-        place = _best_span(index, region, need, weight, whole, size, lo, keys, page)
+        place = _best_span(index, quote, region, lo, page)
         if place is not None and place.similarity > 0 and not any(_overlap(place, p) for p in places):
             places.append(_without_folios(place, folios))
     places.sort(key=lambda p: (bool(p.missing_numbers), -p.similarity))
@@ -351,19 +364,11 @@ def _overlap(a: _Place, b: _Place) -> bool:
     return a.first < b.last and b.first < a.last
 
 
-def _best_span(  # noqa: PLR0913 - not yet grouped
-    index: _Index,
-    which: np.ndarray,
-    need: np.ndarray,
-    weight: np.ndarray,
-    whole: float,
-    size: int,
-    offset: int,
-    keys: list[str],
-    page: np.ndarray,
-) -> _Place | None:
-    """Within one stretch (``which``: the quote token at each position), the span with the most
-    weight of the quote's tokens less :data:`_EXTRA` of the weight of the rest, over a few lengths."""
+def _best_span(index: _Index, quote: _Quote, which: np.ndarray, offset: int, page: np.ndarray) -> _Place | None:
+    """Within one stretch (``which``: the quote token at each position; ``offset``: where it starts;
+    ``page``: the page of each position), the span with the most weight of the quote's tokens less
+    :data:`_EXTRA` of the weight of the rest, over a few lengths."""
+    need, weight, keys = quote.need, quote.weight, quote.keys
     n = len(which)
     if not n:
         return None
@@ -388,7 +393,7 @@ def _best_span(  # noqa: PLR0913 - not yet grouped
 
     best: tuple[float, int, int] | None = None
     for factor in _WIDTHS:
-        w = min(n, max(1, round(size * factor)))
+        w = min(n, max(1, round(quote.size * factor)))
         firsts = np.arange(n + 1 - w)
         gains = gain_of(counts[:, w:] - counts[:, : n + 1 - w], firsts, firsts + w)  # slices: no gathering
         a = int(np.argmax(gains))
@@ -403,17 +408,16 @@ def _best_span(  # noqa: PLR0913 - not yet grouped
         a = int(starts[np.argmax(gain(starts, np.full(len(starts), b)))])
         ends = np.arange(max(a + 1, b - reach), min(n, b + reach) + 1)
         b = int(ends[np.argmax(gain(np.full(len(ends), a), ends))])
-    is_number = np.asarray([k[0].isdigit() for k in keys], dtype=bool)
-    a, b = _trim(which, need, is_number, index.line[offset : offset + n], a, b)
-    a, b = _off_page(which, need, is_number, page, a, b)
+    a, b = _trim(which, need, quote.is_number, index.line[offset : offset + n], a, b)
+    a, b = _off_page(which, need, quote.is_number, page, a, b)
     got = np.zeros(len(need))
     got[rows] = np.minimum(counts[:, b] - counts[:, a], need[rows])
     missing = tuple(keys[k] for k in np.flatnonzero(got < need) if keys[k][0].isdigit())
-    share = float(weight @ got) / whole if whole else 0.0
+    share = float(weight @ got) / quote.whole if quote.whole else 0.0
     return _Place(offset + a, offset + b, round(share, 6), missing)  # rounded: 0.8 is 0.8, not 0.7999…
 
 
-def _trim(  # noqa: C901 - not yet split into steps
+def _trim(
     which: np.ndarray, need: np.ndarray, numbers: np.ndarray, lines: np.ndarray, a: int, b: int
 ) -> tuple[int, int]:
     """``a..b`` less the tokens at its edges that add nothing (none of the quote's, or one more of a
@@ -421,40 +425,55 @@ def _trim(  # noqa: C901 - not yet split into steps
     most :data:`_STRAY` of the quote's words among as many others (the "of" of the sentence before
     a table): its line is not the quote's."""
     have = Counter(int(k) for k in which[a:b] if k >= 0)
-
-    def spare(i: int) -> bool:
-        k = int(which[i])
-        return k < 0 or have[k] > need[k]
-
-    def drop(i: int) -> None:
-        if which[i] >= 0:
-            have[int(which[i])] -= 1
-
-    def stray(run: range) -> bool:
-        used = [i for i in run if not spare(i)]
-        return len(used) <= _STRAY and len(run) - len(used) >= len(used) and not numbers[which[used]].any()
-
     while True:
-        while a < b and spare(a):
-            drop(a)
-            a += 1
-        while b > a and spare(b - 1):
-            drop(b - 1)
-            b -= 1
+        a, b = _without_spare_edges(which, need, have, a, b)
         if a >= b or lines[a] == lines[b - 1]:
             return a, b
         first = a + int(np.searchsorted(lines[a:b], lines[a], side="right"))
         last = a + int(np.searchsorted(lines[a:b], lines[b - 1], side="left"))
-        if stray(range(a, first)):
-            for i in range(a, first):
-                drop(i)
+        if _stray_line(range(a, first), which, need, numbers, have):
+            _drop(range(a, first), which, have)
             a = first
-        elif stray(range(last, b)):
-            for i in range(last, b):
-                drop(i)
+        elif _stray_line(range(last, b), which, need, numbers, have):
+            _drop(range(last, b), which, have)
             b = last
         else:
             return a, b
+
+
+def _without_spare_edges(which: np.ndarray, need: np.ndarray, have: Counter[int], a: int, b: int) -> tuple[int, int]:
+    """``a..b`` less the tokens at its edges that add nothing: none of the quote's, or one more of a
+    token the span already holds as often as the quote does. ``have`` (the span's count of each of
+    the quote's tokens) is kept in step."""
+    while a < b:
+        k = int(which[a])
+        if k >= 0:
+            if have[k] <= need[k]:
+                break
+            have[k] -= 1
+        a += 1
+    while b > a:
+        k = int(which[b - 1])
+        if k >= 0:
+            if have[k] <= need[k]:
+                break
+            have[k] -= 1
+        b -= 1
+    return a, b
+
+
+def _stray_line(run: range, which: np.ndarray, need: np.ndarray, numbers: np.ndarray, have: Counter[int]) -> bool:
+    """Whether the tokens ``run`` (a span's edge line) hold at most :data:`_STRAY` of the quote's
+    tokens the span needs, as many others or more, and none of the quote's numbers."""
+    used = [i for i in run if (k := int(which[i])) >= 0 and have[k] <= need[k]]
+    return len(used) <= _STRAY and len(run) - len(used) >= len(used) and not numbers[which[used]].any()
+
+
+def _drop(run: range, which: np.ndarray, have: Counter[int]) -> None:
+    """Takes the tokens ``run`` out of the span's counts ``have``."""
+    for i in run:
+        if which[i] >= 0:
+            have[int(which[i])] -= 1
 
 
 def _off_page(
