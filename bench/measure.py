@@ -30,7 +30,7 @@ def latency_summary(prefix: str, seconds: list[float]) -> dict[str, float | None
     return {key: float(v) for key, v in zip(keys, values)}
 
 
-def token_figures(chunk_tokens: np.ndarray, max_tokens: int | None) -> dict:
+def token_figures(chunk_tokens: np.ndarray, max_tokens: int | None) -> dict[str, int | float]:
     """Corpus tokens in the model's own tokenizer, and what truncation at ``max_tokens`` never embeds."""
     total = int(chunk_tokens.sum())
     if not max_tokens:

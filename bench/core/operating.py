@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from bench.core.sections import JsonObject
 
@@ -118,6 +118,11 @@ _SECTIONS: dict[str, type] = {"cost": Cost, "latency": Latency, "storage": Stora
 _SECTION_OF = {f.name: name for name, cls in _SECTIONS.items() for f in dataclasses.fields(cls)}
 # Every figure a candidate carries, null where it does not apply; ``recall_vs_exact@<depth>`` joins them.
 OPERATING_KEYS = tuple(_SECTION_OF)
+
+# One operating figure as summary.json's ``ops`` stores it, and a run's figures by those keys while
+# it assembles them, before they are read into :class:`Operating`.
+Figure: TypeAlias = float | int | str | bool | list[str] | None
+Figures: TypeAlias = dict[str, Figure]
 
 
 def recall_vs_exact_key(depth: int) -> str:

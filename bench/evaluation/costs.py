@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from bench.core.operating import Operating, Stat, Step
 from bench.core.sections import as_number
@@ -73,7 +73,20 @@ class Usage:
     corpus_embed_seconds: float | None = None  # embedding the whole corpus (measured, kept or sampled)
 
 
-def candidate_costs(price: Price, usage: Usage, hourly: float | None) -> dict[str, Any]:
+class RunCosts(TypedDict):
+    """A candidate's money figures, by their keys in summary.json's ``ops``."""
+
+    price_per_mtok: float | None
+    price_source: str
+    price_date: str | None
+    cost_estimate: bool
+    index_cost_usd: float | None
+    cost_per_1k_queries_usd: float | None
+    billed_tokens: int | None
+    run_cost_usd: float | None
+
+
+def candidate_costs(price: Price, usage: Usage, hourly: float | None) -> RunCosts:
     """Money, from tokens and the price: indexing, per 1k queries, and what this run billed.
 
     Billed tokens count only texts sent to the model in this run; an API's reported usage is used
@@ -88,7 +101,7 @@ def candidate_costs(price: Price, usage: Usage, hourly: float | None) -> dict[st
         billed = round(per_chunk * usage.chunks_embedded + per_question * usage.questions_embedded)
     if usage.reported_tokens is not None:
         billed = usage.reported_tokens
-    figures: dict[str, Any] = {
+    figures: RunCosts = {
         "price_per_mtok": p,
         "price_source": price.source,
         "price_date": price.date,
@@ -99,7 +112,7 @@ def candidate_costs(price: Price, usage: Usage, hourly: float | None) -> dict[st
         "run_cost_usd": run_cost_usd(billed, p) if billed is not None else (0.0 if p == 0 else None),
     }
     if p == 0:  # free whatever the token counts (BM25 has none)
-        figures.update(index_cost_usd=0.0, cost_per_1k_queries_usd=0.0, run_cost_usd=0.0)
+        figures["index_cost_usd"] = figures["cost_per_1k_queries_usd"] = figures["run_cost_usd"] = 0.0
     if price.estimate:
         seconds = usage.embed_seconds
         per_chunk_s = seconds / usage.chunks_embedded if usage.chunks_embedded else None

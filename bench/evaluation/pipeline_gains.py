@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from bench.core.measures import metric_key
+from bench.core.pipeline import Fusion, Reranker
 from bench.core.summary import CandidateResult
 from bench.formatting import ms, usd
 
@@ -34,8 +35,8 @@ def kind(c: CandidateResult) -> str:
     return c.pipeline.get("kind") or ("lexical" if c.lexical else "dense")
 
 
-def reranker(c: CandidateResult) -> dict[str, Any] | None:
-    return c.pipeline.get("reranker") or None
+def reranker(c: CandidateResult) -> Reranker | None:
+    return c.pipeline.reranker or None
 
 
 def is_reranked(c: CandidateResult) -> bool:
@@ -62,7 +63,7 @@ def score_scale(c: CandidateResult) -> Literal["cosine", "relative", "fused"]:
     cross-encoders, APIs), or fused ranks and rescaled lists, whose gaps say nothing of how alike texts are."""
     rr = reranker(c)
     if rr is not None:
-        return "cosine" if rr.get("kind") == "bi-encoder" else "relative"
+        return "cosine" if rr.kind == "bi-encoder" else "relative"
     return {"fusion": "fused", "lexical": "relative"}.get(kind(c), "cosine")  # type: ignore[return-value]
 
 
@@ -153,9 +154,9 @@ def rerank_advice(c: CandidateResult, candidates: Sequence[CandidateResult], k: 
     done = _measured(c, built, k)
     if done:
         m = done[0]
-        rr = reranker(m.pipeline) or {}
-        top = rr.get("top") or m.pipeline.ops.latency.rerank_top
-        lead = f"Reranking the top {top} with {rr.get('name')}" if top else f"Reranking with {rr.get('name')}"
+        rr = reranker(m.pipeline) or Reranker()
+        top = rr.top or m.pipeline.ops.latency.rerank_top
+        lead = f"Reranking the top {top} with {rr.name}" if top else f"Reranking with {rr.name}"
         return _measured_sentence(lead, m, len(done), k, _rerank_cost(m.pipeline))
     return "" if built else _rerank_not_tried(c, candidates, k)
 
@@ -169,7 +170,7 @@ def fusion_advice(c: CandidateResult, candidates: Sequence[CandidateResult], k: 
     done = _measured(c, built, k)
     if done:
         m = done[0]
-        settings = m.pipeline.pipeline.get("fusion") or {}
+        settings = m.pipeline.pipeline.fusion or Fusion()
         others = [x for x in _fusion_models(m.pipeline) if x != c.model] or [x for x in parts(m.pipeline) if x != c.id]
         return _measured_sentence(f"Fusing with {' and '.join(others)}{_method(settings)}", m, len(done), k, "")
     return "" if built else _fusion_not_tried(c, candidates, k)
@@ -196,9 +197,8 @@ def signed(x: float) -> str:
     return f"+{x:.3f}" if x >= 0 else f"−{-x:.3f}"
 
 
-def _method(settings: dict[str, Any]) -> str:
-    method = settings.get("method")
-    weights = settings.get("weights")
+def _method(settings: Fusion) -> str:
+    method, weights = settings.method, settings.weights
     if method == "convex" and weights:
         return " by convex weights " + "/".join(f"{w:g}" for w in weights)
     return f" by {method}" if method else ""
@@ -217,9 +217,9 @@ def _rerank_not_tried(c: CandidateResult, candidates: Sequence[CandidateResult],
     (a bi-encoder needs no extra weights; a model rescoring its own exact results changes nothing), else a
     cross-encoder."""
     ran = [rr for p in candidates if (rr := reranker(p))]
-    usable = [rr for rr in ran if rr.get("kind") != "bi-encoder" or rr.get("model") != c.model]
+    usable = [rr for rr in ran if rr.kind != "bi-encoder" or rr.model != c.model]
     if usable:
-        name = usable[0].get("name")
+        name = usable[0].name
         return f'Reranking with {name} was not tried here: add "{c.id}" to over in [reranker.{name}] (bench.toml).'
     own = score(c, k)
     better = [

@@ -116,7 +116,7 @@ def _entry(entry: Any, at: str, where: str, seen: dict[str, Price]) -> tuple[str
     return model_id, Price(float(entry["price_per_mtok"]), entry["source"], entry["date"], note=entry.get("note", ""))
 
 
-def _check_fields(entry: dict[str, Any], at: str) -> None:
+def _check_fields(entry: dict[str, object], at: str) -> None:
     """An entry's values: strings, a positive price, URLs and a real date."""
     for key in _STRING_KEYS:
         if key in entry and not isinstance(entry[key], str):
@@ -125,9 +125,9 @@ def _check_fields(entry: dict[str, Any], at: str) -> None:
     if isinstance(price, bool) or not isinstance(price, (int, float)) or not math.isfinite(price) or price <= 0:
         raise BenchError(f"{at}: price_per_mtok must be a positive number (USD per million tokens)")
     for key in _URL_KEYS:
-        if key in entry and not entry[key].startswith(("https://", "http://")):
+        if key in entry and not str(entry[key]).startswith(("https://", "http://")):  # a string: checked above
             raise BenchError(f"{at}: {key} must be a URL (http:// or https://)")
-    if not valid_date(entry["date"]):
+    if not valid_date(str(entry["date"])):
         raise BenchError(
             f"{at}: date {entry['date']!r} must be YYYY-MM-DD (or YYYY-MM when the source gives only a month)"
         )

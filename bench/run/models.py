@@ -8,7 +8,6 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from rich.console import Console
@@ -16,6 +15,8 @@ from rich.console import Console
 from bench import measure
 from bench.chunking.table import ChunkTable
 from bench.config import Candidate, Config
+from bench.core.operating import Figures
+from bench.core.sections import JsonObject
 from bench.embedders import MODELS, PASSAGE, Embedder, ModelSpec, load_embedder, preparation_note
 from bench.embedders.cache import EmbeddingCache
 from bench.embedders.engine import Engine, LocalEngine
@@ -43,7 +44,7 @@ class ModelPool:
         self.remeasure, self.measured_at = remeasure, measured_at
         self.engine = engine or LocalEngine()
         self._embedders: dict[str, Embedder] = {}
-        self._latency: dict[str, dict] = {}
+        self._latency: dict[str, Figures] = {}
         self._seconds: dict[str, tuple[list[float], str, bool]] = {}  # model -> per question, when, from cache
         self._rerankers: dict[str, Reranker] = {}
 
@@ -58,7 +59,7 @@ class ModelPool:
             )
         return self._embedders[name]
 
-    def query_latency(self, cand: Candidate, retriever: Retriever, questions: list[str]) -> dict:
+    def query_latency(self, cand: Candidate, retriever: Retriever, questions: list[str]) -> Figures:
         """Query-encoding latency depends on the model and the machine, not on chunks, index or
         reranker. A fusion encodes each question with every part in turn: its time per question is
         the sum of its parts' times for that question, each measured (or kept) once per model."""
@@ -249,7 +250,7 @@ def _names(names: list[str]) -> str:
 
 def language_findings(
     config: Config, candidates: list[Candidate], corpus: LanguageMix, questions: LanguageMix
-) -> dict[str, Any]:
+) -> JsonObject:
     """The manifest's ``languages``: the corpus's and the questions' mix, what each model of the run
     reads, and a warning for each model that does not read the corpus's main language, for a grid
     without a dense model that does, and for questions in another language than the corpus."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeGuard, cast
 
 import numpy as np
 
@@ -13,8 +13,9 @@ from bench import measure
 from bench.chunking.table import ChunkTable
 from bench.chunking.tokens import count_tokens
 from bench.config import Candidate
-from bench.core.operating import OPERATING_KEYS, recall_vs_exact_key
+from bench.core.operating import OPERATING_KEYS, Figure, Figures, recall_vs_exact_key
 from bench.core.records import EvidenceSpan, RankedUnit, Retrieved
+from bench.core.sections import as_number
 from bench.embedders import QUERY
 from bench.evaluation import costs
 from bench.evaluation.prices import Price, hourly_usd
@@ -49,14 +50,14 @@ class CandidateRun:
     parts: list[Part]
     table: ChunkTable
     judgments: list[Judgment]
-    query_latency: dict  # query encoding, timed by ModelPool.query_latency
+    query_latency: Figures  # query encoding, timed by ModelPool.query_latency
     latency_samples: int  # how many questions are searched one at a time, timed
     reranker: RerankerSpec | None = None
     reranker_model_price: Price | None = None  # a bi-encoder reranker's model's price per token
     corpus_embed_seconds: list[float | None] | None = None  # per part, embedding the whole corpus; None: unknown
 
 
-def run_candidate(candidate: CandidateRun, run: RunContext) -> tuple[list[Retrieved], dict]:
+def run_candidate(candidate: CandidateRun, run: RunContext) -> tuple[list[Retrieved], Figures]:
     """Every question's ranking and expected units, and the candidate's operating figures (a
     reranker's own cost is added on top of its first stage's: a bi-encoder's from its model's price
     per token)."""
@@ -103,8 +104,8 @@ def run_candidate(candidate: CandidateRun, run: RunContext) -> tuple[list[Retrie
     n_timed = min(len(questions), candidate.latency_samples)
     with phases(f"time searches {cand.id}"):
         search_latency, rerank_seconds = _search_latency(retriever, queries, n_timed, depth)
-    query_ms = candidate.query_latency["query_embed_ms_mean"]
-    total_ms = None if query_ms is None else query_ms + (search_latency["search_ms_mean"] or 0.0)
+    query_ms = as_number(candidate.query_latency["query_embed_ms_mean"])
+    total_ms = None if query_ms is None else query_ms + (as_number(search_latency["search_ms_mean"]) or 0.0)
     whole = candidate.corpus_embed_seconds or [None] * len(parts)
     stages = [_stage_figures(part, table, questions, total_ms, s) for part, s in zip(parts, whole)]
     figures = {
@@ -131,25 +132,29 @@ def run_candidate(candidate: CandidateRun, run: RunContext) -> tuple[list[Retrie
 
 def _stage_figures(
     part: Part, table: ChunkTable, questions: list[str], query_ms: float | None, corpus_seconds: float | None
-) -> dict[str, Any]:
+) -> Figures:
     """Sizes, build speed, tokens and money of one single-model first stage."""
     retriever, build = part.retriever, part.build
     query_stats = retriever.query_stats
-    tokens: dict[str, Any] = {"index_tokens": None, "question_tokens_mean": None}
+    tokens: Figures = {"index_tokens": None, "question_tokens_mean": None}
+    index_tokens: int | None = None
+    question_tokens: float | None = None
     if build.chunk_tokens is not None:
-        tokens = measure.token_figures(build.chunk_tokens, retriever.spec.max_tokens)
+        tokens = dict(measure.token_figures(build.chunk_tokens, retriever.spec.max_tokens))
+        index_tokens = int(build.chunk_tokens.sum())
         counted = retriever.count_tokens(questions, QUERY)
-        tokens["question_tokens_mean"] = float(np.mean(counted)) if questions and counted is not None else None
+        question_tokens = float(np.mean(counted)) if questions and counted is not None else None
+        tokens["question_tokens_mean"] = question_tokens
         share = build.embed.embedded / len(table) if len(table) else 0.0
         tokens["tokens_per_second"] = (
-            round(tokens["index_tokens"] * share / build.embed_seconds, 1)
+            round(index_tokens * share / build.embed_seconds, 1)
             if build.embed.embedded and build.embed_seconds > 0
             else None
         )
     usage = costs.Usage(
         n_chunks=len(table),
-        index_tokens=tokens.get("index_tokens"),
-        question_tokens_mean=tokens.get("question_tokens_mean"),
+        index_tokens=index_tokens,
+        question_tokens_mean=question_tokens,
         chunks_embedded=build.embed.embedded,
         questions_embedded=query_stats.embedded if query_stats else 0,
         embed_seconds=build.embed_seconds,
@@ -179,7 +184,7 @@ def _stage_figures(
         "index_memory_mb": build.index_memory_mb,
         "lexical_tokenizer": build.tokenizer,  # which language, segmenter and stopwords BM25 indexed with
         **tokens,
-        **costs.candidate_costs(part.price, usage, hourly_usd(retriever.spec)),
+        **cast(Figures, costs.candidate_costs(part.price, usage, hourly_usd(retriever.spec))),  # figures by their keys
     }
 
 
@@ -194,20 +199,21 @@ _ADDED = (
 _MONEY = ("index_cost_usd", "cost_per_1k_queries_usd", "run_cost_usd", "corpus_embed_seconds")
 
 
-def combine_stages(stages: list[dict[str, Any]]) -> dict[str, Any]:
+def combine_stages(stages: list[Figures]) -> Figures:
     """One pipeline's figures from those of its single-model first stages (see ``_ADDED``)."""
-    out: dict[str, Any] = {}
+    out: Figures = {}
     for key in dict.fromkeys(k for stage in stages for k in stage):  # in the parts' order: the same every run
         values = [stage.get(key) for stage in stages]
         present = [v for v in values if v is not None]
+        numbers = [v for v in present if _is_number(v)]
         if key in _ADDED:
-            out[key] = sum(present) if present else None
+            out[key] = sum(numbers) if present else None
         elif key in _MONEY:
-            out[key] = None if len(present) < len(values) else sum(present)
+            out[key] = None if len(present) < len(values) else sum(numbers)
         elif key == "index_factory":
-            out[key] = " + ".join(present) or None
+            out[key] = " + ".join(map(str, present)) or None
         elif key == "price_source":
-            out[key] = "; ".join(dict.fromkeys(present))
+            out[key] = "; ".join(dict.fromkeys(map(str, present)))
         elif key == "cost_estimate":
             out[key] = any(present)
         elif key == "price_per_mtok":
@@ -225,7 +231,7 @@ def _rerank_figures(
     seconds: list[float],
     n_timed: int,
     model_price: Price | None,
-) -> dict[str, Any]:
+) -> Figures:
     """The reranker's latency (each timed search's re-scoring of ``top`` results) and its cost,
     added to the pipeline's cost per 1,000 queries and to what this run was billed."""
     latency = measure.latency_summary("rerank", seconds)
@@ -257,9 +263,13 @@ def _rerank_figures(
     }
 
 
-def _plus(a: float | None, b: float | None) -> float | None:
+def _plus(a: Figure, b: Figure) -> float | None:
     """A sum of money that stays unknown when either part is."""
-    return None if a is None or b is None else a + b
+    return a + b if _is_number(a) and _is_number(b) else None
+
+
+def _is_number(value: Figure) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _document_rankings(

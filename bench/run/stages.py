@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from bench.config import Candidate, Config
+from bench.core.sections import JsonObject
 from bench.evaluation.prices import Price
 from bench.retrieval.retrievers import BuildStats, Retriever
 
@@ -46,14 +46,14 @@ class BuiltStages:
             del self._built[key]
 
 
-def pipeline_description(config: Config, cand: Candidate) -> dict[str, Any]:
+def pipeline_description(config: Config, cand: Candidate) -> JsonObject:
     """What a candidate is made of, for summary.json: its kind, the single-model first stages it
     uses (by id), the fusion's settings and the reranker, so reports can set a pipeline beside its parts."""
     parts = config.parts(cand)
     if cand.fused:
         fusion = config.fusion(cand.model)
         kind = "fusion"
-        out: dict[str, Any] = {
+        out: JsonObject = {
             "fusion": {**config.fusion_settings(cand), "depth": fusion.depth, "models": list(fusion.models)}
         }
     else:
