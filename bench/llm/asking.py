@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -73,7 +73,7 @@ class Asker:
                     self.tally.skipped += 1
         return out
 
-    def in_order(  # noqa: C901 - not yet split into steps
+    def in_order(
         self,
         requests: Iterable[Request],
         read: Callable[[Request, Row], bool],
@@ -83,62 +83,87 @@ class Asker:
         (returns True). A call is sent only while ``room(requests pending)`` says another could still
         be needed. Replies already on their way when the reader has enough are paid for: they are
         logged and counted. A failure stops the other calls' retries and is raised."""
-        planned = iter(requests)
-        abort = threading.Event()
-        pending: deque[tuple[Request, Future[Row] | Row, float]] = deque()
-        reserved, held = 0.0, None  # held: a request waiting for the calls in flight to bill
-        ended_by: Ended | None = None
-        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="bench-chat")
-
-        def send(r: Request) -> Row:
-            reply = self.client.complete(r.messages, abort)
-            return self.log.add(r.key, reply, model=self.client.model, **r.about)
-
+        calls = _Calls(self, iter(requests))
         try:
             while True:
-                while ended_by is None and len(pending) < self.concurrency and room(len(pending)):
-                    request, held = held or next(planned, None), None
-                    if request is None:
-                        ended_by = "all asked"
-                    elif request.key in self.log.entries:
-                        pending.append((request, self.log.entries[request.key], 0.0))
-                    else:
-                        estimate = self.estimate(request)
-                        if self.max_cost is not None and self.tally.cost + reserved + estimate > self.max_cost:
-                            if reserved:  # the calls in flight may cost less than their estimates
-                                held = request
-                                break
-                            ended_by = "budget"
-                        else:
-                            reserved += estimate
-                            pending.append((request, pool.submit(send, request), estimate))
-                if not pending:
-                    return ended_by or "all asked"
-                request, answer, estimate = pending.popleft()
-                if isinstance(answer, Future):
-                    row = answer.result()
-                    reserved -= estimate
-                    self.tally.add(row, self.prices, sent=True)
-                else:
-                    row = answer
-                    self.tally.add(row, self.prices, sent=False)
-                if read(request, row):
+                calls.fill(room)
+                if not calls.pending:
+                    return calls.ended_by or "all asked"
+                if read(*calls.next_row()):
                     break
-            for _, answer, _ in pending:  # replies already on their way are paid for: log and count them
-                if isinstance(answer, Future) and not answer.cancel():
-                    try:
-                        self.tally.add(answer.result(), self.prices, sent=True)
-                    except (BenchError, Aborted):
-                        pass
+            calls.pay_for_rest()
             return "enough"
         except BaseException:
-            abort.set()  # the other calls stop retrying: this step fails anyway (what came back is logged)
-            pool.shutdown(wait=True, cancel_futures=True)
+            calls.abort.set()  # the other calls stop retrying: this step fails anyway (what came back is logged)
+            calls.pool.shutdown(wait=True, cancel_futures=True)
             raise
         finally:
-            pool.shutdown(wait=True)
+            calls.pool.shutdown(wait=True)
 
     def estimate(self, request: Request) -> float:
         """What a request would cost at most: its prompt's estimated tokens and max_tokens of reply."""
         prompt = sum(estimate_tokens(m["content"]) for m in request.messages)
         return (prompt * self.prices.input + (self.client.max_tokens or 0) * self.prices.output) / 1e6
+
+
+class _Calls:
+    """One ``Asker.in_order``'s requests on their way, in the order planned: each a reply from the log,
+    or a call in flight with its estimate, which the budget holds reserved until the call has billed."""
+
+    def __init__(self, asker: Asker, planned: Iterator[Request]) -> None:
+        self.asker = asker
+        self.planned = planned
+        self.abort = threading.Event()
+        self.pending: deque[tuple[Request, Future[Row] | Row, float]] = deque()
+        self.reserved = 0.0
+        self.held: Request | None = None  # a request waiting for the calls in flight to bill
+        self.ended_by: Ended | None = None
+        self.pool = ThreadPoolExecutor(max_workers=asker.concurrency, thread_name_prefix="bench-chat")
+
+    def fill(self, room: Callable[[int], bool]) -> None:
+        """Takes planned requests while fewer than ``concurrency`` are pending and ``room`` allows one
+        more: each found in the log, else sent if the budget allows it. A request over the budget waits
+        (held) for the calls in flight, else ends the stream."""
+        asker = self.asker
+        while self.ended_by is None and len(self.pending) < asker.concurrency and room(len(self.pending)):
+            request, self.held = self.held or next(self.planned, None), None
+            if request is None:
+                self.ended_by = "all asked"
+            elif request.key in asker.log.entries:
+                self.pending.append((request, asker.log.entries[request.key], 0.0))
+            else:
+                estimate = asker.estimate(request)
+                if asker.max_cost is not None and asker.tally.cost + self.reserved + estimate > asker.max_cost:
+                    if self.reserved:  # the calls in flight may cost less than their estimates
+                        self.held = request
+                        return
+                    self.ended_by = "budget"
+                else:
+                    self.reserved += estimate
+                    self.pending.append((request, self.pool.submit(self._send, request), estimate))
+
+    def _send(self, request: Request) -> Row:
+        asker = self.asker
+        reply = asker.client.complete(request.messages, self.abort)
+        return asker.log.add(request.key, reply, model=asker.client.model, **request.about)
+
+    def next_row(self) -> tuple[Request, Row]:
+        """The first pending request and its row (a call's once it is back), counted in the tally."""
+        request, answer, estimate = self.pending.popleft()
+        if isinstance(answer, Future):
+            row = answer.result()
+            self.reserved -= estimate
+            self.asker.tally.add(row, self.asker.prices, sent=True)
+        else:
+            row = answer
+            self.asker.tally.add(row, self.asker.prices, sent=False)
+        return request, row
+
+    def pay_for_rest(self) -> None:
+        """Replies already on their way when the reader has enough are paid for: logs and counts them."""
+        for _, answer, _ in self.pending:
+            if isinstance(answer, Future) and not answer.cancel():
+                try:
+                    self.asker.tally.add(answer.result(), self.asker.prices, sent=True)
+                except (BenchError, Aborted):
+                    pass
