@@ -267,12 +267,3 @@ def measured_text(found: list[Measured], k: int) -> str:
     rest = found[MAX_SHOWN:]
     more = f"; and {len(rest)} more, down to {signed(rest[-1].gain)}" if rest else ""
     return f"Pipelines measured on {metric_key(RANKING_METRIC, k)}, best gain first: {shown}{more}."
-
-
-def measured_evidence(found: list[Measured], k: int) -> dict:
-    return {
-        "metric": metric_key(RANKING_METRIC, k),
-        "pipelines": {
-            m.pipeline.id: {"against": m.base.id, "before": m.before, "after": m.after, "gain": m.gain} for m in found
-        },
-    }
