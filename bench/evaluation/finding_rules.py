@@ -1,5 +1,6 @@
 """The diagnosis rules (``bench.evaluation.findings`` runs them): each names a pattern in a run's figures and
-returns a ``Finding`` with the figures behind it; ``bench.report.findings_text`` says it and what to try.
+returns a ``Finding`` with the figures behind it, one frozen dataclass per rule; ``bench.report.findings_text``
+says it and what to try.
 
 Precision@k counts relevant units over k, so with one or two relevant units per question it is low by
 construction. Rules judge it against its ceiling, the mean over questions of min(k, |E(q)|) / k: exact from the
@@ -37,14 +38,13 @@ candidate (``bench.evaluation.pipeline_gains``), or the bench.toml line that wou
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal, TypeAlias
 
 from bench.core.measures import metric_key
 from bench.core.records import QuestionRecord
 from bench.core.scores import Diagnostics
-from bench.core.sections import JsonObject
 from bench.core.summary import CandidateResult, RunSummary
 from bench.evaluation import pipeline_gains
 
@@ -90,15 +90,17 @@ SPAN_PRECISION_RATIO = 1.5
 
 @dataclass(frozen=True)
 class Finding:
-    """One pattern a rule found: the rule's code, how serious, the candidates it concerns (the one
-    judged first) and the figures behind it; no sentences."""
+    """One pattern a rule found: how serious, the candidates it concerns (the one judged first) and the
+    figures behind it, whose type names the rule; no sentences."""
 
-    rule: str
     severity: Severity
     candidates: tuple[str, ...]
-    # the figures behind it as summary.json's findings store them: numbers, ids, lists of ids,
-    # a different set per rule (its sentence in bench.report.findings_text reads them by key)
-    evidence: JsonObject
+    evidence: Evidence
+
+    @property
+    def rule(self) -> str:
+        """The rule's code: too_broad, truncation, chunkers_apart, …"""
+        return self.evidence.rule
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,22 @@ class CandidateView:
     units: float | None  # mean relevant units per question
     baseline: CandidateResult | None  # plain BM25 on the same chunker, for a single dense model
 
+    @classmethod
+    def of(cls, summary: RunSummary, data: CandidateResult, records: list[QuestionRecord]) -> CandidateView:
+        """``data`` as the rules see it; ``records`` are its own (none: the ceiling is estimated)."""
+        k = summary.k
+        ceiling, units = _ceiling(k, records, data.quality.of("precision", k), data.quality.of("recall", k))
+        return cls(
+            data=data,
+            k=k,
+            depth=summary.depth,
+            unit=summary.unit,
+            records=records,
+            ceiling=ceiling,
+            units=units,
+            baseline=_baseline(summary.candidates, data),
+        )
+
     def metric(self, name: str) -> float | None:
         return self.data.quality.of(name, self.k)
 
@@ -124,39 +142,86 @@ class CandidateView:
     def diagnostics(self) -> Diagnostics:
         return self.data.diagnostics
 
-    def finding(self, rule: str, severity: Severity, evidence: JsonObject) -> Finding:
-        return Finding(rule, severity, (self.data.id,), evidence)
+    def finding(self, severity: Severity, evidence: CandidateEvidence) -> Finding:
+        return Finding(severity, (self.data.id,), evidence)
+
+
+def _ceiling(
+    k: int, records: list[QuestionRecord], precision: float | None, recall: float | None
+) -> tuple[float | None, float | None]:
+    """Achievable precision@k and mean relevant units per question: exact from records, else estimated."""
+    if records:
+        sizes = [len(r.expected) for r in records]
+        return sum(min(k, n) for n in sizes) / (k * len(sizes)), sum(sizes) / len(sizes)
+    if not precision or not recall:
+        return None, None
+    return min(1.0, precision / recall), k * precision / recall
+
+
+def _baseline(candidates: Sequence[CandidateResult], data: CandidateResult) -> CandidateResult | None:
+    """Plain BM25 on the same chunker: the only recall a single dense model can be fairly held against. A
+    reranked BM25 is not keyword search, and a fused or reranked candidate's recall is not its model's."""
+    if not pipeline_gains.is_single(data, "dense"):
+        return None
+    return next((c for c in candidates if pipeline_gains.is_single(c, "lexical") and c.chunker == data.chunker), None)
 
 
 # ---------------------------------------------------------------------------------------------------
-# Candidate rules
+# Candidate rules, each after the figures it finds
+
+
+@dataclass(frozen=True, kw_only=True)
+class TooConservative:
+    rule: ClassVar[str] = "too_conservative"
+    recall: float
+    precision: float
+    precision_ceiling: float
+    relevant_units: float  # mean per question
 
 
 def _too_conservative(c: CandidateView) -> Finding | None:
     recall, precision = c.metric("recall"), c.metric("precision")
-    if recall is None or precision is None or not c.ceiling:
+    if recall is None or precision is None or not c.ceiling or c.units is None:
         return None
     if recall >= LOW_RECALL or precision < FULL_PRECISION_SHARE * c.ceiling:
         return None
-    return c.finding(
-        "too_conservative",
-        "info",
-        {"recall": recall, "precision": precision, "precision_ceiling": c.ceiling, "relevant_units": c.units},
-    )
+    evidence = TooConservative(recall=recall, precision=precision, precision_ceiling=c.ceiling, relevant_units=c.units)
+    return c.finding("info", evidence)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TooBroad:
+    rule: ClassVar[str] = "too_broad"
+    recall: float
+    precision: float
+    precision_ceiling: float | None
+    span_precision: float | None
+    relevant_units: float | None
 
 
 def _too_broad(c: CandidateView) -> Finding | None:
     recall, precision = c.metric("recall"), c.metric("precision")
     if recall is None or precision is None or recall < HIGH_RECALL or precision >= BROAD_PRECISION:
         return None
-    evidence = {
-        "recall": recall,
-        "precision": precision,
-        "precision_ceiling": c.ceiling,
-        "span_precision": c.metric("span_precision"),
-        "relevant_units": c.units,
-    }
-    return c.finding("too_broad", "info", evidence)
+    evidence = TooBroad(
+        recall=recall,
+        precision=precision,
+        precision_ceiling=c.ceiling,
+        span_precision=c.metric("span_precision"),
+        relevant_units=c.units,
+    )
+    return c.finding("info", evidence)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mismatch:
+    rule: ClassVar[str] = "mismatch"
+    recall: float
+    precision: float
+    precision_ceiling: float | None
+    hit_rate: float | None
+    bm25_recall: float | None  # plain BM25 on the same chunker, for a single dense model
+    low: bool  # recall and precision both low; else BM25 does as well
 
 
 def _mismatch(c: CandidateView) -> Finding | None:
@@ -170,27 +235,54 @@ def _mismatch(c: CandidateView) -> Finding | None:
     beaten = base is not None and base >= recall
     if not (low or beaten):
         return None
-    evidence = {
-        "recall": recall,
-        "precision": precision,
-        "precision_ceiling": c.ceiling,
-        "hit_rate": c.metric("hit_rate"),
-        "bm25_recall": base,
-        "low": low,
-    }
-    return c.finding("mismatch", "warning", evidence)
+    evidence = Mismatch(
+        recall=recall,
+        precision=precision,
+        precision_ceiling=c.ceiling,
+        hit_rate=c.metric("hit_rate"),
+        bm25_recall=base,
+        low=low,
+    )
+    return c.finding("warning", evidence)
+
+
+@dataclass(frozen=True, kw_only=True)
+class OrderInTopK:
+    """The first relevant unit found within k, but low: mrr/hit_rate against random order's."""
+
+    hit_rate: float
+    mrr: float
+    mrr_hit_ratio: float
+    ratio_bound: float  # below this the ratio counts as low
+    random_ratio: float  # mrr/hit_rate if the first hit sat anywhere in the top k
+    rank_1_hit_rate: float | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LateHits:
+    """Hit rate at k and at depth: the questions whose first relevant unit ranks past k."""
+
+    hit_rate_at_k: float
+    hit_rate_at_depth: float
+    late_share: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class WrongOrder:
+    rule: ClassVar[str] = "wrong_order"
+    in_top: OrderInTopK | None
+    late: LateHits | None
 
 
 def _wrong_order(c: CandidateView) -> Finding | None:
-    """The first relevant unit lands low in the top k (``mrr_hit_ratio``), or past k (``late_share``)."""
-    in_top = _order_in_top_k(c)
-    late = _late_hits(c)
+    """The first relevant unit lands low in the top k (``in_top``), or past k (``late``)."""
+    in_top, late = _order_in_top_k(c), _late_hits(c)
     if in_top is None and late is None:
         return None
-    return c.finding("wrong_order", "info", {**(in_top or {}), **(late or {})})
+    return c.finding("info", WrongOrder(in_top=in_top, late=late))
 
 
-def _order_in_top_k(c: CandidateView) -> JsonObject | None:
+def _order_in_top_k(c: CandidateView) -> OrderInTopK | None:
     hit, mrr = c.metric("hit_rate"), c.metric("mrr")
     if hit is None or mrr is None or hit < ORDER_MIN_HIT_RATE or c.k < 2:
         return None
@@ -198,25 +290,29 @@ def _order_in_top_k(c: CandidateView) -> JsonObject | None:
     bound = random + ORDER_SHARE * (1 - random)
     if mrr / hit >= bound:
         return None
-    return {
-        "hit_rate": hit,
-        "mrr": mrr,
-        "mrr_hit_ratio": mrr / hit,
-        "ratio_bound": bound,
-        "random_ratio": random,
-        "rank_1_hit_rate": c.curve(1),
-    }
+    return OrderInTopK(
+        hit_rate=hit,
+        mrr=mrr,
+        mrr_hit_ratio=mrr / hit,
+        ratio_bound=bound,
+        random_ratio=random,
+        rank_1_hit_rate=c.curve(1),
+    )
 
 
-def _late_hits(c: CandidateView) -> JsonObject | None:
+def _late_hits(c: CandidateView) -> LateHits | None:
     at_k, at_depth = c.curve(c.k), c.curve(c.depth)
     if c.depth <= c.k or at_k is None or at_depth is None or at_depth - at_k < LATE_HIT_SHARE:
         return None
-    return {
-        metric_key("hit_rate", c.k): at_k,
-        metric_key("hit_rate", c.depth): at_depth,
-        "late_share": at_depth - at_k,
-    }
+    return LateHits(hit_rate_at_k=at_k, hit_rate_at_depth=at_depth, late_share=at_depth - at_k)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NearDuplicates:
+    rule: ClassVar[str] = "near_duplicates"
+    near_zero_share: float  # of the questions with a score gap
+    band: float  # |gap| below this is near zero
+    questions: int  # with a score gap
 
 
 def _near_duplicates(c: CandidateView) -> Finding | None:
@@ -227,7 +323,7 @@ def _near_duplicates(c: CandidateView) -> Finding | None:
     share = sum(abs(g) < band for g in gaps) / len(gaps)
     if share < NEAR_DUPLICATE_SHARE:
         return None
-    return c.finding("near_duplicates", "info", {"near_zero_share": share, "band": band, "questions": len(gaps)})
+    return c.finding("info", NearDuplicates(near_zero_share=share, band=band, questions=len(gaps)))
 
 
 def _gap_band(c: CandidateView) -> float | None:
@@ -240,6 +336,15 @@ def _gap_band(c: CandidateView) -> float | None:
     return NEAR_ZERO_GAP_LEXICAL * abs(mean) if mean else None
 
 
+@dataclass(frozen=True, kw_only=True)
+class Truncation:
+    rule: ClassVar[str] = "truncation"
+    truncated_chunks: int
+    n_chunks: int
+    chunk_share: float
+    token_share: float  # of the corpus tokens, never embedded
+
+
 def _truncation(c: CandidateView) -> Finding | None:
     indexing = c.data.ops.indexing
     n, cut = indexing.n_chunks, indexing.truncated_chunks
@@ -250,24 +355,41 @@ def _truncation(c: CandidateView) -> Finding | None:
     if share < TRUNCATED_CHUNK_SHARE and lost < TRUNCATED_TOKEN_SHARE:
         return None
     severity: Severity = "warning" if lost >= TRUNCATED_TOKEN_WARNING else "info"
-    evidence = {"truncated_chunks": cut, "n_chunks": n, "chunk_share": share, "token_share": lost}
-    return c.finding("truncation", severity, evidence)
+    return c.finding(severity, Truncation(truncated_chunks=cut, n_chunks=n, chunk_share=share, token_share=lost))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Misses:
+    rule: ClassVar[str] = "misses"
+    missed: int  # questions with no relevant unit within depth
+    n_questions: int
+    share: float
 
 
 def _misses(c: CandidateView) -> Finding | None:
     n, missed = c.diagnostics.n_questions, c.diagnostics.missed
     if not n or missed is None or missed / n < MISS_SHARE:
         return None
-    return c.finding("misses", "warning", {"missed": missed, "n_questions": n, "share": missed / n})
+    return c.finding("warning", Misses(missed=missed, n_questions=n, share=missed / n))
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoRelevantUnit:
+    rule: ClassVar[str] = "no_relevant_unit"
+    questions: int  # whose evidence no unit satisfies
+    n_questions: int | None
 
 
 def _no_relevant_unit(c: CandidateView) -> Finding | None:
     lost = c.diagnostics.questions_without_relevant_unit
     if not lost:
         return None
-    n = c.diagnostics.n_questions
-    return c.finding("no_relevant_unit", "warning", {"questions": lost, "n_questions": n})
+    return c.finding("warning", NoRelevantUnit(questions=lost, n_questions=c.diagnostics.n_questions))
 
+
+CandidateEvidence: TypeAlias = (
+    TooConservative | TooBroad | Mismatch | WrongOrder | NearDuplicates | Truncation | Misses | NoRelevantUnit
+)
 
 CANDIDATE_RULES: tuple[Callable[[CandidateView], Finding | None], ...] = (
     _no_relevant_unit,
@@ -283,6 +405,22 @@ CANDIDATE_RULES: tuple[Callable[[CandidateView], Finding | None], ...] = (
 
 # ---------------------------------------------------------------------------------------------------
 # Run-level rules
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChunkerFigures:
+    chunker: str
+    recall: float
+    span_precision: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChunkersApart:
+    rule: ClassVar[str] = "chunkers_apart"
+    model: str
+    index: str  # the rest of the candidate id after model and chunker: index, query setting, reranker
+    preferred: ChunkerFigures
+    beaten: tuple[ChunkerFigures, ...]
 
 
 def _chunkers_apart(summary: RunSummary, by_candidate: dict[str, list[QuestionRecord]]) -> list[Finding]:
@@ -301,6 +439,9 @@ def _apart_in_group(model: str, index: str, cands: list[CandidateResult], k: int
     def get(c: CandidateResult, name: str) -> float:
         return c.quality[metric_key(name, k)]
 
+    def figures(c: CandidateResult) -> ChunkerFigures:
+        return ChunkerFigures(chunker=c.chunker, recall=get(c, "recall"), span_precision=get(c, "span_precision"))
+
     ordered = sorted(cands, key=lambda c: -get(c, "span_precision"))
     covered: set[str] = set()
     out = []
@@ -317,17 +458,17 @@ def _apart_in_group(model: str, index: str, cands: list[CandidateResult], k: int
         ]
         if beaten:
             covered.update(b.id for b in beaten)
-            evidence = {
-                "model": model,
-                "index": index,
-                "prefer": a.chunker,
-                "chunkers": {  # the preferred chunker first, then those it beats
-                    c.chunker: {"recall": get(c, "recall"), "span_precision": get(c, "span_precision")}
-                    for c in [a, *beaten]
-                },
-            }
-            out.append(Finding("chunkers_apart", "info", (a.id, *(b.id for b in beaten)), evidence))
+            evidence = ChunkersApart(model=model, index=index, preferred=figures(a), beaten=tuple(map(figures, beaten)))
+            out.append(Finding("info", (a.id, *(b.id for b in beaten)), evidence))
     return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class MissedByAll:
+    rule: ClassVar[str] = "missed_by_all"
+    question_ids: tuple[str, ...]
+    n_candidates: int  # with records, all of which miss them
+    n_questions: int
 
 
 def _missed_by_all(summary: RunSummary, by_candidate: dict[str, list[QuestionRecord]]) -> list[Finding]:
@@ -340,11 +481,32 @@ def _missed_by_all(summary: RunSummary, by_candidate: dict[str, list[QuestionRec
         for r in by_candidate[cid]:
             rank = r.first_relevant_rank
             found[r.question_id] = found.get(r.question_id, False) or bool(rank and rank <= k)
-    missed = [q for q, hit in found.items() if not hit]
+    missed = tuple(q for q, hit in found.items() if not hit)
     if not missed:
         return []
-    evidence = {"question_ids": missed, "candidates": len(ids), "questions": len(found)}
-    return [Finding("missed_by_all", "info", tuple(ids), evidence)]
+    evidence = MissedByAll(question_ids=missed, n_candidates=len(ids), n_questions=len(found))
+    return [Finding("info", tuple(ids), evidence)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PipelineGain:
+    """A pipeline (a reranked candidate or a fusion) against what it is built on, on the ranking metric."""
+
+    pipeline: str
+    against: str  # its first stage, or a fusion's best part
+    before: float
+    after: float
+
+    @property
+    def gain(self) -> float:
+        return self.after - self.before
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pipelines:
+    rule: ClassVar[str] = "pipelines"
+    metric: str  # mrr@k
+    gains: tuple[PipelineGain, ...]  # best gain first
 
 
 def _pipelines(summary: RunSummary, by_candidate: dict[str, list[QuestionRecord]]) -> list[Finding]:
@@ -352,8 +514,17 @@ def _pipelines(summary: RunSummary, by_candidate: dict[str, list[QuestionRecord]
     if not found:
         return []
     ids = tuple(dict.fromkeys(c.id for m in found for c in (m.pipeline, m.base)))
-    return [Finding("pipelines", "info", ids, pipeline_gains.measured_evidence(found, summary.k))]
+    gains = tuple(
+        PipelineGain(pipeline=m.pipeline.id, against=m.base.id, before=m.before, after=m.after) for m in found
+    )
+    evidence = Pipelines(metric=metric_key(pipeline_gains.RANKING_METRIC, summary.k), gains=gains)
+    return [Finding("info", ids, evidence)]
 
+
+RunEvidence: TypeAlias = ChunkersApart | MissedByAll | Pipelines
+
+# What a finding's figures can be: the type says which rule found it.
+Evidence: TypeAlias = CandidateEvidence | RunEvidence
 
 RUN_RULES: tuple[Callable[[RunSummary, dict[str, list[QuestionRecord]]], list[Finding]], ...] = (
     _pipelines,

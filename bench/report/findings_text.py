@@ -4,12 +4,24 @@ where it suggests a reranker or a fusion, what the run measured of one (``bench.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from bench.core.measures import metric_key
 from bench.core.summary import CandidateResult, RunSummary
 from bench.evaluation import pipeline_gains
-from bench.evaluation.findings import RUN, Finding
+from bench.evaluation.finding_rules import (
+    CandidateEvidence,
+    ChunkersApart,
+    Finding,
+    Mismatch,
+    MissedByAll,
+    Misses,
+    NearDuplicates,
+    NoRelevantUnit,
+    Pipelines,
+    TooBroad,
+    TooConservative,
+    Truncation,
+    WrongOrder,
+)
+from bench.evaluation.findings import RUN
 from bench.formatting import brief_decimal as _f
 from bench.formatting import brief_percent as _pct
 from bench.formatting import ratio as _ratio
@@ -32,9 +44,15 @@ def findings_lines(findings: dict[str, list[Finding]], summary: RunSummary) -> l
 
 def finding_text(f: Finding, summary: RunSummary) -> str:
     """The finding's sentences: what the figures show and what to try."""
-    if f.rule in _RUN_TEXTS:
-        return _RUN_TEXTS[f.rule](f, summary)
-    return _CANDIDATE_TEXTS[f.rule](_Said(summary, summary.candidate(f.candidates[0])), f.evidence)
+    match e := f.evidence:
+        case ChunkersApart():
+            return _chunkers_apart(e, summary.k)
+        case MissedByAll():
+            return _missed_by_all(e, summary)
+        case Pipelines():
+            return _pipelines(summary)
+        case _:
+            return _candidate_text(_Said(summary, summary.candidate(f.candidates[0])), e)
 
 
 class _Said:
@@ -53,17 +71,37 @@ class _Said:
 # A candidate's findings
 
 
-def _too_conservative(c: _Said, e: dict) -> str:
+def _candidate_text(c: _Said, e: CandidateEvidence) -> str:
+    match e:
+        case TooConservative():
+            return _too_conservative(c, e)
+        case TooBroad():
+            return _too_broad(c, e)
+        case Mismatch():
+            return _mismatch(c, e)
+        case WrongOrder():
+            return _wrong_order(c, e)
+        case NearDuplicates():
+            return _near_duplicates(c, e)
+        case Truncation():
+            return _truncation(c, e)
+        case Misses():
+            return _misses(c, e)
+        case NoRelevantUnit():
+            return _no_relevant_unit(c, e)
+
+
+def _too_conservative(c: _Said, e: TooConservative) -> str:
     fix = "Raise k." if c.unit == "document" else "Raise k, or use bigger chunks so the evidence spans fewer of them."
     return (
-        f"Recall@{c.k} is {_f(e['recall'])} while precision@{c.k} is {_f(e['precision'])} of an achievable "
-        f"{_f(e['precision_ceiling'])}: what it returns is relevant, but questions have {e['relevant_units']:.1f} "
+        f"Recall@{c.k} is {_f(e.recall)} while precision@{c.k} is {_f(e.precision)} of an achievable "
+        f"{_f(e.precision_ceiling)}: what it returns is relevant, but questions have {e.relevant_units:.1f} "
         f"relevant {c.noun}s on average and only {c.k} fit. {fix}"
     )
 
 
-def _too_broad(c: _Said, e: dict) -> str:
-    precision, span, ceiling, units = e["precision"], e["span_precision"], e["precision_ceiling"], e["relevant_units"]
+def _too_broad(c: _Said, e: TooBroad) -> str:
+    precision, span, ceiling, units = e.precision, e.span_precision, e.precision_ceiling, e.relevant_units
     noise = f" (span_precision@{c.k} {_f(span)}: {_pct(1 - span)} of the text is not evidence)" if span else ""
     if ceiling is not None and units is not None:
         why = (
@@ -75,20 +113,20 @@ def _too_broad(c: _Said, e: dict) -> str:
     fix = f"pass fewer {c.noun}s to the LLM" + ("" if c.unit == "document" else ", or use smaller chunks")
     fix = f"{fix[0].upper()}{fix[1:]}." if c.data.pipeline.reranker else f"Rerank and {fix}."
     filler = f"most of the {c.k} {c.noun}s handed on are filler{noise}"
-    return f"Recall@{c.k} is {_f(e['recall'])}, but {why}: {filler}. {fix}" + c.advice(rerank=True)
+    return f"Recall@{c.k} is {_f(e.recall)}, but {why}: {filler}. {fix}" + c.advice(rerank=True)
 
 
-def _mismatch(c: _Said, e: dict) -> str:
-    k, chunker, recall, precision, base = c.k, c.data.chunker, e["recall"], e["precision"], e["bm25_recall"]
-    ceiling = f" of an achievable {_f(e['precision_ceiling'])}" if e["precision_ceiling"] is not None else ""
-    hits = f" (hit_rate@{k} {_f(e['hit_rate'])})" if e["hit_rate"] is not None else ""
+def _mismatch(c: _Said, e: Mismatch) -> str:
+    k, chunker, recall, precision, base = c.k, c.data.chunker, e.recall, e.precision, e.bm25_recall
+    ceiling = f" of an achievable {_f(e.precision_ceiling)}" if e.precision_ceiling is not None else ""
+    hits = f" (hit_rate@{k} {_f(e.hit_rate)})" if e.hit_rate is not None else ""
     if c.data.lexical:
         return (
             f"Recall@{k} is {_f(recall)} and precision@{k} {_f(precision)}{ceiling}{hits}: questions share few "
             f"words with their evidence. A dense model, or hybrid with one, should do better.{c.advice(fuse=True)}"
         )
     against = f"BM25 on the same {chunker} chunks reaches recall@{k} {_f(base)}" if base is not None else ""
-    if not e["low"]:
+    if not e.low:
         return (
             f"{against} against {_f(recall)} for this model: keyword search does as well or better, a sign the "
             f"model does not fit this domain or language. Try another model, fine-tune it, or go "
@@ -102,22 +140,22 @@ def _mismatch(c: _Said, e: dict) -> str:
     )
 
 
-def _wrong_order(c: _Said, e: dict) -> str:
+def _wrong_order(c: _Said, e: WrongOrder) -> str:
     parts = []
-    if "mrr_hit_ratio" in e:
-        hit, mrr, first = e["hit_rate"], e["mrr"], e["rank_1_hit_rate"]
+    if e.in_top is not None:
+        top = e.in_top
+        hit, first = top.hit_rate, top.rank_1_hit_rate
         at_one = f", and only {_pct(first / hit)} of those have it at rank 1" if first is not None else ""
         parts.append(
             f"{_pct(hit)} of questions get a relevant {c.noun} in the top {c.k} (hit_rate@{c.k} {_f(hit)}), but "
-            f"mrr@{c.k} is only {_f(mrr)}: mrr/hit_rate {_f(e['mrr_hit_ratio'])}, where random order within the "
-            f"top {c.k} gives {_f(e['random_ratio'])}{at_one}. The first relevant {c.noun} lands low."
+            f"mrr@{c.k} is only {_f(top.mrr)}: mrr/hit_rate {_f(top.mrr_hit_ratio)}, where random order within the "
+            f"top {c.k} gives {_f(top.random_ratio)}{at_one}. The first relevant {c.noun} lands low."
         )
-    late = "late_share" in e
-    if late:
-        at_k, at_depth = e[metric_key("hit_rate", c.k)], e[metric_key("hit_rate", c.depth)]
+    if e.late is not None:
+        late = e.late
         parts.append(
-            f"Hit rate climbs from {_f(at_k)} at {c.k} to {_f(at_depth)} at {c.depth}: for {_pct(e['late_share'])} "
-            f"of questions the first relevant {c.noun} ranks {c.k + 1}–{c.depth}."
+            f"Hit rate climbs from {_f(late.hit_rate_at_k)} at {c.k} to {_f(late.hit_rate_at_depth)} at {c.depth}: "
+            f"for {_pct(late.late_share)} of questions the first relevant {c.noun} ranks {c.k + 1}–{c.depth}."
         )
     rr = pipeline_gains.reranker(c.data)
     if rr:
@@ -126,7 +164,7 @@ def _wrong_order(c: _Said, e: dict) -> str:
             f"{rr.get('name')} already reranks the top {rr.get('top')} of {first_stage}: a stronger reranker (a "
             f"cross-encoder) may do better."
         )
-    elif late:
+    elif e.late is not None:
         hybrid = pipeline_gains.is_single(c.data, "lexical")
         how = ", or fuse BM25 with a dense retriever (hybrid)" if hybrid else ""
         fix = f"A reranker over the top {c.depth} can lift them into the top {c.k}{how}."
@@ -136,35 +174,35 @@ def _wrong_order(c: _Said, e: dict) -> str:
     return " ".join(parts + [fix])
 
 
-def _near_duplicates(c: _Said, e: dict) -> str:
+def _near_duplicates(c: _Said, e: NearDuplicates) -> str:
     return (
-        f"{_pct(e['near_zero_share'])} of questions have a score gap within ±{e['band']:.3g} between their best "
+        f"{_pct(e.near_zero_share)} of questions have a score gap within ±{e.band:.3g} between their best "
         f"relevant {c.noun} and the best distractor: near-duplicate {c.noun}s compete for the same ranks. "
         f"Deduplicate the corpus (old versions of documents) or filter by metadata."
     )
 
 
-def _truncation(c: _Said, e: dict) -> str:
+def _truncation(c: _Said, e: Truncation) -> str:
     return (
-        f"{e['truncated_chunks']} of {e['n_chunks']} chunks ({_pct(e['chunk_share'])}) are longer than "
-        f"{c.data.model} reads and {_pct(e['token_share'])} of the corpus tokens are never embedded: evidence at "
+        f"{e.truncated_chunks} of {e.n_chunks} chunks ({_pct(e.chunk_share)}) are longer than "
+        f"{c.data.model} reads and {_pct(e.token_share)} of the corpus tokens are never embedded: evidence at "
         f"the end of those chunks cannot be found. Use smaller chunks (sized in the model's own tokens) or a "
         f"longer-context model."
     )
 
 
-def _misses(c: _Said, e: dict) -> str:
+def _misses(c: _Said, e: Misses) -> str:
     fusion = pipeline_gains.kind(c.data) == "fusion"
     other = "other models in the fusion" if fusion else "another model or a hybrid retriever"
     return (
-        f"For {e['missed']} of {e['n_questions']} questions ({_pct(e['share'])}) no relevant {c.noun} appears "
+        f"For {e.missed} of {e.n_questions} questions ({_pct(e.share)}) no relevant {c.noun} appears "
         f"even in the top {c.depth}, so no reranker can recover them. Try {other}, and check those questions' "
         f"evidence.{c.advice(fuse=True)}"
     )
 
 
-def _no_relevant_unit(c: _Said, e: dict) -> str:
-    n = e["n_questions"]
+def _no_relevant_unit(c: _Said, e: NoRelevantUnit) -> str:
+    n = e.n_questions
     of = f" of {n}" if n else ""
     if c.unit == "document":
         fix = "their evidence documents are not in the index. Check the goldset against the corpus."
@@ -175,57 +213,37 @@ def _no_relevant_unit(c: _Said, e: dict) -> str:
             f"no {c.data.chunker} chunk overlaps their evidence enough to count{overlap}. Lower "
             f"min_overlap or use bigger chunks."
         )
-    return f"{e['questions']}{of} questions score 0 whatever the retriever does: {fix}"
-
-
-_CANDIDATE_TEXTS: dict[str, Callable[[_Said, dict], str]] = {
-    "too_conservative": _too_conservative,
-    "too_broad": _too_broad,
-    "mismatch": _mismatch,
-    "wrong_order": _wrong_order,
-    "near_duplicates": _near_duplicates,
-    "truncation": _truncation,
-    "misses": _misses,
-    "no_relevant_unit": _no_relevant_unit,
-}
+    return f"{e.questions}{of} questions score 0 whatever the retriever does: {fix}"
 
 
 # ---------------------------------------------------------------------------------------------------
 # The run's findings
 
 
-def _chunkers_apart(f: Finding, summary: RunSummary) -> str:
-    e, k = f.evidence, summary.k
-    preferred, *beaten = e["chunkers"].items()
-    sp, rc = preferred[1]["span_precision"], preferred[1]["recall"]
-    others = ", ".join(f"{name} {_f(b['span_precision'])} ({_ratio(sp, b['span_precision'])})" for name, b in beaten)
-    recalls = ", ".join(f"{name} {_f(b['recall'])}" for name, b in beaten)
+def _chunkers_apart(e: ChunkersApart, k: int) -> str:
+    sp, rc = e.preferred.span_precision, e.preferred.recall
+    others = ", ".join(f"{b.chunker} {_f(b.span_precision)} ({_ratio(sp, b.span_precision)})" for b in e.beaten)
+    recalls = ", ".join(f"{b.chunker} {_f(b.recall)}" for b in e.beaten)
+    prefer = e.preferred.chunker
     return (
-        f"For {e['model']} on {e['index']}, {e['prefer']} has span_precision@{k} {_f(sp)} against {others}, at "
+        f"For {e.model} on {e.index}, {prefer} has span_precision@{k} {_f(sp)} against {others}, at "
         f"similar or better recall@{k} ({_f(rc)} against {recalls}): it hands the LLM less noise for as much "
-        f"evidence. Prefer {e['prefer']}."
+        f"evidence. Prefer {prefer}."
     )
 
 
-def _missed_by_all(f: Finding, summary: RunSummary) -> str:
-    missed = f.evidence["question_ids"]
+def _missed_by_all(e: MissedByAll, summary: RunSummary) -> str:
+    missed = e.question_ids
     shown = ", ".join(missed[:MAX_IDS]) + (f" and {len(missed) - MAX_IDS} more" if len(missed) > MAX_IDS else "")
     return (
-        f"{len(missed)} of {f.evidence['questions']} questions ({shown}) get no relevant {_noun(summary.unit)} into "
-        f"the top {summary.k} from any of the {f.evidence['candidates']} candidates: read their evidence in the "
+        f"{len(missed)} of {e.n_questions} questions ({shown}) get no relevant {_noun(summary.unit)} into "
+        f"the top {summary.k} from any of the {e.n_candidates} candidates: read their evidence in the "
         f"goldset; either it is wrong or these are the hard cases to tune on."
     )
 
 
-def _pipelines(f: Finding, summary: RunSummary) -> str:
+def _pipelines(summary: RunSummary) -> str:
     return pipeline_gains.measured_text(pipeline_gains.measured(summary.candidates, summary.k), summary.k)
-
-
-_RUN_TEXTS: dict[str, Callable[[Finding, RunSummary], str]] = {
-    "chunkers_apart": _chunkers_apart,
-    "missed_by_all": _missed_by_all,
-    "pipelines": _pipelines,
-}
 
 
 def _noun(unit: str) -> str:

@@ -18,7 +18,8 @@ from bench.core.sections import as_number
 from bench.core.summary import CandidateResult, Manifest, RunSummary
 from bench.evaluation.costs import best_candidate
 from bench.evaluation.decision import Recommendation
-from bench.evaluation.findings import RUN, Finding
+from bench.evaluation.finding_rules import ChunkersApart, Finding
+from bench.evaluation.findings import RUN
 from bench.formatting import p_value, with_ci
 from bench.report import decision_text, ops_view
 from bench.report.answers_view import headline as answers_headline
@@ -250,17 +251,17 @@ def next_steps(summary: RunSummary, findings: dict[str, list[Finding]], d: Decis
     warnings about the candidates tied with it, and the other warnings."""
     pick, tied = d.pick.id, set(d.tied) | {d.best.id}
     run = findings.get(RUN, [])
-    apart = [f for f in run if f.rule == "chunkers_apart"]
+    apart = [(f, e) for f in run if isinstance(e := f.evidence, ChunkersApart)]
     index = d.pick.id.split("/", 2)[-1]
     ours = sorted(  # the pick's own model and index first, then its model
-        (f for f in apart if f.evidence.get("model") == d.pick.model),
-        key=lambda f: f.evidence.get("index") != index,
+        ((f, e) for f, e in apart if e.model == d.pick.model),
+        key=lambda fe: fe[1].index != index,
     )
     ordered: list[tuple[str, Finding]] = [
         *((pick, f) for f in findings.get(pick, []) if f.severity == "warning"),
         *((pick, f) for f in findings.get(pick, []) if f.severity != "warning"),
         *((RUN, f) for f in run if f.rule == "pipelines"),
-        *((RUN, f) for f in (ours or apart)[:1]),
+        *((RUN, f) for f, _ in (ours or apart)[:1]),
         *((RUN, f) for f in run if f.rule not in ("pipelines", "chunkers_apart")),
         *(
             (cid, f)

@@ -8,6 +8,7 @@ just across its threshold, and it stays silent on a healthy candidate.
 from __future__ import annotations
 
 import dataclasses
+import typing
 
 import pytest
 
@@ -16,7 +17,8 @@ from bench.core.records import QuestionRecord, RankedUnit
 from bench.core.summary import CandidateResult, RunSummary
 from bench.evaluation import finding_rules as dg
 from bench.evaluation import findings as diagnosis
-from bench.evaluation.findings import RUN, Finding
+from bench.evaluation.finding_rules import Evidence, Finding
+from bench.evaluation.findings import RUN
 from bench.report.findings_text import finding_text, findings_lines
 
 K, DEPTH, N = 5, 20, 100
@@ -107,7 +109,7 @@ class Said:
     rule: str
     severity: str
     candidates: tuple[str, ...]
-    evidence: dict
+    evidence: Evidence
     text: str
 
 
@@ -144,7 +146,7 @@ def test_too_conservative_fires_when_top_k_is_full_but_recall_low():
     f = only(diagnose(summary(c), records(c.id, expected=10)), c.id, "too_conservative")
     assert f.severity == "info"
     assert "0.40" in f.text and "0.90" in f.text and "achievable 1.00" in f.text and "10.0 relevant" in f.text
-    assert f.evidence["precision_ceiling"] == 1.0
+    assert f.evidence.precision_ceiling == 1.0
 
 
 def test_too_conservative_estimates_ceiling_without_records():
@@ -203,7 +205,7 @@ def test_mismatch_mentions_bm25_when_it_beats_a_dense_model():
     out = diagnose(summary(dense, bm25))
     f = only(out, dense.id, "mismatch")
     assert "BM25" in f.text and "0.62" in f.text and "0.60" in f.text
-    assert f.evidence["bm25_recall"] == 0.62
+    assert f.evidence.bm25_recall == 0.62
     assert "mismatch" not in rules(out, bm25.id)
 
 
@@ -349,7 +351,7 @@ def test_chunkers_apart_fires_for_same_model_at_similar_recall():
     tok = candidate(chunker="tok256", recall=0.78, span_precision=0.03)
     out = diagnose(summary(md, tok))
     f = only(out, RUN, "chunkers_apart")
-    assert f.severity == "info" and f.evidence["prefer"] == "md256"
+    assert f.severity == "info" and f.evidence.preferred.chunker == "md256"
     assert "0.060" in f.text and "0.030" in f.text and "2.0×" in f.text and "0.76" in f.text and "0.78" in f.text
     assert "Prefer md256" in f.text
 
@@ -372,7 +374,8 @@ def test_chunkers_apart_reports_each_group_once():
     rec = candidate(chunker="rec256", span_precision=0.03)
     tok = candidate(chunker="tok256", span_precision=0.02)
     f = only(diagnose(summary(md, rec, tok)), RUN, "chunkers_apart")
-    assert set(f.evidence["chunkers"]) == {"md256", "rec256", "tok256"}
+    assert isinstance(f.evidence, dg.ChunkersApart)
+    assert [c.chunker for c in (f.evidence.preferred, *f.evidence.beaten)] == ["md256", "rec256", "tok256"]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -385,7 +388,7 @@ def test_missed_by_all_lists_questions_no_candidate_finds():
     ranks_b = [6] + [1] * 19  # q00 below k too, q01 found
     out = diagnose(summary(a, b), records(a.id, ranks=ranks_a) + records(b.id, ranks=ranks_b))
     f = only(out, RUN, "missed_by_all")
-    assert f.evidence["question_ids"] == ["q00"] and "1 of 20" in f.text and "q00" in f.text
+    assert f.evidence.question_ids == ("q00",) and "1 of 20" in f.text and "q00" in f.text
 
 
 def test_missed_by_all_needs_two_candidates():
@@ -419,12 +422,34 @@ def test_findings_keep_summary_order_and_are_frozen():
     cands = [candidate(chunker=name) for name in ("c", "a", "b")]
     out = diagnose(summary(*cands))
     assert list(out) == [RUN, *(c.id for c in cands)]
-    f = Finding("r", "info", ("c",), {})
+    f = Finding("info", ("c",), dg.NoRelevantUnit(questions=2, n_questions=10))
+    assert f.rule == "no_relevant_unit"
     with pytest.raises(dataclasses.FrozenInstanceError):
-        f.rule = "u"  # type: ignore[misc]
+        f.severity = "warning"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        f.evidence.questions = 3  # type: ignore[misc]
     # figures and codes: every sentence is the report's
-    found = diagnosis.diagnose(summary(candidate(recall=0.3, precision=0.05)))
-    assert all(not isinstance(v, str) or " " not in v for fs in found.values() for f in fs for v in f.evidence.values())
+    a = candidate(chunker="md256", recall=0.3, precision=0.05, span_precision=0.06)
+    b = candidate(chunker="tok256", recall=0.3, precision=0.05, span_precision=0.03)
+    found = diagnosis.diagnose(summary(a, b), records(a.id, ranks=[None] * 20) + records(b.id, ranks=[None] * 20))
+    assert {f.rule for fs in found.values() for f in fs} >= {"chunkers_apart", "missed_by_all", "mismatch"}
+    assert all(" " not in v for fs in found.values() for f in fs for v in _strings(dataclasses.asdict(f.evidence)))
+
+
+def _strings(value: object) -> list[str]:
+    """Every string in a figure: the evidence's ids and codes, however nested."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def test_each_rule_has_its_own_evidence_type_and_code():
+    kinds = typing.get_args(Evidence)
+    assert len({k.rule for k in kinds}) == len(kinds) == len(dg.CANDIDATE_RULES) + len(dg.RUN_RULES)
 
 
 def test_findings_lines_put_run_level_first_and_mark_warnings():

@@ -110,9 +110,10 @@ def test_run_summarises_each_pipeline_against_what_it_is_built_on_best_gain_firs
         "static/md256/flat>minilm@20 0.685 vs first stage static/md256/flat 0.501 (+0.184); "
         "minilm+bm25/md256/flat@rrf 0.691 vs best part minilm/md256/flat 0.711 (−0.020)."
     )
-    assert list(f.evidence["pipelines"]) == [BM25_RR.id, STATIC_RR.id, HYBRID.id]
-    assert f.evidence["pipelines"][HYBRID.id]["against"] == MINILM.id
-    assert f.evidence["pipelines"][HYBRID.id]["gain"] == pytest.approx(-0.020)
+    assert f.evidence.metric == "mrr@5"
+    assert [g.pipeline for g in f.evidence.gains] == [BM25_RR.id, STATIC_RR.id, HYBRID.id]
+    hybrid = f.evidence.gains[2]
+    assert hybrid.against == MINILM.id and hybrid.gain == pytest.approx(-0.020)
 
 
 def test_run_summary_absent_without_pipelines_and_for_older_runs():
@@ -122,7 +123,7 @@ def test_run_summary_absent_without_pipelines_and_for_older_runs():
 
 def test_run_summary_skips_a_pipeline_whose_first_stage_is_not_in_the_run():
     f = only(diagnose(summary(BM25_RR, STATIC_RR, STATIC)), RUN, "pipelines")
-    assert BM25_RR.id not in f.text and f.evidence["pipelines"].keys() == {STATIC_RR.id}
+    assert BM25_RR.id not in f.text and [g.pipeline for g in f.evidence.gains] == [STATIC_RR.id]
 
 
 def test_run_summary_names_the_first_few_and_counts_the_rest():
@@ -148,7 +149,7 @@ def test_bm25_warning_still_fires_for_a_single_dense_model_beaten_by_plain_bm25(
     weak = single("static", recall=0.55, mrr=0.5)
     f = only(diagnose(summary(BM25_RR, weak, BM25)), weak.id, "mismatch")
     assert "BM25 on the same md256 chunks reaches recall@5 0.56 against 0.55" in f.text
-    assert f.evidence["bm25_recall"] == 0.565
+    assert f.evidence.bm25_recall == 0.565
 
 
 def test_no_bm25_warning_on_fusions_or_reranked_candidates():

@@ -282,22 +282,26 @@ def test_page_one_reads_every_key_the_run_stored():
 
 
 def test_next_steps_put_the_picks_warnings_first_then_its_findings_then_the_runs():
-    from bench.evaluation.findings import RUN, Finding
+    from bench.evaluation.finding_rules import Finding, MissedByAll, Pipelines, TooBroad, Truncation
+    from bench.evaluation.findings import RUN
 
     summary = _summary({"metric": "mrr@5", "pick": IDS[3]})
     d = decide(summary, Manifest(), _stats(summary, {IDS[3]}))
     assert d is not None and d.pick.id == IDS[3]
 
     def cut(cid: str, chunks: int) -> Finding:
-        figures = {"truncated_chunks": chunks, "n_chunks": 100, "chunk_share": chunks / 100, "token_share": 0.03}
-        return Finding("truncation", "warning", (cid,), figures)
+        return Finding(
+            "warning",
+            (cid,),
+            Truncation(truncated_chunks=chunks, n_chunks=100, chunk_share=chunks / 100, token_share=0.03),
+        )
 
-    broad = {"recall": 0.9, "precision": 0.2, "precision_ceiling": None, "span_precision": None, "relevant_units": None}
-    missed = {"question_ids": ["q1", "q2"], "candidates": 10, "questions": 170}
+    broad = TooBroad(recall=0.9, precision=0.2, precision_ceiling=None, span_precision=None, relevant_units=None)
+    missed = MissedByAll(question_ids=("q1", "q2"), n_candidates=10, n_questions=170)
     findings = {
-        RUN: [Finding("missed_by_all", "info", tuple(IDS), missed), Finding("pipelines", "info", (), {})],
+        RUN: [Finding("info", tuple(IDS), missed), Finding("info", (), Pipelines(metric="mrr@5", gains=()))],
         IDS[0]: [cut(IDS[0], 10)],
-        IDS[3]: [Finding("too_broad", "info", (IDS[3],), broad), cut(IDS[3], 20)],
+        IDS[3]: [Finding("info", (IDS[3],), broad), cut(IDS[3], 20)],
         IDS[9]: [cut(IDS[9], 30)],
     }
     steps = next_steps(summary, findings, d)
