@@ -200,3 +200,15 @@ def test_settings_hash_as_written(tmp_path):
     assert written.resolved()["min_overlap"] == 1 and isinstance(written.resolved()["min_overlap"], int)
     assert written.resolved()["prefer"] == "cost" and written.exclude == ()
     assert load_config(_write(tmp_path, CONFIG + "\n[scale]\n")).resolved()["scale"]["queries_per_month"] == 100_000
+
+
+def test_candidates_sort_with_absent_parts_first():
+    from bench.config import Candidate
+
+    plain = Candidate("m", "c", "flat")
+    tuned = Candidate("m", "c", "hnsw", "efSearch=16")
+    reranked = Candidate("m", "c", "flat", reranker="r", top=20)
+    assert plain.search is None and plain.reranker is None and plain.top is None
+    assert sorted([reranked, tuned, plain]) == [plain, reranked, tuned]
+    assert plain < Candidate("m", "c", "flat", "x") and reranked.first_stage == plain
+    assert [c.id for c in (plain, tuned, reranked)] == ["m/c/flat", "m/c/hnsw@efSearch=16", "m/c/flat>r@20"]

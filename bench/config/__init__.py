@@ -7,6 +7,7 @@ Paths in the file are relative to the file's folder.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import json
 import re
@@ -44,7 +45,8 @@ if TYPE_CHECKING:
     from bench.evaluation.prices import Price
 
 
-@dataclass(frozen=True, order=True)
+@functools.total_ordering
+@dataclass(frozen=True)
 class Candidate:
     """One pipeline: a first stage (``model`` with ``index``, or a fusion of models joined by "+"),
     over ``chunker``, optionally reranked. ``search`` labels one query setting of the index, or the
@@ -56,9 +58,19 @@ class Candidate:
     model: str
     chunker: str
     index: str
-    search: str = ""
-    reranker: str = ""
-    top: int = 0
+    search: str | None = None  # None: the index has a single query setting
+    reranker: str | None = None
+    top: int | None = None  # set with ``reranker``
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Candidate):
+            return NotImplemented
+        return self._order < other._order
+
+    @property
+    def _order(self) -> tuple[str, str, str, str, str, int]:
+        """Field by field, a part left out before any given one."""
+        return (self.model, self.chunker, self.index, self.search or "", self.reranker or "", self.top or 0)
 
     @property
     def id(self) -> str:
@@ -73,7 +85,7 @@ class Candidate:
 
     @property
     def first_stage(self) -> Candidate:
-        return replace(self, reranker="", top=0)
+        return replace(self, reranker=None, top=None)
 
     @property
     def fused(self) -> bool:
@@ -142,8 +154,7 @@ class Config:
                     first.append(Candidate(model, chunker.name, LEXICAL_INDEX))
                     continue
                 for index in self.indexes:
-                    variants = [label for label, _ in self.index(index).variants()] or [""]
-                    first += [Candidate(model, chunker.name, index, label) for label in variants]
+                    first += [Candidate(model, chunker.name, index, label) for label in self._labels(index)]
         for fusion in self.fusions:
             index = LEXICAL_INDEX if all(self.model(m).lexical for m in fusion.models) else self.fusion_index(fusion)
             for chunker in self.chunkers:
@@ -194,15 +205,18 @@ class Config:
                 out.append(Candidate(model, cand.chunker, LEXICAL_INDEX))
             else:
                 index = self.fusion_index(fusion)
-                variants = [label for label, _ in self.index(index).variants()] or [""]
-                out.append(Candidate(model, cand.chunker, index, variants[0]))
+                out.append(Candidate(model, cand.chunker, index, self._labels(index)[0]))
         return out
+
+    def _labels(self, index: str) -> list[str | None]:
+        """The ``search`` of each query setting of ``index``; None for an index with one."""
+        return [label or None for label, _ in self.index(index).variants()] or [None]
 
     def search_params(self, cand: Candidate) -> dict[str, object]:
         """The query setting a single-model first stage searches with (none for BM25 or a fusion)."""
         if cand.fused or self.model(cand.model).lexical:
             return {}
-        return dict(next(p for label, p in self.index(cand.index).variants() if label == cand.search))
+        return dict(next(p for label, p in self.index(cand.index).variants() if (label or None) == cand.search))
 
     def fusion_settings(self, cand: Candidate) -> dict[str, object]:
         """The fusion's method and its settings, ``{"method": "rrf", "k": 60}``, of a fused candidate."""

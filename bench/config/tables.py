@@ -97,11 +97,8 @@ class ChunkerSpec:
     model: str | None = None
 
     def build(self, embed: Embed | None = None) -> Chunker:
-        # Any: unpacked beside make_chunker's own ``embed``; make_chunker checks every value
-        params: dict[str, Any] = dict(self.params)
-        if self.model is None:
-            return make_chunker(self.kind, **params)
-        return make_chunker(self.kind, embed=embed, **params)
+        params = dict(self.params)  # checked by make_chunker
+        return make_chunker(self.kind, embed if self.model is not None else None, **params)
 
 
 def canonical(name: str, defined: Mapping[str, T], registry: Registry[T], what: str, where: str) -> str:
