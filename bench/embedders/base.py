@@ -15,6 +15,10 @@ QUERY, PASSAGE = "query", "passage"
 # vocabulary, but words found by spaces (a run of Chinese or Thai is one "word").
 MULTILINGUAL, ANY_LANGUAGE, ANY_SPACED = "multilingual", "any", "spaced"
 REMOTE_LOADERS = frozenset({"openai"})  # loaders that call a service rather than run weights here
+# How a sentence-transformers model runs: PyTorch, or its ONNX export under ONNX Runtime (fp32, or
+# with int8 weights by dynamic quantisation), exported once into the cache (bench.embedders.onnx_export).
+TORCH, ONNX, ONNX_INT8 = "torch", "onnx", "onnx-int8"
+BACKENDS = (TORCH, ONNX, ONNX_INT8)
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,8 @@ class ModelSpec:
     on many), ``"any"`` (no vocabulary: it reads whatever its tokenizer splits into words) or
     ``"spaced"`` (no vocabulary, words found by spaces: not Chinese, Japanese, Thai …); empty when
     unknown. It changes no figure, so it stays out of the config hash and the cache keys.
+    ``backend`` runs a sentence-transformers model under PyTorch (``"torch"``) or ONNX Runtime
+    (``"onnx"``, ``"onnx-int8"``); other than torch, it is part of the cache key and the config hash.
     """
 
     name: str
@@ -47,9 +53,11 @@ class ModelSpec:
     description: str = ""
     params: tuple[tuple[str, object], ...] = ()  # loader-specific settings, e.g. (("base_url_env", "..."),)
     languages: tuple[str, ...] = field(default=(), repr=False, metadata={"omit_default": True, "hashed": False})
+    backend: str = field(default=TORCH, metadata={"omit_default": True})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "languages", _languages(self.languages))
+        _check_backend(self.backend, self.loader)
 
     def reads(self, language: str) -> bool | None:
         """Whether the model reads ``language`` (an ISO 639-1 code); None when its languages are unknown."""
@@ -79,7 +87,17 @@ class ModelSpec:
         key = f"{self.name}|{self.loader}|{self.source}|{self.revision}"
         if self.query_prefix or self.passage_prefix:
             key += f"|query_prefix={self.query_prefix!r}|passage_prefix={self.passage_prefix!r}"
+        if self.backend != TORCH:  # another runtime's vectors differ in the last bits (int8: more)
+            key += f"|backend={self.backend}"
         return key
+
+
+def _check_backend(backend: object, loader: str) -> None:
+    """A TypeError (the config names the table) for a backend bench cannot run this model with."""
+    if backend not in BACKENDS:
+        raise TypeError(f"backend = {backend!r} must be one of {', '.join(repr(b) for b in BACKENDS)}")
+    if backend != TORCH and loader != "sentence-transformers":
+        raise TypeError(f'backend = {backend!r} applies to loader = "sentence-transformers" models only')
 
 
 def _languages(value: object) -> tuple[str, ...]:
