@@ -3,28 +3,23 @@ seconds), the command line, readers of what a run leaves behind, and local serve
 
 from __future__ import annotations
 
-import io
 import json
-import locale
 import logging
 import os
 import random
-import runpy
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
 import traceback
-import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import chdir, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import click.formatting
+from click.testing import CliRunner
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "datasets"  # the shared collections, where this machine has them
@@ -131,204 +126,67 @@ def write_project(root: Path, config: str = CONFIG, questions=QUESTIONS, whole_d
 # --- the command line ------------------------------------------------------------------------------------
 
 _COMMAND = (sys.executable, "-m", "bench")
+_HELP_WIDTH = 78  # what click wraps help to on a pipe: shutil's fallback of 80 columns, less 2
 
 
 def run_cli(*args: str, cwd: Path | None = None, reports: bool = False) -> subprocess.CompletedProcess:
-    """Run the real command line, ``python -m bench ARGS``, in this interpreter.
+    """``python -m bench ARGS`` run in this process by click's CliRunner, returned as ``subprocess.run``
+    returns it (text stdout and stderr, returncode).
 
-    It runs as a fresh interpreter would run it, and prints what that one would print: the same
-    environment (no $BENCH_CACHE_DIR, this checkout on $PYTHONPATH), ``cwd`` as the current folder,
-    standard streams that are pipes (decoded as ``subprocess.run(text=True)`` decodes them), the
-    signal handlers, warning filters and logging of a fresh interpreter, a traceback and exit 1 for
-    an uncaught exception. All of it is put back afterwards, so nothing leaks into the next call.
-    ``run_cli_process`` starts a real process, for the tests whose subject is the process.
+    What the tests read is what a process of its own would show: ``cwd`` is the current folder,
+    $BENCH_CACHE_DIR is unset, stdin is empty and stdout and stderr are no terminal (no colour, no live
+    progress), usage says ``python -m bench`` and help is wrapped as on an 80-column pipe, an uncaught
+    exception exits 1 with its traceback on stderr, and warnings bench logs are on stderr
+    (``_fresh_logging``). matplotlib needs no putting back: bench draws on Figures of its own and sets
+    rc only within ``rc_context``. ``run_cli_process`` starts a real process, for the tests whose
+    subject is the process.
 
     `bench run` skips its plots, PDF and inspector here unless ``reports``: they take seconds and
     only the report tests look at them.
     """
-    args = _command_args(args, reports)
-    streams = _Pipes()
-    with _as_in_a_fresh_interpreter(args, cwd, streams):
-        code = _run_bench_main()
-    return subprocess.CompletedProcess([*_COMMAND, *args], code, streams.stdout_text(), streams.stderr_text())
+    from bench.cli import main
+
+    argv = _command_args(args, reports)
+    runner = CliRunner(env={"BENCH_CACHE_DIR": None})
+    with chdir(cwd or os.curdir), _fresh_logging():
+        result = runner.invoke(main, argv, prog_name="python -m bench", terminal_width=_HELP_WIDTH)
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))  # as the interpreter prints it
+    return subprocess.CompletedProcess([*_COMMAND, *argv], result.exit_code, result.stdout, stderr)
+
+
+@contextmanager
+def _fresh_logging() -> Iterator[None]:
+    """No handler on the root logger while the command runs, as in a fresh interpreter: what bench logs
+    at warning level reaches stderr through logging's last resort, not pytest's log capture. Afterwards
+    every logger's level and handlers as before: libraries bench loads quiet their loggers."""
+    loggers = [logging.root, *(x for x in logging.Logger.manager.loggerDict.values() if isinstance(x, logging.Logger))]
+    saved = [(logger, logger.level, logger.handlers[:], logger.propagate) for logger in loggers]
+    logging.root.handlers = []
+    try:
+        yield
+    finally:
+        for logger, level, handlers, propagate in saved:
+            logger.setLevel(level)
+            logger.handlers, logger.propagate = handlers, propagate
 
 
 def run_cli_process(*args: str, cwd: Path | None = None, reports: bool = False) -> subprocess.CompletedProcess:
     """``python -m bench ARGS`` in a fresh interpreter: for what only a real process shows (signals,
     exiting in bounded time, every byte any of its processes writes to the terminal, what a fresh
     interpreter imports). Otherwise like ``run_cli``."""
+    env = {key: value for key, value in os.environ.items() if key != "BENCH_CACHE_DIR"}
+    env["PYTHONPATH"] = str(REPO)  # this checkout's bench
     return subprocess.run(
-        [*_COMMAND, *_command_args(args, reports)],
-        cwd=cwd,
-        env=_command_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
+        [*_COMMAND, *_command_args(args, reports)], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
     )
 
 
-def _command_args(args: tuple, reports: bool) -> list:
+def _command_args(args: tuple[str, ...], reports: bool) -> list[str]:
     if args and args[0] == "run" and not reports and "--no-report" not in args:
         args = (*args, "--no-report")
     return list(args)
-
-
-def _command_env() -> dict[str, str]:
-    """The tests' environment for the command line: a developer's $BENCH_CACHE_DIR left out, this
-    checkout's bench first on the path."""
-    env = {key: value for key, value in os.environ.items() if key != "BENCH_CACHE_DIR"}
-    env["PYTHONPATH"] = str(REPO)
-    return env
-
-
-def _run_bench_main() -> int:
-    """Run bench/__main__.py as ``python -m bench`` does; return the exit status the process would have."""
-    try:
-        runpy.run_module("bench", run_name="__main__", alter_sys=True)
-    except SystemExit as e:
-        if e.code is None or isinstance(e.code, int):
-            return (e.code or 0) & 0xFF
-        print(e.code, file=sys.stderr)  # sys.exit("message")
-        return 1
-    except KeyboardInterrupt:
-        raise  # not the command's: the test run itself was interrupted
-    except BaseException:
-        traceback.print_exc()  # what the interpreter prints for an uncaught exception
-        return 1
-    return 0
-
-
-class _Pipes:
-    """Standard streams as a process started by ``subprocess.run(capture_output=True)`` has them:
-    pipes in the locale's encoding, that are no terminal; stdin reads nothing."""
-
-    def __init__(self) -> None:
-        encoding = os.environ.get("PYTHONIOENCODING", "").partition(":")[0] or locale.getpreferredencoding(False)
-        self._out, self._err = io.BytesIO(), io.BytesIO()
-        self.stdin = io.TextIOWrapper(io.BytesIO(), encoding=encoding)
-        self.stdout = io.TextIOWrapper(self._out, encoding=encoding, errors="strict", write_through=True)
-        self.stderr = io.TextIOWrapper(self._err, encoding=encoding, errors="backslashreplace", write_through=True)
-
-    def stdout_text(self) -> str:
-        return self._decoded(self.stdout, self._out)
-
-    def stderr_text(self) -> str:
-        return self._decoded(self.stderr, self._err)
-
-    @staticmethod
-    def _decoded(stream: io.TextIOWrapper, raw: io.BytesIO) -> str:
-        """As ``text=True`` reads a pipe: the locale's encoding, universal newlines."""
-        if not stream.closed:
-            stream.flush()
-        data = raw.getvalue()
-        return io.TextIOWrapper(io.BytesIO(data), encoding=locale.getpreferredencoding(False), newline=None).read()
-
-
-# The interpreter's own warning filters when neither -W nor $PYTHONWARNINGS is given.
-_FRESH_WARNING_FILTERS = [
-    ("default", DeprecationWarning, "__main__"),
-    ("ignore", DeprecationWarning, ""),
-    ("ignore", PendingDeprecationWarning, ""),
-    ("ignore", ImportWarning, ""),
-    ("ignore", ResourceWarning, ""),
-]
-_SIGNALS = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}  # a fresh interpreter's
-
-
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
-
-
-@contextmanager
-def _as_in_a_fresh_interpreter(args: list, cwd: Path | None, streams: _Pipes) -> Iterator[None]:
-    """This interpreter set up, for one command, as ``python -m bench ARGS`` would start; everything put back after."""
-    saved_env = dict(os.environ)
-    saved_cwd = os.getcwd()
-    saved_streams = sys.stdin, sys.stdout, sys.stderr
-    saved_argv = sys.argv
-    in_main_thread = threading.current_thread() is threading.main_thread()
-    saved_signals = {sig: signal.getsignal(sig) for sig in _SIGNALS} if in_main_thread else {}
-    saved_logging = _logging_state()
-    saved_rc = _matplotlib_state()
-    saved_width = click.formatting.FORCED_WIDTH
-    try:
-        _set_environ(_command_env())
-        if cwd is not None:
-            os.chdir(cwd)
-        sys.argv = ["-m", *map(str, args)]  # runpy puts bench/__main__.py in place of "-m", as Python does
-        sys.stdin, sys.stdout, sys.stderr = streams.stdin, streams.stdout, streams.stderr
-        for sig in saved_signals:
-            signal.signal(sig, _SIGNALS[sig])
-        logging.root.handlers = []  # none yet in a fresh interpreter: warnings go to stderr
-        logging.root.setLevel(logging.WARNING)
-        click.formatting.FORCED_WIDTH = _help_width()
-        with warnings.catch_warnings():
-            warnings.resetwarnings()
-            for action, category, module in _FRESH_WARNING_FILTERS:
-                warnings.filterwarnings(action, category=category, module=module, append=True)
-            warnings.showwarning = _show_warning
-            yield
-    finally:
-        click.formatting.FORCED_WIDTH = saved_width
-        _restore_matplotlib(saved_rc)
-        _restore_logging(saved_logging)
-        for sig, handler in saved_signals.items():
-            signal.signal(sig, handler)
-        sys.stdin, sys.stdout, sys.stderr = saved_streams
-        sys.argv = saved_argv
-        os.chdir(saved_cwd)
-        _set_environ(saved_env)
-
-
-def _set_environ(env: dict[str, str]) -> None:
-    for key in [k for k in os.environ if k not in env]:
-        del os.environ[key]
-    for key, value in env.items():
-        if os.environ.get(key) != value:
-            os.environ[key] = value
-
-
-def _help_width() -> int:
-    """The width click wraps help to on a pipe: $COLUMNS, else shutil's 80 columns, at most 80, less 2."""
-    try:
-        columns = int(os.environ.get("COLUMNS", ""))
-    except ValueError:
-        columns = 0
-    return max(min(columns if columns > 0 else 80, 80) - 2, 50)
-
-
-def _logging_state() -> tuple:
-    loggers = [logging.root, *(x for x in logging.Logger.manager.loggerDict.values() if isinstance(x, logging.Logger))]
-    return logging.root.manager.disable, [(x, x.level, list(x.handlers), x.propagate, x.disabled) for x in loggers]
-
-
-def _restore_logging(state: tuple) -> None:
-    disable, loggers = state
-    logging.disable(disable)
-    for logger, level, handlers, propagate, disabled in loggers:
-        logger.setLevel(level)
-        logger.handlers = handlers
-        logger.propagate, logger.disabled = propagate, disabled
-
-
-def _matplotlib_state() -> tuple[dict | None, set[int]]:
-    """matplotlib's rc settings (as stored: reading them could pick a backend) and pyplot's figures."""
-    mpl, pyplot = sys.modules.get("matplotlib"), sys.modules.get("matplotlib.pyplot")
-    return (None if mpl is None else dict(dict.items(mpl.rcParams))), set(pyplot.get_fignums() if pyplot else ())
-
-
-def _restore_matplotlib(state: tuple[dict | None, set[int]]) -> None:
-    mpl = sys.modules.get("matplotlib")
-    if mpl is None:
-        return
-    rc, figures = state
-    reference = rc if rc is not None else dict(dict.items(mpl.rcParamsOrig))  # imported by this command
-    changed = {k: v for k, v in reference.items() if k != "backend" and dict.get(mpl.rcParams, k) != v}
-    if changed:
-        mpl.rcParams.update(changed)
-    pyplot = sys.modules.get("matplotlib.pyplot")
-    for number in set(pyplot.get_fignums() if pyplot else ()) - figures:
-        pyplot.close(number)
 
 
 def next_second() -> None:
