@@ -35,11 +35,12 @@ class OnnxModel:
     model's ``max_seq_length``) longest first, padded to the batch's longest text on the side and
     with the pad token transformers uses."""
 
-    def __init__(self, folder: Path, max_tokens: int | None, threads: int) -> None:
+    def __init__(self, folder: Path, max_tokens: int | None, threads: int, keep: bool = True) -> None:
+        """``keep``: the session is the process's one for this file (not for a file about to go)."""
         self.folder = folder
         self.meta = read_meta(folder)
         self.max_length: int | None = max_tokens or self.meta.get("max_seq_length")
-        self._session = session(folder / MODEL_FILE, threads)
+        self._session = (session if keep else new_session)(folder / MODEL_FILE, threads)
         self._inputs = [i.name for i in self._session.get_inputs()]
         self._encoder = self._tokenizer(truncate=True)
         self._counter = self._tokenizer(truncate=False)
@@ -79,9 +80,7 @@ class OnnxModel:
         return np.asarray(out, dtype=np.float32)
 
 
-@functools.cache
-def session(path: Path, threads: int) -> InferenceSession:
-    """One session per model file per process: building one reads and optimises the whole graph."""
+def new_session(path: Path, threads: int) -> InferenceSession:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -89,3 +88,7 @@ def session(path: Path, threads: int) -> InferenceSession:
     options.inter_op_num_threads = 1  # one operator at a time, each on every core
     options.log_severity_level = 3  # errors only: its graph-optimisation notes are not the user's
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+# One session per model file per process: building one reads and optimises the whole graph.
+session = functools.cache(new_session)
