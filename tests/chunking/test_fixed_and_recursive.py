@@ -19,7 +19,7 @@ from bench.chunking import (
 from bench.chunking.tokens import count_tokens, token_char_offsets
 from bench.errors import BenchError
 from bench.text.scripts import grapheme_starts
-from tests.chunking.test_chunkers_more import trimmed
+from tests.chunking.test_sentence_markdown_semantic import trimmed
 
 # --- helpers -------------------------------------------------------------------------------
 
