@@ -68,6 +68,17 @@ class Latency:
     end_to_end_ms_p95: float | None = None
     qps_single_thread: float | None = None
     cpu_seconds_per_1k_queries: float | None = None
+    # CPU milliseconds per query of each step, on one thread: what a busy machine does not inflate
+    query_embed_cpu_ms_mean: float | None = None
+    search_cpu_ms_mean: float | None = None
+    rerank_cpu_ms_mean: float | None = None
+    timing_cores: int | None = None  # the cores of the machine timed: a query's CPU time is a share of it
+    timing_contention: float | None = None  # the most contended timing: share of runnable time spent waiting
+    timing_busy: bool | None = None  # a timing was taken on a busy machine (and not kept for later runs)
+
+    def cpu_ms(self, step: Step) -> float | None:
+        """One step's mean CPU milliseconds per query (None in runs that predate them)."""
+        return getattr(self, f"{step}_cpu_ms_mean")
 
     def ms(self, step: Step, stat: Stat) -> float | None:
         """One step's milliseconds at one statistic (``search``, ``p95``)."""

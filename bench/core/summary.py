@@ -98,6 +98,9 @@ class Manifest(Record):
     engine: str | None = None
     # The corpus's and the questions' languages, and what each model reads of them (docs/design.md).
     languages: JsonObject | None = None
+    # How latency was timed (one thread, rounds), the machine's cores, and how contended it was:
+    # ``busy`` when a timing was taken on a busy machine (bench.measure.TimingLog).
+    timing: JsonObject | None = None
     phases: list[JsonObject] = field(default_factory=list)
     extra: JsonObject = field(default_factory=dict)
 

@@ -193,13 +193,21 @@ def runs_locally(price_source: object) -> bool:
 
 
 def local_query_ms(ops: Operating) -> float | None:
-    """Mean ms per query of the steps that run locally: the search always, the question's embedding and
-    the reranking when their model is local; None when a local step was not timed."""
+    """Machine milliseconds per query of the steps that run locally: the search always, the question's
+    embedding and the reranking when their model is local; None when a local step was not timed.
+
+    A step's CPU time on one thread, shared by the machine's cores (a query served on one core leaves
+    the others to other queries), where the run measured it: other work on the machine does not
+    inflate it. Runs that predate it are priced by wall time, as they were."""
     steps: list[costs.Step] = ["search"]
     if runs_locally(ops.cost.price_source):
         steps.append("query_embed")
     if ops.latency.rerank_top is not None and ops.cost.rerank_price_source == prices.LOCAL_SOURCE:
         steps.append("rerank")
+    cores = ops.latency.timing_cores
+    if cores and as_number(ops.latency.cpu_ms("search")) is not None:
+        cpu = [as_number(ops.latency.cpu_ms(step)) for step in steps]
+        return sum(v or 0.0 for v in cpu) / cores
     values = [as_number(ops.latency.ms(step, "mean")) for step in steps]
     if values[0] is None:
         return None

@@ -148,3 +148,26 @@ UNPRICED = {"storage_usd_per_gb_month": "storage", "hourly_usd": "local compute"
 def _plural(n: object, one: str, many: str) -> str:
     text = f"{n:g}" if isinstance(n, (int, float)) else str(n)
     return f"{text} {one if n == 1 else many}"
+
+
+def timing_notes(summary: RunSummary) -> list[str]:
+    """What the reader should know of how latency was timed: on a busy machine (its wall times higher
+    than an idle one's; money is priced from CPU time, which the load does not inflate), or kept from
+    an earlier run."""
+    notes = []
+    busy = [c for c in summary.candidates if c.ops.latency.timing_busy]
+    if busy:
+        share = max((as_number(c.ops.latency.timing_contention) or 0.0 for c in busy), default=0.0)
+        notes.append(
+            f"latency timed on a busy machine ({share:.0%} of the run's timed work waited for a CPU) for "
+            f"{_plural(len(busy), 'candidate', 'candidates')}: its p50/p95 are higher than an idle machine's "
+            "and were not kept for later runs; cost is priced from CPU time, which the load does not inflate; "
+            "run again on an idle machine for latency to quote"
+        )
+    kept = {
+        c.model: c.ops.latency.query_embed_measured for c in summary.candidates if c.ops.latency.query_embed_from_cache
+    }
+    if kept:
+        when = ", ".join(f"{model} at {measured}" for model, measured in sorted(kept.items()))
+        notes.append(f"query latency timed earlier on this machine ({when}); --remeasure times it again")
+    return notes

@@ -155,6 +155,10 @@ def decision_section(
         blocks.append(Para(f"Why this one: {_sentence(d.reason)}", size=9.5, space_after=10))
     blocks.append(_versus(summary, d, stats.get("cis") or {}))
     blocks.append(Para(ops_view.scale_line(summary, manifest), size=8.5, colour=GREY, space_after=10))
+    blocks += [
+        Para(_sentence(note[0].upper() + note[1:]), size=8.5, colour=GREY, space_after=10)
+        for note in ops_view.timing_notes(summary)
+    ]
     answers = stats.get("answers")
     if answers is not None:  # the answer layer beside retrieval, never folded into the decision's metric
         blocks.append(Para(answers_headline(answers.summary), size=9.5, space_after=10))

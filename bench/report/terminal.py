@@ -32,6 +32,7 @@ from bench.formatting import (
     with_ci,
 )
 from bench.inputs.goldset import CHUNK
+from bench.report import ops_view
 from bench.report.fitted import FittedTable
 
 
@@ -166,19 +167,13 @@ def _qps(value: float | None) -> str:
 
 
 def _latency_notes(summary: RunSummary) -> list[str]:
-    notes = []
     sampled = {(c.ops.latency.latency_samples, c.diagnostics.n_questions) for c in summary.candidates}
-    notes += [
+    notes = [
         f"latency timed on single queries: the first {n} of {total} questions (latency_samples)"
         for n, total in sorted(sampled, key=str)
         if n and total and n < total
     ]
-    timed = [c for c in summary.candidates if c.ops.latency.query_embed_from_cache]
-    kept = {c.model: c.ops.latency.query_embed_measured for c in timed}
-    if kept:
-        when = ", ".join(f"{model} at {measured}" for model, measured in sorted(kept.items()))
-        notes.append(f"query latency timed earlier on this machine ({when}); --remeasure times it again")
-    return notes
+    return notes + ops_view.timing_notes(summary)
 
 
 def _money_notes(summary: RunSummary) -> list[str]:

@@ -1,13 +1,15 @@
 """How long embedding the whole corpus takes, for the hours to index the team's corpus and the
-compute it costs. A build that embedded the corpus measured it; a build served from the embedding
-cache did not, so the speed is kept per model and machine (as query latency is) and, for a model
-that runs in this process and was never timed here, measured on a sample of chunks."""
+compute it costs. A model that runs in this process is timed on a sample of chunks, on one thread, by
+its CPU time, and the corpus takes that many CPU seconds shared by the machine's cores: other work on
+the machine does not inflate it, as it inflates the wall time of a build. The speed is kept per model
+and machine (as query latency is), unless it was timed on a busy machine. An API model's time is what
+its build took, when the build sent it the corpus."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-import time
 
 import numpy as np
 
@@ -24,37 +26,37 @@ SAMPLE = 32  # chunks: enough to time a batch, few enough to take seconds even f
 def corpus_embed_seconds(
     models: ModelPool, spec: ModelSpec, build: BuildStats, table: ChunkTable, phases: measure.Phases
 ) -> float | None:
-    """Seconds to embed all of ``table`` with ``spec``: 0 for BM25; this build's time when it embedded
-    at least ``SAMPLE`` chunks (extrapolated to the rows the cache served); else the speed kept from an
-    earlier run on this machine; else a sample timed now. None for an API model none of whose corpus
-    this run sent: timing it would bill it."""
+    """Seconds to embed all of ``table`` with ``spec`` on this machine: 0 for BM25; for a model in this
+    process, CPU seconds per token (kept from an earlier run, else timed now on ``SAMPLE`` chunks) times
+    the corpus's tokens, over the machine's cores; for an API, this build's time when it embedded the
+    corpus (extrapolated to the rows the cache served), else None: timing it would bill it."""
     if build.dims is None or build.chunk_tokens is None:
         return 0.0
     tokens = float(np.sum(build.chunk_tokens))
-    embedded, cached = build.embed.embedded, build.embed.cached
-    measured = build.embed_seconds * (embedded + cached) / embedded if embedded and build.embed_seconds > 0 else None
-    keep = not spec.remote and tokens > 0
+    if spec.remote or tokens <= 0:
+        embedded, cached = build.embed.embedded, build.embed.cached
+        return build.embed_seconds * (embedded + cached) / embedded if embedded and build.embed_seconds > 0 else None
     key = _speed_key(spec, models.config.batch_size)
-    if measured is not None and embedded >= min(SAMPLE, len(table)):
-        if keep:
-            models.cache.store_latency(spec.cache_key, key, [measured / tokens], models.measured_at)
-        return measured
-    stored = models.cache.latency(spec.cache_key, key) if keep and not models.remeasure else None
+    stored = models.cache.latency(spec.cache_key, key) if not models.remeasure else None
     if stored is not None and stored[0]:
-        return stored[0][0] * tokens
-    if measured is not None or not keep:
-        return measured
-    with phases(f"time passages {spec.name}"):
-        per_token = _sample_seconds_per_token(models, spec, build, table)
-    if per_token is None:
-        return None
-    models.cache.store_latency(spec.cache_key, key, [per_token], models.measured_at)
-    return per_token * tokens
+        per_token = stored[0][0]
+    else:
+        with phases(f"time passages {spec.name}"):
+            sampled = _sample_cpu_seconds_per_token(models, spec, build, table)
+        if sampled is None:
+            return None
+        per_token, timings = sampled
+        models.timing.add(f"passage encoding {spec.name}", timings)
+        if not timings.busy:
+            models.cache.store_latency(spec.cache_key, key, [per_token], models.measured_at)
+    return per_token * tokens / measure.cores()
 
 
-def _sample_seconds_per_token(models: ModelPool, spec: ModelSpec, build: BuildStats, table: ChunkTable) -> float | None:
-    """Seconds per token of embedding ``SAMPLE`` chunks spread over the table, in the run's batches,
-    after a one-text warm-up."""
+def _sample_cpu_seconds_per_token(
+    models: ModelPool, spec: ModelSpec, build: BuildStats, table: ChunkTable
+) -> tuple[float, measure.Timings] | None:
+    """CPU seconds per token of embedding ``SAMPLE`` chunks spread over the table, in the run's batches,
+    on one thread, after a one-text warm-up."""
     assert build.chunk_tokens is not None
     n = len(table)
     if not n:
@@ -62,21 +64,20 @@ def _sample_seconds_per_token(models: ModelPool, spec: ModelSpec, build: BuildSt
     picks = np.unique(np.linspace(0, n - 1, min(SAMPLE, n)).astype(int))
     texts = [table.text(int(i)) for i in picks]
     embedder = models.embedder(spec.name)
-    embedder.embed(texts[:1], PASSAGE)
     batch = models.config.batch_size
-    t0 = time.perf_counter()
-    for lo in range(0, len(texts), batch):
-        embedder.embed(texts[lo : lo + batch], PASSAGE)
-    seconds = time.perf_counter() - t0
+    batches = [texts[lo : lo + batch] for lo in range(0, len(texts), batch)]
+    with measure.one_thread():
+        embedder.embed(texts[:1], PASSAGE)
+        timings = measure.time_calls([functools.partial(embedder.embed, b, PASSAGE) for b in batches], rounds=1)
     sampled = float(np.sum(build.chunk_tokens[picks]))
-    return seconds / sampled if sampled > 0 else None
+    return (sum(timings.cpu) / sampled, timings) if sampled > 0 else None
 
 
 def _speed_key(spec: ModelSpec, batch_size: int) -> bytes:
     """What a model's corpus embedding speed depends on: the model as configured, its batches, this
     machine and the libraries that run it."""
     identity = {
-        "measure": "passage seconds per token",
+        "measure": "passage CPU seconds per token, one thread",
         "spec": repr(spec),
         "batch_size": batch_size,
         "machine": measure.machine(),

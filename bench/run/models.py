@@ -3,10 +3,11 @@ pipelines made of them), and query latency."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +46,8 @@ class ModelPool:
         self.engine = engine or LocalEngine()
         self._embedders: dict[str, Embedder] = {}
         self._latency: dict[str, Figures] = {}
-        self._seconds: dict[str, tuple[list[float], str, bool]] = {}  # model -> per question, when, from cache
+        self._seconds: dict[str, QueryTiming] = {}
+        self.timing = measure.TimingLog()  # how contended the machine was for each timing taken
         self._rerankers: dict[str, Reranker] = {}
 
     def embedder(self, name: str) -> Embedder:
@@ -68,34 +70,43 @@ class ModelPool:
             first = retriever.first if isinstance(retriever, RerankedRetriever) else retriever
             parts = first.parts if isinstance(first, FusedRetriever) else [first]
             timed = [self._query_seconds(p.model, r, questions) for p, r in zip(self.config.parts(cand), parts)]
-            seconds = [sum(per_part) for per_part in zip(*(t[0] for t in timed))]
+            wall = [sum(per_part) for per_part in zip(*(t.wall for t in timed))]
+            cpu = [sum(per_part) for per_part in zip(*(t.cpu for t in timed))]
+            shares = [t.contention for t in timed if t.contention is not None]
             self._latency[name] = {
-                **measure.latency_summary("query_embed", seconds),
-                "query_embed_measured": min(t[1] for t in timed),
-                "query_embed_from_cache": all(t[2] for t in timed),
+                **measure.latency_summary("query_embed", wall),
+                "query_embed_cpu_ms_mean": float(np.mean(cpu)) * 1000 if cpu else None,
+                "query_embed_measured": min(t.measured for t in timed),
+                "query_embed_from_cache": all(t.from_cache for t in timed),
+                "timing_contention": max(shares) if shares else None,
+                "timing_busy": any(t.busy for t in timed),
             }
         return self._latency[name]
 
-    def _query_seconds(self, name: str, retriever: Retriever, questions: list[str]) -> tuple[list[float], str, bool]:
+    def _query_seconds(self, name: str, retriever: Retriever, questions: list[str]) -> QueryTiming:
         """One model's encoding time per question, measured once per run.
 
         A model running in this process keeps its timings in the cache under this machine, the
-        library versions and the questions, so a rerun need not load the model. An API's latency
-        is always measured again: the service may have changed. ``remeasure`` measures everything
-        again.
+        library versions, the way they were taken and the questions, so a rerun need not load the
+        model; timings taken on a busy machine are never kept. An API's latency is always measured
+        again: the service may have changed. ``remeasure`` measures everything again.
         """
         if name not in self._seconds:
             spec = self.config.model(name)
             keep = not spec.lexical and not spec.remote
             key = _latency_key(spec, questions)
             stored = self.cache.latency(spec.cache_key, key) if keep and not self.remeasure else None
-            if stored is not None:
-                self._seconds[name] = (stored[0], stored[1], True)
+            if stored is not None and len(stored[0]) == 2 * len(questions):
+                n = len(questions)
+                self._seconds[name] = QueryTiming(stored[0][:n], stored[0][n:], stored[1], True)
             else:
-                seconds = _query_embed_seconds(retriever, questions)
-                if keep and seconds:
-                    self.cache.store_latency(spec.cache_key, key, seconds, self.measured_at)
-                self._seconds[name] = (seconds, self.measured_at, False)
+                timings = _query_embed_seconds(retriever, questions)
+                self.timing.add(f"query encoding {name}", timings)
+                if keep and timings.wall and not timings.busy:
+                    self.cache.store_latency(spec.cache_key, key, [*timings.wall, *timings.cpu], self.measured_at)
+                self._seconds[name] = QueryTiming(
+                    timings.wall, timings.cpu, self.measured_at, False, timings.contention, timings.busy
+                )
         return self._seconds[name]
 
     def passage_embedding(self, name: str) -> Callable[[list[str]], np.ndarray]:
@@ -184,17 +195,26 @@ def unknown_token_share(file: Path, texts: list[str]) -> dict | None:
     return {"share": unknown / pieces if pieces else 0.0, "pieces": pieces, "texts": len(texts), "token": unk_token}
 
 
-def _query_embed_seconds(retriever: Retriever, questions: list[str]) -> list[float]:
-    """Each question encoded alone, live (never from the vector cache), after a warm-up call."""
+@dataclass(frozen=True)
+class QueryTiming:
+    """One model's encoding of each timed question: seconds, wall-clock and CPU; when it was timed,
+    whether the timing was kept from an earlier run, and how contended the machine was."""
+
+    wall: list[float]
+    cpu: list[float]
+    measured: str
+    from_cache: bool
+    contention: float | None = None
+    busy: bool = False
+
+
+def _query_embed_seconds(retriever: Retriever, questions: list[str]) -> measure.Timings:
+    """Each question encoded alone, live (never from the vector cache), on one thread, after a warm-up call."""
     if not questions:
-        return []
-    retriever.encode_live(questions[:1])
-    seconds = []
-    for text in questions:
-        t0 = time.perf_counter()
-        retriever.encode_live([text])
-        seconds.append(time.perf_counter() - t0)
-    return seconds
+        return measure.Timings([], [])
+    with measure.one_thread():
+        retriever.encode_live(questions[:1])
+        return measure.time_calls([functools.partial(retriever.encode_live, [text]) for text in questions])
 
 
 def _latency_key(spec: ModelSpec, questions: list[str]) -> bytes:
@@ -205,6 +225,7 @@ def _latency_key(spec: ModelSpec, questions: list[str]) -> bytes:
         "machine": measure.machine(),
         "versions": measure.versions(),
         "questions": questions,
+        "method": measure.TIMING_METHOD,
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).digest()
 

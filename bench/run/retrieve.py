@@ -3,7 +3,7 @@ candidate's operating figures (sizes, speed, latency, money). No metric is compu
 
 from __future__ import annotations
 
-import time
+import functools
 from dataclasses import dataclass
 from typing import TypeGuard, cast
 
@@ -37,6 +37,7 @@ class RunContext:
     goldset: Goldset
     depth: int
     phases: measure.Phases
+    timing: measure.TimingLog  # how contended the machine was for each timing taken
 
 
 @dataclass(frozen=True)
@@ -103,9 +104,10 @@ def run_candidate(candidate: CandidateRun, run: RunContext) -> tuple[list[Retrie
         recall = retriever.recall_against_exact(queries, depth)
     n_timed = min(len(questions), candidate.latency_samples)
     with phases(f"time searches {cand.id}"):
-        search_latency, rerank_seconds = _search_latency(retriever, queries, n_timed, depth)
-    query_ms = as_number(candidate.query_latency["query_embed_ms_mean"])
-    total_ms = None if query_ms is None else query_ms + (as_number(search_latency["search_ms_mean"]) or 0.0)
+        timed = _search_latency(retriever, queries, n_timed, depth)
+    run.timing.add(f"searches {cand.id}", timed.search)
+    search_latency = timed.figures()
+    total_ms = _machine_ms(candidate.query_latency, search_latency)
     whole = candidate.corpus_embed_seconds or [None] * len(parts)
     stages = [_stage_figures(part, table, questions, total_ms, s) for part, s in zip(parts, whole)]
     figures = {
@@ -114,11 +116,11 @@ def run_candidate(candidate: CandidateRun, run: RunContext) -> tuple[list[Retrie
         **candidate.query_latency,
         **search_latency,
         "latency_samples": n_timed,
+        "timing_cores": measure.cores(),
+        **_contention(candidate.query_latency, timed.search),
     }
     if candidate.reranker is not None and isinstance(retriever, RerankedRetriever):
-        rerank = _rerank_figures(
-            candidate.reranker, retriever, queries, rerank_seconds, n_timed, candidate.reranker_model_price
-        )
+        rerank = _rerank_figures(candidate.reranker, retriever, queries, timed, n_timed, candidate.reranker_model_price)
         figures.update(rerank)
         figures["cost_per_1k_queries_usd"] = _plus(
             figures["cost_per_1k_queries_usd"], rerank["rerank_cost_per_1k_queries_usd"]
@@ -228,20 +230,25 @@ def _rerank_figures(
     spec: RerankerSpec,
     retriever: RerankedRetriever,
     queries: RerankQueries,
-    seconds: list[float],
+    timed: SearchTiming,
     n_timed: int,
     model_price: Price | None,
 ) -> Figures:
     """The reranker's latency (each timed search's re-scoring of ``top`` results) and its cost,
     added to the pipeline's cost per 1,000 queries and to what this run was billed."""
-    latency = measure.latency_summary("rerank", seconds)
+    latency: Figures = {
+        **measure.latency_summary("rerank", timed.rerank_wall),
+        "rerank_cpu_ms_mean": float(np.mean(timed.rerank_cpu)) * 1000 if timed.rerank_cpu else None,
+    }
     sample = [units for units, _ in retriever.first.search(queries.first[:n_timed], retriever.top)]
     texts_tokens = [
         count_tokens(queries.texts[i]) + sum(count_tokens(retriever.table.text(int(u))) for u in units)
         for i, units in enumerate(sample)
     ]
     per_search = float(np.mean(texts_tokens)) if texts_tokens else None
-    priced = rerankers.reranker_costs(spec, tokens_per_search=per_search, ms_mean=latency["rerank_ms_mean"])
+    cpu_ms = as_number(latency["rerank_cpu_ms_mean"])
+    machine_ms = cpu_ms / measure.cores() if cpu_ms is not None else as_number(latency["rerank_ms_mean"])
+    priced = rerankers.reranker_costs(spec, tokens_per_search=per_search, ms_mean=machine_ms)
     cost, source = priced["rerank_cost_per_1k_queries_usd"], priced["rerank_price_source"]
     if spec.kind == "bi-encoder" and model_price is not None and model_price.price_per_mtok != 0:
         # the model's price per token, on the query and the `top` texts it embeds per search
@@ -260,6 +267,26 @@ def _rerank_figures(
         "rerank_price_source": source,
         "rerank_cost_per_1k_queries_usd": cost,
         "rerank_run_cost_usd": run_cost,
+    }
+
+
+def _machine_ms(query: Figures, search: Figures) -> float | None:
+    """Machine milliseconds per query of embedding the question and searching, for a compute price:
+    CPU time on one thread shared by the machine's cores (wall time, as older runs stored, where
+    CPU time is not known)."""
+    cpu = [as_number(query.get("query_embed_cpu_ms_mean")), as_number(search.get("search_cpu_ms_mean"))]
+    if cpu[0] is not None:
+        return sum(c or 0.0 for c in cpu) / measure.cores()
+    wall = as_number(query.get("query_embed_ms_mean"))
+    return None if wall is None else wall + (as_number(search.get("search_ms_mean")) or 0.0)
+
+
+def _contention(query: Figures, search: measure.Timings) -> Figures:
+    """The most contended of the candidate's timings, and whether any was taken on a busy machine."""
+    shares = [s for s in (as_number(query.get("timing_contention")), search.contention) if s is not None]
+    return {
+        "timing_contention": round(max(shares), 3) if shares else None,
+        "timing_busy": bool(query.get("timing_busy")) or search.busy,
     }
 
 
@@ -335,23 +362,49 @@ def _score(score: float) -> float | None:
     return None if score != score else float(score)
 
 
-def _search_latency(retriever: Retriever, queries: Queries, n: int, depth: int) -> tuple[dict, list[float]]:
-    """Each query searched alone against the built index, as a service would, after a warm-up
-    search; a reranked pipeline's re-scoring is timed apart (the seconds of each) and not counted
-    in the search's time."""
+def _search_latency(retriever: Retriever, queries: Queries, n: int, depth: int) -> SearchTiming:
+    """Each query searched alone against the built index, as a service would, on one thread, after a
+    warm-up search; a reranked pipeline's re-scoring is timed apart (the seconds of each) and not counted
+    in the search's time. Its CPU time is split between the two in the same proportion as the wall time."""
     if not n:
-        return measure.latency_summary("search", []), []
+        return SearchTiming(measure.Timings([], []), [], [])
     reranked = retriever if isinstance(retriever, RerankedRetriever) else None
-    with retriever.one_query_at_a_time():
-        retriever.search(queries[:1], depth)
+    rerank: list[list[float]] = [[] for _ in range(n)]
+
+    def search(i: int) -> None:
+        retriever.search(queries[i : i + 1], depth)
         if reranked:
-            reranked.rerank_seconds.clear()
-        seconds = []
-        for i in range(n):
-            t0 = time.perf_counter()
-            retriever.search(queries[i : i + 1], depth)
-            seconds.append(time.perf_counter() - t0)
-        rerank = list(reranked.rerank_seconds) if reranked else []
-    if rerank:
-        seconds = [max(total - part, 0.0) for total, part in zip(seconds, rerank)]
-    return measure.latency_summary("search", seconds), rerank
+            rerank[i].append(reranked.rerank_seconds[-1])
+
+    with measure.one_thread(), retriever.one_query_at_a_time():
+        retriever.search(queries[:1], depth)
+        timings = measure.time_calls([functools.partial(search, i) for i in range(n)])
+    if not reranked:
+        return SearchTiming(timings, [], [])
+    rerank_wall = [float(np.median(r)) for r in rerank]
+    rerank_cpu = [
+        cpu * min(r / wall, 1.0) if wall > 0 else 0.0 for cpu, r, wall in zip(timings.cpu, rerank_wall, timings.wall)
+    ]
+    own = measure.Timings(
+        [max(wall - r, 0.0) for wall, r in zip(timings.wall, rerank_wall)],
+        [max(cpu - r, 0.0) for cpu, r in zip(timings.cpu, rerank_cpu)],
+        timings.contention,
+        timings.retimed,
+    )
+    return SearchTiming(own, rerank_wall, rerank_cpu)
+
+
+@dataclass(frozen=True)
+class SearchTiming:
+    """Single searches timed: the search's own seconds, and a reranker's per search (wall and CPU)."""
+
+    search: measure.Timings
+    rerank_wall: list[float]
+    rerank_cpu: list[float]
+
+    def figures(self) -> Figures:
+        cpu = self.search.cpu
+        return {
+            **measure.latency_summary("search", self.search.wall),
+            "search_cpu_ms_mean": float(np.mean(cpu)) * 1000 if cpu else None,
+        }

@@ -208,7 +208,9 @@ def _one_candidate(
         [shared.corpus_seconds[part.key] for part in config.parts(cand)],
     )
     depth = config.retrieval_depth
-    retrieved, measured = retrieve.run_candidate(asked, retrieve.RunContext(inputs.goldset, depth, phases))
+    retrieved, measured = retrieve.run_candidate(
+        asked, retrieve.RunContext(inputs.goldset, depth, phases, models.timing)
+    )
     ops = Operating.from_dict(measured)
     ops = ops.merged(scale.at_scale(ops, cand.search or "", len(inputs.corpus), config.scale))
     shared.built.release_after(position)
@@ -317,6 +319,7 @@ def _manifest(inputs: _Inputs) -> Manifest:
         percentile_method=measure.PERCENTILE_METHOD,
         engine=inputs.options.engine,
         languages=inputs.languages,
+        timing=inputs.models.timing.manifest(),
     )
 
 
