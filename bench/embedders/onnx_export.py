@@ -201,12 +201,14 @@ def _check_export(folder: Path, expected: np.ndarray, source: Path) -> None:
 def quantise(fp32: Path, folder: Path) -> None:
     """``fp32``'s export with int8 weights, per output channel (per tensor loses too much:
     cosine to the fp32 vectors 0.91 at worst on minilm, against 0.98 per channel)."""
+    import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    # Given as a model, not a path: from a path, the quantiser writes a file beside it (the cache's
+    # finished fp32 export) while it works.
+    graph = onnx.load(str(fp32 / MODEL_FILE))
     with _quiet_root_logger():
-        quantize_dynamic(
-            str(fp32 / MODEL_FILE), str(folder / MODEL_FILE), weight_type=QuantType.QInt8, per_channel=True
-        )
+        quantize_dynamic(graph, str(folder / MODEL_FILE), weight_type=QuantType.QInt8, per_channel=True)
     for path in fp32.iterdir():
         if path.name not in (MODEL_FILE, META_FILE) and path.is_file():
             shutil.copy2(path, folder / path.name)

@@ -116,6 +116,8 @@ def test_an_export_is_made_once_and_reused(onnx_minilm, cache_root, monkeypatch)
     assert len(files) == 2  # fp32 and int8, nothing half-written left beside them
     assert not [p for p in (models / "onnx").iterdir() if p.name.startswith(".")]
     stamps = [p.stat().st_mtime_ns for p in files]
+    for file in files:  # nothing was written into a finished export (quantising reads the fp32 one)
+        assert file.parent.stat().st_mtime_ns <= (file.parent / "meta.json").stat().st_mtime_ns
 
     def refuse(*args):
         raise AssertionError("exported again")
