@@ -34,7 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.embedders import MODELS, PASSAGE, QUERY, load_embedder, paths
-from bench.inputs.extraction_workers import cores
+from bench.measure import cores
 from tests.helpers import REPO, SHARED
 
 BACKENDS = ("torch", "onnx", "onnx-int8")

@@ -15,7 +15,7 @@ from bench.embedders.onnx_export import export_dir, is_exported, prepare
 from bench.embedders.onnx_session import OnnxModel
 from bench.embedders.sbert import is_hub_name, resolve_source
 from bench.errors import BenchError
-from bench.inputs.extraction_workers import cores
+from bench.measure import cores
 
 INSTALL_HINT = "pip install 'retrieval-shootout[onnx]'"
 
