@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Final
 
@@ -85,7 +86,7 @@ class Phases:
 
 def versions() -> dict[str, str | None]:
     out: dict[str, str | None] = {"python": platform.python_version(), "bench": __version__}
-    for dist in ("torch", "faiss-cpu", "sentence-transformers", "bm25s", "numpy", "tiktoken"):
+    for dist in ("torch", "faiss-cpu", "sentence-transformers", "bm25s", "numpy", "tiktoken", "onnxruntime"):
         try:
             out[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
@@ -123,20 +124,31 @@ def busy_share() -> float:
         return BUSY_SHARE
 
 
+_ONE_THREAD: ContextVar[bool] = ContextVar("one_thread", default=False)
+
+
 @contextmanager
 def one_thread() -> Iterator[None]:
-    """PyTorch on one thread, as a service that answers each query on one core runs it: its CPU time is
-    then the query's cost, which other work on the machine does not inflate (spinning worker threads do)."""
+    """Models on one thread, as a service that answers each query on one core runs them: a query's CPU
+    time is then its cost, which other work on the machine does not inflate (spinning worker threads
+    do). PyTorch's threads are set here; an engine that fixes its threads when it starts (ONNX Runtime)
+    asks :func:`one_thread_wanted`."""
+    token = _ONE_THREAD.set(True)
     torch = sys.modules.get("torch")
-    if torch is None:
-        yield
-        return
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    threads = torch.get_num_threads() if torch is not None else None
+    if torch is not None:
+        torch.set_num_threads(1)
     try:
         yield
     finally:
-        torch.set_num_threads(threads)
+        if torch is not None:
+            torch.set_num_threads(threads)
+        _ONE_THREAD.reset(token)
+
+
+def one_thread_wanted() -> bool:
+    """Whether the caller is timing single queries on one thread (:func:`one_thread`)."""
+    return _ONE_THREAD.get()
 
 
 def cores() -> int:

@@ -40,6 +40,7 @@ WORKER_GROUPS = {
     "export": ["tests/results/test_export.py"],
     "plots": ["tests/report/test_plots.py"],
     "index": ["tests/retrieval/test_index.py"],
+    "onnx": ["tests/embedders/test_onnx_backend.py"],
     "python-api": ["tests/test_python_api.py"],
     "documents": ["tests/cli/test_documents_end_to_end.py"],
     "table-width": ["tests/cli/test_table_width.py"],

@@ -10,9 +10,12 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from bench import measure
+from bench.core.sections import JsonObject
 
 if TYPE_CHECKING:
     from onnxruntime import InferenceSession
@@ -23,9 +26,9 @@ MODEL_FILE, META_FILE, TOKENIZER_FILE = "model.onnx", "meta.json", "tokenizer.js
 FIELDS = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
 
 
-def read_meta(folder: Path) -> dict[str, Any]:
-    # Any: meta.json as the export wrote it, read key by key
-    meta: dict[str, Any] = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+def read_meta(folder: Path) -> JsonObject:
+    """meta.json as the export wrote it, read key by key."""
+    meta: JsonObject = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
     return meta
 
 
@@ -41,6 +44,7 @@ class OnnxModel:
         self.meta = read_meta(folder)
         self.max_length: int | None = max_tokens or self.meta.get("max_seq_length")
         self._session = (session if keep else new_session)(folder / MODEL_FILE, threads)
+        self._keep = keep
         self._inputs = [i.name for i in self._session.get_inputs()]
         self._encoder = self._tokenizer(truncate=True)
         self._counter = self._tokenizer(truncate=False)
@@ -76,8 +80,15 @@ class OnnxModel:
         """The graph's output for one batch of texts, as float32 rows."""
         encodings = self._encoder.encode_batch(list(texts))
         feed = {name: np.array([getattr(e, FIELDS[name]) for e in encodings], dtype=np.int64) for name in self._inputs}
-        out = self._session.run(None, feed)[0]
+        out = self._session_now().run(None, feed)[0]
         return np.asarray(out, dtype=np.float32)
+
+    def _session_now(self) -> InferenceSession:
+        """Every core, except while single queries are timed on one thread (bench.measure.one_thread):
+        then a one-thread session, made once."""
+        if measure.one_thread_wanted() and self._keep:
+            return session(self.folder / MODEL_FILE, 1)
+        return self._session
 
 
 def new_session(path: Path, threads: int) -> InferenceSession:
