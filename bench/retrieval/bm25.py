@@ -126,6 +126,14 @@ class Tokenizer:
         return self.resolved(text)
 
 
+class _Vocabulary(dict[str, int]):
+    """Term ids in order of first appearance, a missing term added with the next id."""
+
+    def __missing__(self, term: str) -> int:
+        self[term] = found = len(self)
+        return found
+
+
 class BM25Index:
     def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
@@ -136,12 +144,13 @@ class BM25Index:
     ) -> None:
         """Index documents given as term counts (``Tokenizer.counts``), one at a time
         (``progress(n)`` every ``every`` documents)."""
-        vocab = self.vocab
+        vocab = _Vocabulary(self.vocab)
+        term_id = vocab.__getitem__  # a new term gets the next id: one C-level look-up per term
         terms, counts, distinct, lengths = array("i"), array("i"), array("i"), array("q")
         n = 0
         for tf in term_counts:
             # Within a document the order of terms does not matter: entries are sorted by term, then document.
-            terms.extend([vocab.setdefault(w, len(vocab)) for w in tf])
+            terms.extend(map(term_id, tf))
             counts.extend(tf.values())
             distinct.append(len(tf))
             lengths.append(tf.total())
@@ -150,6 +159,7 @@ class BM25Index:
                 progress(every)
         if progress and n % every:
             progress(n % every)
+        self.vocab = dict(vocab)  # a plain dict again: a look-up of an unknown term must not add it
         self._compile(
             np.frombuffer(terms, dtype=np.int32),
             np.frombuffer(counts, dtype=np.int32),
