@@ -183,5 +183,5 @@ def _options(tp: Any) -> tuple[str, ...]:
 
 
 @functools.cache
-def _hints(schema: type) -> dict[str, Any]:
+def _hints(schema: type) -> dict[str, Any]:  # Any: what typing.get_type_hints gives, a type per field
     return typing.get_type_hints(schema)

@@ -141,7 +141,7 @@ class IndexSpec:
         if self.binary:
             return binary_index(vectors), BINARY_FACTORY
         factory = self.resolve_factory(n, dims)
-        params: dict[str, Any] = dict(self.build_params)  # config values
+        params: dict[str, Any] = dict(self.build_params)  # Any: config values, each of the FAISS setting's type
         try:
             index = faiss.index_factory(dims, factory, faiss.METRIC_INNER_PRODUCT)
         except RuntimeError as e:
