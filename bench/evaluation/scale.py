@@ -14,7 +14,6 @@ from dataclasses import dataclass, fields
 from bench.core.operating import Operating
 from bench.core.sections import as_number
 from bench.core.tables import read_table, setting
-from bench.errors import BenchError
 from bench.evaluation import costs, prices
 
 PREFERENCES = ("cost", "latency", "quality")
@@ -52,15 +51,6 @@ class Scale:
 def scale_from_config(table: object, where: str) -> Scale:
     """A Scale from ``[scale]`` (absent: the defaults), every value checked."""
     return read_table(Scale, table, f"{where}: [scale]", example="[scale] queries_per_month = 100000")
-
-
-def check_preference(value: object, where: str) -> str:
-    if value not in PREFERENCES:
-        raise BenchError(
-            f"{where}: prefer = {value!r} must be one of {', '.join(map(repr, PREFERENCES))}: what decides "
-            f"among the candidates tied with the best"
-        )
-    return str(value)
 
 
 # --- a candidate at the team's scale: None in, None out ------------------------------------------
