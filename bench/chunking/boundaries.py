@@ -45,6 +45,7 @@ _JIEBA_BLOCK = re.compile(r"[\u4e00-\u9fd5a-zA-Z0-9+#&._%\-]")  # what jieba seg
 _HAN = re.compile(r"[\u4e00-\u9fd5]")
 _ASCII_WORD = re.compile(r"[a-zA-Z0-9+#&._%\-]")  # a number or Latin word inside CJK text, for jieba too
 _LATIN = re.compile(r"[a-zA-Z]")
+_FIRST_CJK = "\u2e80"  # no character before it is CJK (the first of the CJK radicals)
 _SETTLE_REACH = 256  # characters searched back for an offset known to start a cluster
 _BLOCK_REACH = 64  # characters looked at on each side of a cut to find the words around it
 
@@ -180,8 +181,8 @@ class CutPoints:
         (``1999年``, ``满语Heseri的``) or lies in a text mostly of CJK; ``i`` itself anywhere else, so
         English text is never moved."""
         t = self.text
-        if not (_ASCII_WORD.match(t, i - 1) and _ASCII_WORD.match(t, i)):
-            return i
+        if not self._has_cjk or not (_ASCII_WORD.match(t, i - 1) and _ASCII_WORD.match(t, i)):
+            return i  # without CJK in the text nothing touches it and it is not mostly CJK
         start = _run_start(t, i, _ASCII_WORD)
         if start is None:
             return i
@@ -192,10 +193,16 @@ class CutPoints:
         return start if touches or self._mostly_cjk else i
 
     @functools.cached_property
+    def _has_cjk(self) -> bool:
+        """Whether the text holds any CJK character: most texts past ASCII (accents, dashes) hold
+        none, which their largest character shows without scanning them with the pattern."""
+        return bool(self.text) and max(self.text) >= _FIRST_CJK and CJK.search(self.text) is not None
+
+    @functools.cached_property
     def _mostly_cjk(self) -> bool:
         """Whether CJK carries at least as much of the text as Latin letters do (a CJK character
         says about what a word of four letters does): then a Latin word is kept whole too."""
-        cjk = len(CJK.findall(self.text))
+        cjk = len(CJK.findall(self.text)) if self._has_cjk else 0
         return cjk > 0 and 4 * cjk >= len(_LATIN.findall(self.text))
 
     def before(self, i: int, floor: int) -> int:

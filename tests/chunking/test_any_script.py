@@ -21,11 +21,11 @@ from bench.chunking import (
     SentenceWindowChunker,
     chunk_id,
 )
-from bench.chunking.boundaries import CLAUSE, CutPoints
+from bench.chunking.boundaries import _FIRST_CJK, CLAUSE, CutPoints
 from bench.chunking.sentences import sentence_spans
 from bench.chunking.tokens import count_tokens, token_char_offsets
 from bench.errors import BenchError
-from bench.text.scripts import grapheme_starts
+from bench.text.scripts import CJK, grapheme_starts
 
 # --- what every chunk of every chunker must be ---------------------------------------------------
 
@@ -315,3 +315,13 @@ def test_a_long_run_of_marks_is_read_whole() -> None:
     chunks = RecursiveChunker(4).chunk("d", doc)
     check(chunks, doc)
     assert chunks[0].text == doc[:601]  # one cluster of 601 code points: over size, alone
+
+
+def test_no_cjk_character_comes_before_the_first_one_a_text_is_checked_for():
+    """A text whose largest character is below ``_FIRST_CJK`` is taken to hold no CJK unscanned."""
+    assert not any(CJK.match(chr(c)) for c in range(ord(_FIRST_CJK)) if not 0xD800 <= c <= 0xDFFF)
+    assert CJK.match(_FIRST_CJK)
+    latin = "Café Müller — 1999 edition, naïve"  # past ASCII, no CJK: ASCII words stay where cut
+    assert CutPoints(latin).word_start(latin.index("999")) == latin.index("999")
+    mixed = "满语Heseri的"
+    assert CutPoints(mixed).word_start(mixed.index("eseri")) == mixed.index("Heseri")
