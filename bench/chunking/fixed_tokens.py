@@ -40,6 +40,8 @@ class FixedTokenChunker:
     longer than the window is a window of its own. ASCII text has nothing to move.
     """
 
+    thread_safe = True  # no state between documents; cl100k encodes with the GIL released
+
     def __init__(self, size: int, overlap: int = 0) -> None:
         validate_size_overlap("tokens", size, overlap)
         self.size = size

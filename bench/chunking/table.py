@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cached_property
 
 import numpy as np
 
+from bench import measure
 from bench.chunking import Chunk, Chunker
 from bench.inputs.corpus import Corpus
 from bench.inputs.lazy import Lazy
+
+_AHEAD = 64  # documents handed to the chunking threads ahead of the one being collected
 
 
 class ChunkTable:
@@ -72,8 +77,8 @@ class ChunkTable:
         doc, start, end = array("i"), array("q"), array("q")
         ids: list[str] = []
         headings: list[str] = []
-        for ordinal, d in enumerate(corpus.documents):
-            chunks = sorted(chunker.chunk(d.id, d.text), key=lambda c: (c.start, c.end))
+        for ordinal, found in enumerate(_chunked(corpus, chunker)):
+            chunks = sorted(found, key=lambda c: (c.start, c.end))
             doc.extend([ordinal] * len(chunks))
             start.extend(c.start for c in chunks)
             end.extend(c.end for c in chunks)
@@ -146,6 +151,24 @@ class ChunkTable:
 
     def chunks_of(self, doc_ordinal: int) -> range:
         return range(int(self.doc_first[doc_ordinal]), int(self.doc_stop[doc_ordinal]))
+
+
+def _chunked(corpus: Corpus, chunker: Chunker) -> Iterator[list[Chunk]]:
+    """Each document's chunks in corpus order: chunked ahead on a thread per core when the chunker
+    is ``thread_safe`` (its tokenizer works with the GIL released), else one document at a time.
+    Documents are read here, on the calling thread."""
+    threads = measure.cores() if getattr(chunker, "thread_safe", False) else 1
+    if threads < 2:
+        yield from (chunker.chunk(d.id, d.text) for d in corpus.documents)
+        return
+    with ThreadPoolExecutor(threads) as pool:
+        pending: deque[Future[list[Chunk]]] = deque()
+        for d in corpus.documents:
+            pending.append(pool.submit(chunker.chunk, d.id, d.text))
+            if len(pending) >= _AHEAD:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 def _headings(headings: Iterable[str]) -> list[str] | None:

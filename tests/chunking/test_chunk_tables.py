@@ -36,6 +36,29 @@ def test_a_chunked_corpus_slices_the_same_texts_the_chunker_made(tmp_path: Path,
     assert table.texts[-1] == made[-1].text
 
 
+def test_chunking_on_threads_keeps_the_corpus_order_and_its_errors(tmp_path: Path, monkeypatch):
+    import bench.chunking.table
+
+    monkeypatch.setattr(bench.chunking.table.measure, "cores", lambda: 3)
+    monkeypatch.setattr(bench.chunking.table, "_AHEAD", 5)
+    rng = random.Random(11)
+    rows = [{"id": f"doc{i:03d}", "text": random_text(rng, rng.randint(3, 60))} for i in range(40)]
+    (tmp_path / "c.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    corpus = load_corpus(tmp_path / "c.jsonl")
+    chunker = FixedTokenChunker(12, 2)
+    table = ChunkTable.chunk_corpus(corpus, chunker)
+    assert list(table.chunks) == [c for d in corpus.documents for c in chunker.chunk(d.id, d.text)]
+
+    class Failing(FixedTokenChunker):
+        def chunk(self, doc_id: str, text: str) -> list:
+            if doc_id == "doc017":
+                raise ValueError(doc_id)
+            return super().chunk(doc_id, text)
+
+    with pytest.raises(ValueError, match="doc017"):
+        ChunkTable.chunk_corpus(corpus, Failing(12))
+
+
 def test_chunk_sizes_of_a_very_large_table_come_from_an_even_sample(tmp_path: Path, monkeypatch):
     import bench.chunking.sizes
     from bench.chunking.sizes import chunk_sizes
