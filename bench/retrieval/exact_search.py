@@ -8,11 +8,13 @@ from collections.abc import Iterable
 import numpy as np
 import numpy.typing as npt
 
+from bench.embedders.cache import drop_pages
+
 
 def exact_top(vectors: np.ndarray, queries: np.ndarray, n: int, batch: int = 256, block: int = 65_536) -> np.ndarray:
     """Brute-force inner-product top-``n`` ids per query (descending score, ties by lower id), int64
     of shape (queries, min(n, len(vectors))). Vectors are scanned ``block`` rows at a time, so a
-    memory-mapped table of millions of rows needs no more memory than one block of scores."""
+    memory-mapped table of millions of rows needs no more memory than one block of scores and of rows."""
     queries = np.ascontiguousarray(queries, dtype=np.float32)
     total = len(vectors)
     n = min(n, total)
@@ -29,6 +31,7 @@ def exact_top(vectors: np.ndarray, queries: np.ndarray, n: int, batch: int = 256
             for row, (ids, row_scores) in enumerate(zip(_top_with_ties(scores, n), scores)):
                 kept_ids[row].append(ids + lo)
                 kept_scores[row].append(row_scores[ids])
+            drop_pages(vectors)  # a mapped table's pages given back block by block, not after the scan
         for row in range(len(q)):
             ids, scores = np.concatenate(kept_ids[row]), np.concatenate(kept_scores[row])
             out[start + row] = ids[np.lexsort((ids, -scores))[:n]]

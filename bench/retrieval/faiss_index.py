@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bench.core.tables import Rule, read_table, read_value, setting
+from bench.embedders.cache import drop_pages
 from bench.errors import BenchError
 from bench.registry import Registry, suggest
 from bench.retrieval.compressed import BINARY_FACTORY, binary_index
@@ -160,8 +161,10 @@ class IndexSpec:
         try:
             if not index.is_trained:
                 index.train(_training_sample(vectors))
+                drop_pages(vectors)
             for lo in range(0, n, ADD_BLOCK):  # a memory-mapped table is read one block at a time
                 index.add(np.ascontiguousarray(vectors[lo : lo + ADD_BLOCK], dtype=np.float32))
+                drop_pages(vectors)  # its pages given back once added: one block resident beside the index
         except RuntimeError as e:
             raise BenchError(
                 f"index {self.name!r}: faiss could not build {factory!r} on {n} vectors of {dims} dims "
