@@ -60,9 +60,10 @@ def main() -> int:
     parser.add_argument("--config", type=Path, default=REPO / "bench.toml")
     parser.add_argument("--only", action="append", default=[], help="candidate id patterns, as bench run --only")
     parser.add_argument("--order", default="idle,loaded", help="which run goes first")
+    parser.add_argument("--keep", type=Path, help="keep both runs and the cache in this folder")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="latency-stability-") as tmp:
-        root = Path(tmp)
+        root = args.keep or Path(tmp)
         cache = root / "cache"
         out = {}
         for which in args.order.split(","):
