@@ -356,10 +356,13 @@ class BM25Retriever:
     def search(self, queries: list[list[str]], n: int) -> list[tuple[np.ndarray, np.ndarray]]:
         results = []
         for tokens in queries:
-            scores = self._all_scores(tokens)
-            best = top_n(scores, self.tie_order, n)
-            best = best[scores[best] > 0]
-            results.append((best.astype(np.int64), scores[best]))
+            # Only the chunks sharing a term with the question are ranked (scores are never negative):
+            # a question of rare terms sorts its few matches, not every chunk tied at zero.
+            scores = self.bm25.scores(tokens)
+            matched = np.flatnonzero(scores > 0)
+            values = scores[matched].astype(np.float64)
+            best = top_n(values, self.tie_order[matched], n)
+            results.append((matched[best].astype(np.int64), values[best]))
         return results
 
     def score(self, queries: list[list[str]], q: int, chunks: np.ndarray) -> np.ndarray:
