@@ -12,6 +12,7 @@ import numpy as np
 
 from bench import measure
 from bench.chunking import Chunk, Chunker
+from bench.chunking.chunk_texts import ChunkTexts
 from bench.inputs.corpus import Corpus
 from bench.inputs.lazy import Lazy
 
@@ -25,8 +26,10 @@ class ChunkTable:
     ``doc_ids``. ``tie_order`` is each chunk's position in unit-id order: ranking ties are
     broken by unit id, so results never depend on index internals.
 
-    Chunk texts are not kept: a chunk is ``document.text[start:end]``, sliced when it is read
-    (``texts``, ``iter_texts``, ``chunks``), so a table of millions of chunks is a few arrays.
+    Chunk texts are not kept in memory: a chunk is ``document.text[start:end]``, read when it is
+    asked for (``texts``, ``iter_texts``, ``chunks``), so a table of millions of chunks is a few
+    arrays. A chunked corpus keeps its documents' texts in a temporary file (``ChunkTexts``), so a
+    chunk read out of order costs a read of its own bytes, not of its document.
     """
 
     def __init__(
@@ -77,16 +80,18 @@ class ChunkTable:
         doc, start, end = array("i"), array("q"), array("q")
         ids: list[str] = []
         headings: list[str] = []
-        for ordinal, found in enumerate(_chunked(corpus, chunker)):
+        kept: ChunkTexts | None = ChunkTexts()
+        for ordinal, (text, found) in enumerate(_chunked(corpus, chunker)):
             chunks = sorted(found, key=lambda c: (c.start, c.end))
             doc.extend([ordinal] * len(chunks))
             start.extend(c.start for c in chunks)
             end.extend(c.end for c in chunks)
             ids.extend(c.id for c in chunks)
             headings.extend(c.heading for c in chunks)
+            kept = _keep(kept, text, chunks)
             if progress:
                 progress(1)
-        return cls(
+        table = cls(
             corpus.ids,
             np.frombuffer(doc, dtype=np.int32),
             np.frombuffer(start, dtype=np.int64),
@@ -95,6 +100,10 @@ class ChunkTable:
             lambda i: corpus.at(i).text,
             _headings(headings),
         )
+        if kept is not None:
+            kept.close_writing()
+            table.__dict__["_kept"] = kept
+        return table
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -103,6 +112,9 @@ class ChunkTable:
         texts = self.__dict__.get("_texts")
         if texts is not None:
             return texts[i]
+        kept = self.__dict__.get("_kept")
+        if kept is not None:
+            return kept.text(i)
         return self._document_text(int(self.doc[i]))[int(self.start[i]) : int(self.end[i])]
 
     def iter_texts(self, lo: int = 0, hi: int | None = None) -> Iterator[str]:
@@ -111,6 +123,10 @@ class ChunkTable:
         texts = self.__dict__.get("_texts")
         if texts is not None:
             yield from texts[lo:hi]
+            return
+        kept = self.__dict__.get("_kept")
+        if kept is not None:
+            yield from kept.run(lo, hi)
             return
         doc, start, end = self.doc, self.start, self.end
         i = lo
@@ -153,22 +169,36 @@ class ChunkTable:
         return range(int(self.doc_first[doc_ordinal]), int(self.doc_stop[doc_ordinal]))
 
 
-def _chunked(corpus: Corpus, chunker: Chunker) -> Iterator[list[Chunk]]:
-    """Each document's chunks in corpus order: chunked ahead on a thread per core when the chunker
-    is ``thread_safe`` (its tokenizer works with the GIL released), else one document at a time.
-    Documents are read here, on the calling thread."""
+def _chunked(corpus: Corpus, chunker: Chunker) -> Iterator[tuple[str, list[Chunk]]]:
+    """Each document's text and chunks in corpus order: chunked ahead on a thread per core when the
+    chunker is ``thread_safe`` (its tokenizer works with the GIL released), else one document at a
+    time. Documents are read here, on the calling thread."""
     threads = measure.cores() if getattr(chunker, "thread_safe", False) else 1
     if threads < 2:
-        yield from (chunker.chunk(d.id, d.text) for d in corpus.documents)
+        yield from ((d.text, chunker.chunk(d.id, d.text)) for d in corpus.documents)
         return
     with ThreadPoolExecutor(threads) as pool:
-        pending: deque[Future[list[Chunk]]] = deque()
+        pending: deque[tuple[str, Future[list[Chunk]]]] = deque()
         for d in corpus.documents:
-            pending.append(pool.submit(chunker.chunk, d.id, d.text))
+            pending.append((d.text, pool.submit(chunker.chunk, d.id, d.text)))
             if len(pending) >= _AHEAD:
-                yield pending.popleft().result()
+                text, chunks = pending.popleft()
+                yield text, chunks.result()
         while pending:
-            yield pending.popleft().result()
+            text, chunks = pending.popleft()
+            yield text, chunks.result()
+
+
+def _keep(kept: ChunkTexts | None, text: str, chunks: list[Chunk]) -> ChunkTexts | None:
+    """The document's text added to the kept chunk texts; None from now on once the temporary file
+    cannot be written (a full disk, say): the texts are then sliced from their documents again."""
+    if kept is None or not chunks:
+        return kept
+    try:
+        kept.add(text, [c.start for c in chunks], [c.end for c in chunks])
+    except OSError:
+        return None
+    return kept
 
 
 def _headings(headings: Iterable[str]) -> list[str] | None:

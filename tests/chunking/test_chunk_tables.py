@@ -105,3 +105,46 @@ def test_sizes_say_how_many_characters_a_token_holds(tmp_path: Path):
     assert stats.chars_per_token == chunk_sizes(table)["chars_per_token"]
     zh = [len(table.text(i)) for i in table.chunks_of(table.doc_ids.index("zh"))]
     assert 200 <= max(zh) <= 280  # a full window of Chinese
+
+
+def test_kept_chunk_texts_are_the_documents_slices_in_any_script_and_order(tmp_path: Path):
+    from bench.chunking.chunk_texts import ChunkTexts
+
+    rng = random.Random(3)
+    texts = [
+        "plain ASCII text " * 40,
+        "Café — naïve 😀 " * 30,
+        "满语Heseri的 中文句子。" * 25,
+        "lone \ud800 surrogate",
+        "",
+    ]
+    kept, expected = ChunkTexts(), []
+    for text in texts:
+        spans = sorted((a, a + rng.randint(1, 40)) for a in rng.sample(range(max(len(text), 1)), min(len(text), 12)))
+        spans = [(a, min(b, len(text))) for a, b in spans]  # overlapping and nested spans alike
+        kept.add(text, [a for a, _ in spans], [b for _, b in spans])
+        expected += [text[a:b] for a, b in spans]
+    kept.close_writing()
+    assert [kept.text(i) for i in range(len(expected))] == expected
+    assert list(kept.run(0, len(expected))) == expected
+    assert list(kept.run(5, 17)) == expected[5:17]
+    order = rng.sample(range(len(expected)), len(expected))
+    assert [kept.text(i) for i in order] == [expected[i] for i in order]
+
+
+def test_a_chunk_table_slices_its_documents_when_no_text_can_be_kept(tmp_path: Path, monkeypatch):
+    import bench.chunking.chunk_texts
+
+    rows = [{"id": f"d{i}", "text": f"Text number {i} has a few words in it. " * 9} for i in range(6)]
+    (tmp_path / "c.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    corpus = load_corpus(tmp_path / "c.jsonl")
+    chunker = FixedTokenChunker(16)
+    made = [c for d in corpus.documents for c in chunker.chunk(d.id, d.text)]
+
+    def full(self, text, starts, ends):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(bench.chunking.chunk_texts.ChunkTexts, "add", full)
+    table = ChunkTable.chunk_corpus(corpus, chunker)
+    assert "_kept" not in table.__dict__
+    assert list(table.texts) == [c.text for c in made] == [table.text(i) for i in range(len(table))]
