@@ -71,6 +71,36 @@ def test_sq8_reports_recall_against_float_exact_search():
     assert recall is not None and 0.0 <= recall <= 1.0
 
 
+def test_the_query_settings_of_one_build_share_one_exact_scan(monkeypatch):
+    import bench.retrieval.retrievers
+
+    scans = []
+
+    def counted(*args, **kwargs):
+        scans.append(args[2])
+        return exact_top(*args, **kwargs)
+
+    monkeypatch.setattr(bench.retrieval.retrievers, "exact_top", counted)
+    retriever = DenseRetriever(MODELS.get("hash"), INDEXES.get("hnsw"), NoCache())
+    retriever.build(_table())
+    queries = retriever.encode(["database backups", "monday rotation"])
+    recalls = []
+    for params in INDEXES.get("hnsw").search_params:
+        retriever.set_search(params)
+        recalls.append(retriever.recall_against_exact(queries, 3))
+    assert scans == [3]  # one scan for both efSearch settings
+    retriever.recall_against_exact(queries, 2)
+    retriever.recall_against_exact(queries[:1], 2)
+    assert scans == [3, 2, 2]  # other depths or questions scan again
+    expected = recall_against_exact(
+        [u for u, _ in retriever.search(queries, 3)],
+        exact_top(retriever.vectors, queries, 3),
+        retriever.vectors,
+        queries,
+    )
+    assert recalls[-1] == expected
+
+
 # --- Hamming search ------------------------------------------------------------------------------------
 
 
