@@ -1,6 +1,6 @@
 """The diagnosis rules (``bench.evaluation.findings`` runs them): each names a pattern in a run's figures and
-returns a ``Finding`` with the figures behind it, one frozen dataclass per rule; ``bench.report.findings_text``
-says it and what to try.
+returns a ``Finding`` with the figures behind it, one frozen dataclass per rule (``bench.core.findings``);
+``bench.report.findings_text`` says it and what to try.
 
 Precision@k counts relevant units over k, so with one or two relevant units per question it is low by
 construction. Rules judge it against its ceiling, the mean over questions of min(k, |E(q)|) / k: exact from the
@@ -40,15 +40,32 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal, TypeAlias
 
+from bench.core.findings import (
+    CandidateEvidence,
+    ChunkerFigures,
+    ChunkersApart,
+    Finding,
+    LateHits,
+    Mismatch,
+    MissedByAll,
+    Misses,
+    NearDuplicates,
+    NoRelevantUnit,
+    OrderInTopK,
+    PipelineGain,
+    Pipelines,
+    Severity,
+    TooBroad,
+    TooConservative,
+    Truncation,
+    WrongOrder,
+)
 from bench.core.measures import metric_key
 from bench.core.records import QuestionRecord
 from bench.core.scores import Diagnostics
 from bench.core.summary import CandidateResult, RunSummary
 from bench.evaluation import pipeline_gains
-
-Severity = Literal["warning", "info"]
 
 # Below this recall@k the retriever misses more relevant units than it finds.
 LOW_RECALL = 0.5
@@ -86,21 +103,6 @@ MISS_SHARE = 0.2
 RECALL_TOLERANCE = 0.05
 # 1.5x the span precision: the LLM reads a third less text for each character of evidence.
 SPAN_PRECISION_RATIO = 1.5
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One pattern a rule found: how serious, the candidates it concerns (the one judged first) and the
-    figures behind it, whose type names the rule; no sentences."""
-
-    severity: Severity
-    candidates: tuple[str, ...]
-    evidence: Evidence
-
-    @property
-    def rule(self) -> str:
-        """The rule's code: too_broad, truncation, chunkers_apart, …"""
-        return self.evidence.rule
 
 
 @dataclass(frozen=True)
@@ -170,15 +172,6 @@ def _baseline(candidates: Sequence[CandidateResult], data: CandidateResult) -> C
 # Candidate rules, each after the figures it finds
 
 
-@dataclass(frozen=True, kw_only=True)
-class TooConservative:
-    rule: ClassVar[str] = "too_conservative"
-    recall: float
-    precision: float
-    precision_ceiling: float
-    relevant_units: float  # mean per question
-
-
 def _too_conservative(c: CandidateView) -> Finding | None:
     recall, precision = c.metric("recall"), c.metric("precision")
     if recall is None or precision is None or not c.ceiling or c.units is None:
@@ -187,16 +180,6 @@ def _too_conservative(c: CandidateView) -> Finding | None:
         return None
     evidence = TooConservative(recall=recall, precision=precision, precision_ceiling=c.ceiling, relevant_units=c.units)
     return c.finding("info", evidence)
-
-
-@dataclass(frozen=True, kw_only=True)
-class TooBroad:
-    rule: ClassVar[str] = "too_broad"
-    recall: float
-    precision: float
-    precision_ceiling: float | None
-    span_precision: float | None
-    relevant_units: float | None
 
 
 def _too_broad(c: CandidateView) -> Finding | None:
@@ -211,17 +194,6 @@ def _too_broad(c: CandidateView) -> Finding | None:
         relevant_units=c.units,
     )
     return c.finding("info", evidence)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Mismatch:
-    rule: ClassVar[str] = "mismatch"
-    recall: float
-    precision: float
-    precision_ceiling: float | None
-    hit_rate: float | None
-    bm25_recall: float | None  # plain BM25 on the same chunker, for a single dense model
-    low: bool  # recall and precision both low; else BM25 does as well
 
 
 def _mismatch(c: CandidateView) -> Finding | None:
@@ -244,34 +216,6 @@ def _mismatch(c: CandidateView) -> Finding | None:
         low=low,
     )
     return c.finding("warning", evidence)
-
-
-@dataclass(frozen=True, kw_only=True)
-class OrderInTopK:
-    """The first relevant unit found within k, but low: mrr/hit_rate against random order's."""
-
-    hit_rate: float
-    mrr: float
-    mrr_hit_ratio: float
-    ratio_bound: float  # below this the ratio counts as low
-    random_ratio: float  # mrr/hit_rate if the first hit sat anywhere in the top k
-    rank_1_hit_rate: float | None
-
-
-@dataclass(frozen=True, kw_only=True)
-class LateHits:
-    """Hit rate at k and at depth: the questions whose first relevant unit ranks past k."""
-
-    hit_rate_at_k: float
-    hit_rate_at_depth: float
-    late_share: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class WrongOrder:
-    rule: ClassVar[str] = "wrong_order"
-    in_top: OrderInTopK | None
-    late: LateHits | None
 
 
 def _wrong_order(c: CandidateView) -> Finding | None:
@@ -307,14 +251,6 @@ def _late_hits(c: CandidateView) -> LateHits | None:
     return LateHits(hit_rate_at_k=at_k, hit_rate_at_depth=at_depth, late_share=at_depth - at_k)
 
 
-@dataclass(frozen=True, kw_only=True)
-class NearDuplicates:
-    rule: ClassVar[str] = "near_duplicates"
-    near_zero_share: float  # of the questions with a score gap
-    band: float  # |gap| below this is near zero
-    questions: int  # with a score gap
-
-
 def _near_duplicates(c: CandidateView) -> Finding | None:
     gaps = [g for r in c.records if (g := r.diagnostics.score_gap) is not None]
     band = _gap_band(c)
@@ -336,15 +272,6 @@ def _gap_band(c: CandidateView) -> float | None:
     return NEAR_ZERO_GAP_LEXICAL * abs(mean) if mean else None
 
 
-@dataclass(frozen=True, kw_only=True)
-class Truncation:
-    rule: ClassVar[str] = "truncation"
-    truncated_chunks: int
-    n_chunks: int
-    chunk_share: float
-    token_share: float  # of the corpus tokens, never embedded
-
-
 def _truncation(c: CandidateView) -> Finding | None:
     indexing = c.data.ops.indexing
     n, cut = indexing.n_chunks, indexing.truncated_chunks
@@ -358,26 +285,11 @@ def _truncation(c: CandidateView) -> Finding | None:
     return c.finding(severity, Truncation(truncated_chunks=cut, n_chunks=n, chunk_share=share, token_share=lost))
 
 
-@dataclass(frozen=True, kw_only=True)
-class Misses:
-    rule: ClassVar[str] = "misses"
-    missed: int  # questions with no relevant unit within depth
-    n_questions: int
-    share: float
-
-
 def _misses(c: CandidateView) -> Finding | None:
     n, missed = c.diagnostics.n_questions, c.diagnostics.missed
     if not n or missed is None or missed / n < MISS_SHARE:
         return None
     return c.finding("warning", Misses(missed=missed, n_questions=n, share=missed / n))
-
-
-@dataclass(frozen=True, kw_only=True)
-class NoRelevantUnit:
-    rule: ClassVar[str] = "no_relevant_unit"
-    questions: int  # whose evidence no unit satisfies
-    n_questions: int | None
 
 
 def _no_relevant_unit(c: CandidateView) -> Finding | None:
@@ -386,10 +298,6 @@ def _no_relevant_unit(c: CandidateView) -> Finding | None:
         return None
     return c.finding("warning", NoRelevantUnit(questions=lost, n_questions=c.diagnostics.n_questions))
 
-
-CandidateEvidence: TypeAlias = (
-    TooConservative | TooBroad | Mismatch | WrongOrder | NearDuplicates | Truncation | Misses | NoRelevantUnit
-)
 
 CANDIDATE_RULES: tuple[Callable[[CandidateView], Finding | None], ...] = (
     _no_relevant_unit,
@@ -405,22 +313,6 @@ CANDIDATE_RULES: tuple[Callable[[CandidateView], Finding | None], ...] = (
 
 # ---------------------------------------------------------------------------------------------------
 # Run-level rules
-
-
-@dataclass(frozen=True, kw_only=True)
-class ChunkerFigures:
-    chunker: str
-    recall: float
-    span_precision: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class ChunkersApart:
-    rule: ClassVar[str] = "chunkers_apart"
-    model: str
-    index: str  # the rest of the candidate id after model and chunker: index, query setting, reranker
-    preferred: ChunkerFigures
-    beaten: tuple[ChunkerFigures, ...]
 
 
 def _chunkers_apart(summary: RunSummary, by_candidate: dict[str, list[QuestionRecord]]) -> list[Finding]:
@@ -463,14 +355,6 @@ def _apart_in_group(model: str, index: str, cands: list[CandidateResult], k: int
     return out
 
 
-@dataclass(frozen=True, kw_only=True)
-class MissedByAll:
-    rule: ClassVar[str] = "missed_by_all"
-    question_ids: tuple[str, ...]
-    n_candidates: int  # with records, all of which miss them
-    n_questions: int
-
-
 def _missed_by_all(summary: RunSummary, by_candidate: dict[str, list[QuestionRecord]]) -> list[Finding]:
     k = summary.k
     ids = [c.id for c in summary.candidates if by_candidate.get(c.id)]
@@ -488,27 +372,6 @@ def _missed_by_all(summary: RunSummary, by_candidate: dict[str, list[QuestionRec
     return [Finding("info", tuple(ids), evidence)]
 
 
-@dataclass(frozen=True, kw_only=True)
-class PipelineGain:
-    """A pipeline (a reranked candidate or a fusion) against what it is built on, on the ranking metric."""
-
-    pipeline: str
-    against: str  # its first stage, or a fusion's best part
-    before: float
-    after: float
-
-    @property
-    def gain(self) -> float:
-        return self.after - self.before
-
-
-@dataclass(frozen=True, kw_only=True)
-class Pipelines:
-    rule: ClassVar[str] = "pipelines"
-    metric: str  # mrr@k
-    gains: tuple[PipelineGain, ...]  # best gain first
-
-
 def _pipelines(summary: RunSummary, by_candidate: dict[str, list[QuestionRecord]]) -> list[Finding]:
     found = pipeline_gains.measured(summary.candidates, summary.k)
     if not found:
@@ -520,11 +383,6 @@ def _pipelines(summary: RunSummary, by_candidate: dict[str, list[QuestionRecord]
     evidence = Pipelines(metric=metric_key(pipeline_gains.RANKING_METRIC, summary.k), gains=gains)
     return [Finding("info", ids, evidence)]
 
-
-RunEvidence: TypeAlias = ChunkersApart | MissedByAll | Pipelines
-
-# What a finding's figures can be: the type says which rule found it.
-Evidence: TypeAlias = CandidateEvidence | RunEvidence
 
 RUN_RULES: tuple[Callable[[RunSummary, dict[str, list[QuestionRecord]]], list[Finding]], ...] = (
     _pipelines,

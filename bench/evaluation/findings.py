@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+from bench.core.findings import Finding
 from bench.core.records import QuestionRecord
 from bench.core.summary import RunSummary
-from bench.evaluation.finding_rules import CANDIDATE_RULES, RUN_RULES, CandidateView, Finding
+from bench.evaluation.finding_rules import CANDIDATE_RULES, RUN_RULES, CandidateView
 
 RUN = "*"
 

@@ -22,9 +22,6 @@ markdown marks are no words), in whatever order the two tools read them:
 
 from __future__ import annotations
 
-import functools
-import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import regex
 
-from bench.inputs.quote_tokens import tokens, wanted
+from bench.inputs.quote_tokens import TokenIndex, token_index, tokens, wanted
 from bench.inputs.quotes import Locate, QuoteError, find_quote
 
 EXACT, NORMALISED, APPROXIMATE = "exact", "normalised", "approximate"
@@ -65,33 +62,6 @@ class Anchor:
     end: int
     matched: str  # EXACT, NORMALISED or APPROXIMATE
     similarity: float
-
-
-class _Index:
-    """A document's tokens as integer ids with their offsets, and how rare each token is."""
-
-    def __init__(self, text: str) -> None:
-        found = tokens(text)
-        self.vocab: dict[str, int] = {}
-        ids = [self.vocab.setdefault(key, len(self.vocab)) for key, _, _ in found]
-        self.ids = np.asarray(ids, dtype=np.int64)
-        self.starts = np.asarray([s for _, s, _ in found], dtype=np.int64)
-        self.ends = np.asarray([e for _, _, e in found], dtype=np.int64)
-        counts = np.bincount(self.ids, minlength=len(self.vocab)) if len(ids) else np.zeros(0, np.int64)
-        n = max(1, len(ids))
-        # an inverse document frequency over the document's own tokens: "the" weighs little, a figure much
-        self.weights = np.log1p(n / np.maximum(counts, 1))
-        self.unseen_weight = math.log1p(n)
-        self.numbers = [k for k in self.vocab if k[0].isdigit()]
-        self.token_weight = self.weights[self.ids] if len(ids) else np.zeros(0)
-        self.total = np.concatenate(([0.0], np.cumsum(self.token_weight)))
-        breaks = np.asarray([m.start() for m in re.finditer("\n", text)], dtype=np.int64)
-        self.line = np.searchsorted(breaks, self.starts)  # the line each token stands on
-
-
-@functools.lru_cache(maxsize=16)
-def _index(text: str) -> _Index:
-    return _Index(text)
 
 
 @dataclass(frozen=True)
@@ -148,7 +118,7 @@ def approximate(
 
     Raises :class:`QuoteError` (the message says what was found) when the best span's similarity is
     under ``threshold``, it lacks one of the quote's numbers, or another place is about as alike."""
-    index = _index(text)
+    index = token_index(text)
     wanted = _wanted(index, quote)
     size = sum(wanted.values())
     if size < MIN_TOKENS:
@@ -192,7 +162,7 @@ class Candidate:
 def candidates(text: str, quote: str, pages: Sequence[int] = ()) -> list[Candidate]:
     """The passages of ``text`` most like ``quote`` by words and numbers, best first (those that
     hold all of its numbers before those that do not)."""
-    index = _index(text)
+    index = token_index(text)
     return [
         Candidate(int(index.starts[p.first]), int(index.ends[p.last - 1]), p.similarity, p.missing_numbers)
         for p in _best_places(index, quote, pages, THRESHOLD)
@@ -204,7 +174,7 @@ _NEAR = 20  # tokens on either side of a span where a quote's edge line would st
 
 
 def _best_places(
-    index: _Index, quote: str, pages: Sequence[int], threshold: float, wanted: Counter[str] | None = None
+    index: TokenIndex, quote: str, pages: Sequence[int], threshold: float, wanted: Counter[str] | None = None
 ) -> list[_Place]:
     """The quote's places (:func:`_places`); where none is alike enough, those of the quote less a
     short first or last line or two that the document does not hold near the span: a running header
@@ -247,7 +217,7 @@ def _running_like(line: str) -> bool:
     return 0 < len(found) <= _RUNNING_LINE and not any(k[0].isdigit() for k, _, _ in found)
 
 
-def _near(index: _Index, place: _Place, dropped: str) -> bool:
+def _near(index: TokenIndex, place: _Place, dropped: str) -> bool:
     """Whether the document holds half or more of ``dropped``'s words within :data:`_NEAR` tokens
     of ``place``: then the lines are the document's text, not its running lines."""
     words = [k for k, _, _ in tokens(dropped) if not k[0].isdigit()]
@@ -274,7 +244,7 @@ class _Folios:
     starts: np.ndarray  # the same token positions, sorted
 
 
-def _folios(index: _Index, quote: str, pages: Sequence[int]) -> _Folios:
+def _folios(index: TokenIndex, quote: str, pages: Sequence[int]) -> _Folios:
     """A quote copied from a page viewer carries the page's running lines ("Table of Contents",
     ``F-4``, ``2021 FORM 10-K 59``), which bench leaves out of a PDF's text. A short first or last
     line's small numbers (four digits at most, written without separators: a page number, a year)
@@ -295,7 +265,7 @@ def _folios(index: _Index, quote: str, pages: Sequence[int]) -> _Folios:
     return _Folios(head, tail, frozenset(edges), np.asarray(sorted(edges), dtype=np.int64))
 
 
-def _wanted(index: _Index, quote: str) -> Counter[str]:
+def _wanted(index: TokenIndex, quote: str) -> Counter[str]:
     return wanted(quote, index.vocab, index.numbers)
 
 
@@ -311,7 +281,7 @@ class _Quote:
     size: int  # the quote's tokens, repeats counted
 
 
-def _places(index: _Index, wanted: Counter[str], folios: _Folios) -> list[_Place]:
+def _places(index: TokenIndex, wanted: Counter[str], folios: _Folios) -> list[_Place]:
     """The best span in each of the few stretches richest in the quote's tokens, best first."""
     keys = list(wanted)
     ids = np.asarray([index.vocab.get(k, -1) for k in keys], dtype=np.int64)
@@ -364,7 +334,7 @@ def _overlap(a: _Place, b: _Place) -> bool:
     return a.first < b.last and b.first < a.last
 
 
-def _best_span(index: _Index, quote: _Quote, which: np.ndarray, offset: int, page: np.ndarray) -> _Place | None:
+def _best_span(index: TokenIndex, quote: _Quote, which: np.ndarray, offset: int, page: np.ndarray) -> _Place | None:
     """Within one stretch (``which``: the quote token at each position; ``offset``: where it starts;
     ``page``: the page of each position), the span with the most weight of the quote's tokens less
     :data:`_EXTRA` of the weight of the rest, over a few lengths."""
@@ -502,7 +472,7 @@ def _stray_part(part: list[int], used: list[int], which: np.ndarray, numbers: np
     return len(part) <= _OFF_PAGE * len(used) and not numbers[which[part]].any()
 
 
-def _describe(text: str, index: _Index, place: _Place, locate: Locate | None) -> str:
+def _describe(text: str, index: TokenIndex, place: _Place, locate: Locate | None) -> str:
     start, end = int(index.starts[place.first]), int(index.ends[place.last - 1])
     where = f"at character {start:,}" + (f", {p}" if locate and (p := locate(start)) else "")
     lacks = f", lacking the quote's {', '.join(place.missing_numbers[:3])}" if place.missing_numbers else ""

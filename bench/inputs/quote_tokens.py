@@ -11,10 +11,12 @@ and :func:`wanted` rejoins a quote's pieces where the document holds the joined 
 from __future__ import annotations
 
 import functools
+import math
 import re
 import unicodedata
 from collections import Counter
 
+import numpy as np
 import regex
 
 from bench.text.scripts import UNSPACED_CLASS
@@ -116,3 +118,31 @@ def _words_in(run: str, vocab: dict[str, int], longest: int = 30) -> list[str] |
             if before is not None and run[start:end] in vocab and (now is None or len(before) + 1 < len(now)):
                 best[end] = [*before, run[start:end]]
     return best[-1]
+
+
+class TokenIndex:
+    """A document's tokens as integer ids with their offsets, and how rare each token is."""
+
+    def __init__(self, text: str) -> None:
+        found = tokens(text)
+        self.vocab: dict[str, int] = {}
+        ids = [self.vocab.setdefault(key, len(self.vocab)) for key, _, _ in found]
+        self.ids = np.asarray(ids, dtype=np.int64)
+        self.starts = np.asarray([s for _, s, _ in found], dtype=np.int64)
+        self.ends = np.asarray([e for _, _, e in found], dtype=np.int64)
+        counts = np.bincount(self.ids, minlength=len(self.vocab)) if len(ids) else np.zeros(0, np.int64)
+        n = max(1, len(ids))
+        # an inverse document frequency over the document's own tokens: "the" weighs little, a figure much
+        self.weights = np.log1p(n / np.maximum(counts, 1))
+        self.unseen_weight = math.log1p(n)
+        self.numbers = [k for k in self.vocab if k[0].isdigit()]
+        self.token_weight = self.weights[self.ids] if len(ids) else np.zeros(0)
+        self.total = np.concatenate(([0.0], np.cumsum(self.token_weight)))
+        breaks = np.asarray([m.start() for m in re.finditer("\n", text)], dtype=np.int64)
+        self.line = np.searchsorted(breaks, self.starts)  # the line each token stands on
+
+
+@functools.lru_cache(maxsize=16)
+def token_index(text: str) -> TokenIndex:
+    """A document's index, made once for the few documents whose quotes are being anchored."""
+    return TokenIndex(text)

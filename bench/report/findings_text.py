@@ -4,9 +4,7 @@ where it suggests a reranker or a fusion, what the run measured of one (``bench.
 
 from __future__ import annotations
 
-from bench.core.summary import CandidateResult, RunSummary
-from bench.evaluation import pipeline_gains
-from bench.evaluation.finding_rules import (
+from bench.core.findings import (
     CandidateEvidence,
     ChunkersApart,
     Finding,
@@ -21,6 +19,8 @@ from bench.evaluation.finding_rules import (
     Truncation,
     WrongOrder,
 )
+from bench.core.summary import CandidateResult, RunSummary
+from bench.evaluation import pipeline_gains
 from bench.evaluation.findings import RUN
 from bench.formatting import brief_decimal as _f
 from bench.formatting import brief_percent as _pct

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bench.core.findings import ChunkersApart, Finding
 from bench.core.measures import metric_key
 from bench.core.sections import as_number
 from bench.core.summary import CandidateResult, Manifest, RunSummary
 from bench.evaluation.costs import best_candidate
 from bench.evaluation.decision import Recommendation
-from bench.evaluation.finding_rules import ChunkersApart, Finding
 from bench.evaluation.findings import RUN
 from bench.formatting import p_value, with_ci
 from bench.report import decision_text, ops_view

@@ -12,12 +12,12 @@ import typing
 
 import pytest
 
+from bench.core.findings import Evidence, Finding
 from bench.core.operating import Operating
 from bench.core.records import QuestionRecord, RankedUnit
 from bench.core.summary import CandidateResult, RunSummary
 from bench.evaluation import finding_rules as dg
 from bench.evaluation import findings as diagnosis
-from bench.evaluation.finding_rules import Evidence, Finding
 from bench.evaluation.findings import RUN
 from bench.report.findings_text import finding_text, findings_lines
 

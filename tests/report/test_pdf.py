@@ -282,7 +282,7 @@ def test_page_one_reads_every_key_the_run_stored():
 
 
 def test_next_steps_put_the_picks_warnings_first_then_its_findings_then_the_runs():
-    from bench.evaluation.finding_rules import Finding, MissedByAll, Pipelines, TooBroad, Truncation
+    from bench.core.findings import Finding, MissedByAll, Pipelines, TooBroad, Truncation
     from bench.evaluation.findings import RUN
 
     summary = _summary({"metric": "mrr@5", "pick": IDS[3]})
