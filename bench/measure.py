@@ -114,7 +114,7 @@ def machine() -> dict:
 BUSY_SHARE: Final = 0.10
 # How single queries are timed; part of what a kept timing is stored under, so timings taken another
 # way are never read as these.
-TIMING_METHOD: Final = "one thread, median of 3 interleaved rounds, wall and CPU"
+TIMING_METHOD: Final = "one thread, median of up to 3 interleaved rounds, wall and CPU"
 
 
 def busy_share() -> float:
@@ -243,8 +243,9 @@ class TimingLog:
 
 
 def time_calls(calls: Sequence[Callable[[], object]], rounds: int = 3) -> Timings:
-    """Each call timed ``rounds`` times, the rounds interleaved (every call once, then again), each call's
-    median kept: a burst of other work lands in one round and leaves the median alone. Retimed once after
+    """Each call timed ``rounds`` times (fewer when a round takes over ``ROUND_BUDGET`` seconds), the rounds
+    interleaved (every call once, then again), each call's median kept: a burst of other work lands in one
+    round and leaves the median alone. Retimed once after
     a pause when the machine was busy; the less contended of the two timings is kept."""
     first = _timed_rounds(calls, rounds)
     if not first.busy:
@@ -255,6 +256,9 @@ def time_calls(calls: Sequence[Callable[[], object]], rounds: int = 3) -> Timing
     return Timings(best.wall, best.cpu, best.contention, retimed=True)
 
 
+# A round that took longer than this is not repeated: its calls are slow enough (a reranker, a large
+# model) that a burst of other work lands in few of them, and rounds would add minutes to a run.
+ROUND_BUDGET: Final = 5.0
 RETIME_PAUSE: Final = 1.0  # seconds before timing again: a burst of other work (a compile, a test) may pass
 
 
@@ -262,11 +266,16 @@ def _timed_rounds(calls: Sequence[Callable[[], object]], rounds: int) -> Timings
     meter = ContentionMeter()
     wall = np.zeros((rounds, len(calls)))
     cpu = np.zeros((rounds, len(calls)))
-    for r in range(rounds):
+    done = 0
+    while done < rounds:
+        started = time.perf_counter()
         for i, call in enumerate(calls):
             c0, t0 = time.process_time(), time.perf_counter()
             call()
-            wall[r, i], cpu[r, i] = time.perf_counter() - t0, time.process_time() - c0
+            wall[done, i], cpu[done, i] = time.perf_counter() - t0, time.process_time() - c0
+        done += 1
+        if time.perf_counter() - started > ROUND_BUDGET:
+            break  # a slow model's single queries: one round is long enough for a burst to average out
     if not calls:
         return Timings([], [], meter.share())
-    return Timings(np.median(wall, axis=0).tolist(), np.median(cpu, axis=0).tolist(), meter.share())
+    return Timings(np.median(wall[:done], axis=0).tolist(), np.median(cpu[:done], axis=0).tolist(), meter.share())

@@ -84,10 +84,11 @@ def test_bad_settings_say_what_to_fix(tmp_path, edit, message):
 def test_the_bundled_configs_load():
     cfg = load_config(REPO / "bench.toml")
     assert cfg.corpus.is_dir() and cfg.goldset.is_file()
-    # 3 models x 3 chunkers, MiniLM's binary codes per chunker, e5-small on md256, the hybrid per
-    # chunker (and by three weightings on md256) and BM25 on md256 reranked
-    assert len(cfg.candidates()) == 9 + 3 + 1 + 3 + 3 + 1
-    assert {c.model for c in cfg.candidates()} == {"minilm", "static", "bm25", "e5-small", "minilm+bm25"}
+    # 3 models x 3 chunkers, MiniLM's binary codes per chunker, e5-small and int8 MiniLM on md256, the
+    # hybrid per chunker (and by three weightings on md256) and BM25 on md256 reranked
+    assert len(cfg.candidates()) == 9 + 3 + 1 + 1 + 3 + 3 + 1
+    models = {c.model for c in cfg.candidates()}
+    assert models == {"minilm", "static", "bm25", "e5-small", "minilm-int8", "minilm+bm25"}
     full = load_config(REPO / "bench-full.toml")
     # 3 dense models x 6 chunkers x (flat + hnsw at 2 efSearch + sq8) + bm25 x 6 chunkers
     assert len(full.candidates()) == 3 * 6 * 4 + 6

@@ -241,18 +241,18 @@ def _long_text(size: int) -> str:
 
 def test_normalising_a_megabyte_is_fast() -> None:
     text = _long_text(1_000_000)
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: other tests on the same cores do not inflate it
     normalised(text)
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
 
 
 def test_closest_passage_in_two_megabytes_is_fast() -> None:
     text = _long_text(2_000_000)
     quote = normalise(text[1_234_567:1_234_867]).replace("a", "A", 3).strip()
     normalised(text)  # documents are normalised once and quoted many times
-    started = time.perf_counter()
+    started = time.process_time()
     message = error(text, quote)
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
     assert "99% alike" in message or "98% alike" in message
 
 
