@@ -160,17 +160,20 @@ class BM25Index:
         if progress and n % every:
             progress(n % every)
         self.vocab = dict(vocab)  # a plain dict again: a look-up of an unknown term must not add it
-        self._compile(
-            np.frombuffer(terms, dtype=np.int32),
-            np.frombuffer(counts, dtype=np.int32),
-            np.frombuffer(distinct, dtype=np.int32),
-            np.frombuffer(lengths, dtype=np.int64),
-        )
+        postings = [terms, counts, distinct, lengths]
+        del terms, counts  # _compile lets go of each as soon as it is used up
+        self._compile(postings)
 
-    def _compile(self, terms: np.ndarray, counts: np.ndarray, distinct: np.ndarray, lengths: np.ndarray) -> None:
+    def _compile(self, postings: list[array]) -> None:
+        """The columns from the postings ``[terms, counts, distinct, lengths]`` (emptied): each
+        per-entry array freed once used, so no more than four of them are held at once."""
+        terms_held, counts_held, distinct, lengths_held = postings
+        postings.clear()
+        terms, counts = np.frombuffer(terms_held, dtype=np.int32), np.frombuffer(counts_held, dtype=np.int32)
+        lengths = np.frombuffer(lengths_held, dtype=np.int64)
         n_docs, n_terms = len(lengths), len(self.vocab)
         self.n_docs = n_docs
-        doc = np.repeat(np.arange(n_docs, dtype=np.int32), distinct)
+        doc = np.repeat(np.arange(n_docs, dtype=np.int32), np.frombuffer(distinct, dtype=np.int32))
         df = np.bincount(terms, minlength=n_terms)
         # bm25s: idf in float32 from math.log; tf component in float64 against the mean length
         idf = np.array([math.log(1 + (n_docs - f + 0.5) / (f + 0.5)) for f in df.tolist()], dtype=np.float32)
@@ -181,10 +184,13 @@ class BM25Index:
             part = slice(lo, lo + _SCORE_BATCH)
             tf = counts[part].astype(np.float32)
             scores[part] = idf[terms[part]] * (tf / (norm[doc[part]] + tf))
+        del counts, counts_held
         order = np.argsort(terms, kind="stable")  # by term, then chunk: one column per term
+        del terms, terms_held
         self.indices = doc[order]
+        del doc
         self.data = scores[order]
-        del order, scores, doc
+        del order, scores
         self.indptr = np.zeros(n_terms + 1, dtype=np.int64)
         np.cumsum(df, out=self.indptr[1:])
 
