@@ -545,6 +545,8 @@ def size_report(size: dict) -> str:
         ],
         ["lock s", size.get("lock_seconds")],
         ["bench wall s", bench.get("wall_seconds")],
+        # CPU seconds of bench and the workers it reaped: what a shared machine's load does not inflate
+        ["bench CPU s (user + system)", _cpu_seconds(bench)],
         ["peak RSS MiB (bench process)", bench.get("peak_rss_mb")],
         ["peak tree RSS MiB (sampled)", bench.get("peak_tree_rss_mb")],
         ["chunks/s overall", chunks / bench["wall_seconds"] if bench.get("wall_seconds") else None],
@@ -584,6 +586,12 @@ def size_report(size: dict) -> str:
     return "\n".join(out)
 
 
+def _cpu_seconds(bench: dict) -> float | None:
+    if "user_seconds" not in bench:
+        return None
+    return round(bench["user_seconds"] + bench["system_seconds"], 1)
+
+
 def scaling_rows(sizes: list[dict]) -> dict[str, list]:
     """Seconds per step and size: the script's own steps, then bench's phases, then candidate ops."""
     rows: dict[str, list] = {}
@@ -596,6 +604,7 @@ def scaling_rows(sizes: list[dict]) -> dict[str, list]:
             put("write corpus (script)", i, s["corpus"]["write_seconds"])
         put("goldset lock (subprocess)", i, s.get("lock_seconds"))
         put("bench run wall", i, s.get("bench", {}).get("wall_seconds"))
+        put("bench run CPU (user + system)", i, _cpu_seconds(s.get("bench", {})))
         for name, p in s.get("run", {}).get("phases", {}).items():
             put(name, i, p["seconds"])
         for c in s.get("run", {}).get("candidates", []):  # efSearch variants share one embedding and build
