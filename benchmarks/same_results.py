@@ -25,15 +25,28 @@ MEASURED = {
     "tokens_per_second",
     "query_embed_measured",
     "query_embed_from_cache",
+    # what follows from measured seconds: the corpus's embedding time, queries a second, compute money
+    "corpus_embed_seconds",
+    "qps_single_thread",
+    "cpu_seconds_per_1k_queries",
+    "index_hours_at_scale",
+    "monthly_compute_usd",
+    "monthly_cost_usd",
 }
-MEASURED_PREFIXES = ("query_embed_ms_", "search_ms_")
+MEASURED_PREFIXES = ("query_embed_ms_", "search_ms_", "rerank_ms_", "end_to_end_ms_", "timing_")
+MEASURED_SUFFIXES = ("_cpu_ms_mean",)
+# The recommendation's figures and sentences that quote a measured cost or latency.
+MEASURED_RECOMMENDATION = {"line", "reason", "monthly_cost_usd"}
 
 
 def _without_measurements(summary: dict) -> dict:
     for candidate in summary["candidates"]:
         for key in candidate["ops"]:
-            if key in MEASURED or key.startswith(MEASURED_PREFIXES):
+            if key in MEASURED or key.startswith(MEASURED_PREFIXES) or key.endswith(MEASURED_SUFFIXES):
                 candidate["ops"][key] = "<measured>"
+    recommendation = summary.get("recommendation") or {}
+    for key in MEASURED_RECOMMENDATION & set(recommendation):
+        recommendation[key] = "<measured>"
     return summary
 
 
