@@ -160,17 +160,16 @@ def cores() -> int:
 
 
 def _scheduler_ns() -> tuple[int, int] | None:
-    """Nanoseconds this process's threads have run on a CPU and waited, runnable, for one
-    (``/proc/self/task/*/schedstat``); None where the kernel does not say."""
-    ran = waited = 0
+    """Nanoseconds the calling thread has run on a CPU and waited, runnable, for one
+    (``/proc/thread-self/schedstat``); None where the kernel does not say. The thread that times the
+    calls, not every thread of the process: a model's own worker threads run while it waits for them,
+    asleep, and are no other work on the machine."""
     try:
-        for task in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{task}/schedstat", encoding="ascii") as f:
-                run, wait, *_ = f.read().split()
-            ran, waited = ran + int(run), waited + int(wait)
-    except (OSError, ValueError):  # a thread that ended between the listing and the read, or no /proc
+        with open("/proc/thread-self/schedstat", encoding="ascii") as f:
+            run, wait, *_ = f.read().split()
+        return int(run), int(wait)
+    except (OSError, ValueError):  # no /proc, or a kernel without scheduler statistics
         return None
-    return ran, waited
 
 
 def _steal_ticks() -> tuple[int, int] | None:
@@ -184,7 +183,7 @@ def _steal_ticks() -> tuple[int, int] | None:
 
 
 class ContentionMeter:
-    """How much of a span the machine's other work took from this process: the share of its threads'
+    """How much of a span the machine's other work took from the calling thread: the share of its
     runnable time spent waiting for a CPU, and the hypervisor's stolen share of the machine's time."""
 
     def __init__(self) -> None:

@@ -38,7 +38,9 @@ def corpus_embed_seconds(
         return build.embed_seconds * (embedded + cached) / embedded if embedded and build.embed_seconds > 0 else None
     key = _speed_key(spec, models.config.batch_size)
     stored = models.cache.latency(spec.cache_key, key) if not models.remeasure else None
-    if stored is not None and stored[0]:
+    if spec.name in models.passage_speed:  # sampled once per model and run, for every chunking
+        per_token = models.passage_speed[spec.name]
+    elif stored is not None and stored[0]:
         per_token = stored[0][0]
     else:
         with phases(f"time passages {spec.name}"):
@@ -46,6 +48,7 @@ def corpus_embed_seconds(
         if sampled is None:
             return None
         per_token, timings = sampled
+        models.passage_speed[spec.name] = per_token
         models.timing.add(f"passage encoding {spec.name}", timings)
         if not timings.busy:
             models.cache.store_latency(spec.cache_key, key, [per_token], models.measured_at)
@@ -68,7 +71,7 @@ def _sample_cpu_seconds_per_token(
     batches = [texts[lo : lo + batch] for lo in range(0, len(texts), batch)]
     with measure.one_thread():
         embedder.embed(texts[:1], PASSAGE)
-        timings = measure.time_calls([functools.partial(embedder.embed, b, PASSAGE) for b in batches], rounds=1)
+        timings = measure.time_calls([functools.partial(embedder.embed, b, PASSAGE) for b in batches])
     sampled = float(np.sum(build.chunk_tokens[picks]))
     return (sum(timings.cpu) / sampled, timings) if sampled > 0 else None
 

@@ -48,6 +48,7 @@ class ModelPool:
         self._latency: dict[str, Figures] = {}
         self._seconds: dict[str, QueryTiming] = {}
         self.timing = measure.TimingLog()  # how contended the machine was for each timing taken
+        self.passage_speed: dict[str, float] = {}  # model -> CPU seconds per token, sampled this run
         self._rerankers: dict[str, Reranker] = {}
 
     def embedder(self, name: str) -> Embedder:
