@@ -37,7 +37,9 @@ def corpus_embed_seconds(
         embedded, cached = build.embed.embedded, build.embed.cached
         return build.embed_seconds * (embedded + cached) / embedded if embedded and build.embed_seconds > 0 else None
     key = _speed_key(spec, models.config.batch_size)
-    stored = models.cache.latency(spec.cache_key, key) if not models.remeasure else None
+    stored = None
+    if spec.name not in models.passage_speed and not models.remeasure:
+        stored = models.cache.latency(spec.cache_key, key)
     if spec.name in models.passage_speed:  # sampled once per model and run, for every chunking
         per_token = models.passage_speed[spec.name]
     elif stored is not None and stored[0]:
