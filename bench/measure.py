@@ -242,9 +242,9 @@ class TimingLog:
 
 
 def time_calls(calls: Sequence[Callable[[], object]], rounds: int = 3) -> Timings:
-    """Each call timed ``rounds`` times (fewer when a round takes over ``ROUND_BUDGET`` seconds), the rounds
-    interleaved (every call once, then again), each call's median kept: a burst of other work lands in one
-    round and leaves the median alone. Retimed once after
+    """Each call timed ``rounds`` times (one round when a round takes over ``ROUND_BUDGET`` seconds or its
+    calls over ``SLOW_CALL`` each), the rounds interleaved (every call once, then again), each call's
+    median kept: a burst of other work lands in one round and leaves the median alone. Retimed once after
     a pause when the machine was busy; the less contended of the two timings is kept."""
     first = _timed_rounds(calls, rounds)
     if not first.busy:
@@ -258,6 +258,9 @@ def time_calls(calls: Sequence[Callable[[], object]], rounds: int = 3) -> Timing
 # A round that took longer than this is not repeated: its calls are slow enough (a reranker, a large
 # model) that a burst of other work lands in few of them, and rounds would add minutes to a run.
 ROUND_BUDGET: Final = 5.0
+# A call that takes longer than this (a reranking, a batch of passages) outlasts a burst of other work
+# rather than falling within it: timing it again buys little.
+SLOW_CALL: Final = 0.1
 RETIME_PAUSE: Final = 1.0  # seconds before timing again: a burst of other work (a compile, a test) may pass
 
 
@@ -273,7 +276,8 @@ def _timed_rounds(calls: Sequence[Callable[[], object]], rounds: int) -> Timings
             call()
             wall[done, i], cpu[done, i] = time.perf_counter() - t0, time.process_time() - c0
         done += 1
-        if time.perf_counter() - started > ROUND_BUDGET:
+        took = time.perf_counter() - started
+        if took > ROUND_BUDGET or took > SLOW_CALL * len(calls):
             break  # a slow model's single queries: one round is long enough for a burst to average out
     if not calls:
         return Timings([], [], meter.share())

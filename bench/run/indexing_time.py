@@ -40,10 +40,11 @@ def corpus_embed_seconds(
     stored = None
     if spec.name not in models.passage_speed and not models.remeasure:
         stored = models.cache.latency(spec.cache_key, key)
-    if spec.name in models.passage_speed:  # sampled once per model and run, for every chunking
+    if spec.name in models.passage_speed:  # sampled (or read) once per model and run, for every chunking
         per_token = models.passage_speed[spec.name]
     elif stored is not None and stored[0]:
-        per_token = stored[0][0]
+        per_token = models.passage_speed[spec.name] = stored[0][0]
+        models.passage_speed_kept[spec.name] = stored[1]
     else:
         with phases(f"time passages {spec.name}"):
             sampled = _sample_cpu_seconds_per_token(models, spec, build, table)

@@ -48,7 +48,8 @@ class ModelPool:
         self._latency: dict[str, Figures] = {}
         self._seconds: dict[str, QueryTiming] = {}
         self.timing = measure.TimingLog()  # how contended the machine was for each timing taken
-        self.passage_speed: dict[str, float] = {}  # model -> CPU seconds per token, sampled this run
+        self.passage_speed: dict[str, float] = {}  # model -> CPU seconds per token, for this run
+        self.passage_speed_kept: dict[str, str] = {}  # model -> when the speed read from the cache was timed
         self._rerankers: dict[str, Reranker] = {}
 
     def embedder(self, name: str) -> Embedder:
@@ -83,6 +84,12 @@ class ModelPool:
                 "timing_busy": any(t.busy for t in timed),
             }
         return self._latency[name]
+
+    def corpus_speed_kept(self, cand: Candidate) -> Figures:
+        """Whether the corpus embedding speed of ``cand``'s models was read from an earlier run's timing
+        (``--remeasure`` times it again), and when the earliest of them was timed."""
+        kept = [self.passage_speed_kept[p.model] for p in self.config.parts(cand) if p.model in self.passage_speed_kept]
+        return {"corpus_speed_from_cache": bool(kept), "corpus_speed_measured": min(kept) if kept else None}
 
     def _query_seconds(self, name: str, retriever: Retriever, questions: list[str]) -> QueryTiming:
         """One model's encoding time per question, measured once per run.

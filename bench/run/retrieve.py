@@ -183,6 +183,7 @@ def _stage_figures(
         "questions_from_cache": query_stats.cached if query_stats else None,
         "corpus_embed_seconds": None if corpus_seconds is None else round(corpus_seconds, 4),
         "index_build_seconds": round(build.index_build_seconds, 4),
+        "index_build_cpu_seconds": round(build.index_build_cpu_seconds, 4),
         "index_memory_mb": build.index_memory_mb,
         "lexical_tokenizer": build.tokenizer,  # which language, segmenter and stopwords BM25 indexed with
         **tokens,
@@ -195,7 +196,7 @@ def _stage_figures(
 # part's is; figures about how a model reads text come from the first part that has them.
 _ADDED = (
     "vector_bytes", "index_bytes", "embed_seconds", "chunks_embedded", "chunks_from_cache",
-    "questions_embedded", "questions_from_cache", "index_build_seconds", "index_memory_mb",
+    "questions_embedded", "questions_from_cache", "index_build_seconds", "index_build_cpu_seconds", "index_memory_mb",
     "index_tokens", "truncated_chunks", "billed_tokens",
 )  # fmt: skip
 _MONEY = ("index_cost_usd", "cost_per_1k_queries_usd", "run_cost_usd", "corpus_embed_seconds")
@@ -364,12 +365,12 @@ def _score(score: float) -> float | None:
 
 def _search_latency(retriever: Retriever, queries: Queries, n: int, depth: int) -> SearchTiming:
     """Each query searched alone against the built index, as a service would, on one thread, after a
-    warm-up search; a reranked pipeline's re-scoring is timed apart (the seconds of each) and not counted
-    in the search's time. Its CPU time is split between the two in the same proportion as the wall time."""
+    warm-up search; a reranked pipeline's re-scoring is timed apart (its wall and CPU seconds, the
+    median of every time it ran) and not counted in the search's time."""
     if not n:
         return SearchTiming(measure.Timings([], []), [], [])
     reranked = retriever if isinstance(retriever, RerankedRetriever) else None
-    rerank: list[list[float]] = [[] for _ in range(n)]
+    rerank: list[list[tuple[float, float]]] = [[] for _ in range(n)]
 
     def search(i: int) -> None:
         retriever.search(queries[i : i + 1], depth)
@@ -381,10 +382,8 @@ def _search_latency(retriever: Retriever, queries: Queries, n: int, depth: int) 
         timings = measure.time_calls([functools.partial(search, i) for i in range(n)])
     if not reranked:
         return SearchTiming(timings, [], [])
-    rerank_wall = [float(np.median(r)) for r in rerank]
-    rerank_cpu = [
-        cpu * min(r / wall, 1.0) if wall > 0 else 0.0 for cpu, r, wall in zip(timings.cpu, rerank_wall, timings.wall)
-    ]
+    rerank_wall = [float(np.median([wall for wall, _ in r])) for r in rerank]
+    rerank_cpu = [float(np.median([cpu for _, cpu in r])) for r in rerank]
     own = measure.Timings(
         [max(wall - r, 0.0) for wall, r in zip(timings.wall, rerank_wall)],
         [max(cpu - r, 0.0) for cpu, r in zip(timings.cpu, rerank_cpu)],

@@ -211,7 +211,7 @@ def _one_candidate(
     retrieved, measured = retrieve.run_candidate(
         asked, retrieve.RunContext(inputs.goldset, depth, phases, models.timing)
     )
-    ops = Operating.from_dict(measured)
+    ops = Operating.from_dict({**measured, **models.corpus_speed_kept(cand)})
     ops = ops.merged(scale.at_scale(ops, cand.search or "", len(inputs.corpus), config.scale))
     shared.built.release_after(position)
     with phases(f"score {cand.id}"):

@@ -6,10 +6,11 @@ import csv
 import itertools
 import math
 import time
+import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
@@ -112,6 +113,21 @@ def test_paired_tests_match_scipy_and_hand_effect_sizes():
     # sd = sqrt((2.1914 - 10 * .192²) / 9)
     sd = math.sqrt((2.1914 - 10 * 0.192**2) / 9)
     assert res["cohens_dz"] == pytest.approx(0.192 / sd)
+
+
+@settings(max_examples=30, deadline=None)  # scipy's way takes up to a second for one sample
+@given(st.lists(st.sampled_from([-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0, 2 / 3, -1 / 3]), min_size=2, max_size=10))
+@example([0.5, -0.25, 0.0, 1.0, 1.0, -1.0, 0.25, 2 / 3, -1 / 3, 0.5, -0.5, 0.25, 1.0])  # 13: the most flips
+def test_small_samples_with_zeros_or_ties_get_scipys_exact_wilcoxon_bit_for_bit(values):
+    """Reciprocal ranks and hits give few distinct differences: scipy's every-flip permutation test is
+    what answers, and bench's enumeration of the same flips must give the very same figures."""
+    d = np.asarray(values)
+    if not np.any(d):
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = stats.wilcoxon(d, zero_method="wilcox", alternative="two-sided")
+    assert significance._wilcoxon(d) == (float(expected.statistic), float(expected.pvalue))
 
 
 def test_floating_point_noise_does_not_break_ties():

