@@ -106,9 +106,8 @@ def _wilcoxon(d: np.ndarray) -> tuple[float, float]:
     return _finite(res.statistic, 0.0), _finite(res.pvalue, 1.0)
 
 
-# With zeros or ties among at most this many differences scipy's test enumerates every sign flip (a
-# permutation test, one statistic evaluation per flip, seconds per pair); the same enumeration is
-# done here at once, to the same p-value.
+# With zeros or ties among at most this many differences scipy enumerates every sign flip, one Python
+# call per flip (seconds a pair); the same enumeration is done here at once, to the same p-value.
 _FLIPS_UP_TO = 13
 
 
@@ -119,8 +118,7 @@ def _wilcoxon_by_every_flip(d: np.ndarray) -> tuple[float, float]:
     ``p = 2 · min(P(R+ ≤ observed), P(R+ ≥ observed))`` within scipy's relative tolerance, clipped to 1."""
     nonzero = d[d != 0]
     ranks = stats.rankdata(np.abs(nonzero))
-    plus = float(ranks[nonzero > 0].sum())
-    minus = float(ranks[nonzero < 0].sum())
+    plus, minus = float(ranks[nonzero > 0].sum()), float(ranks[nonzero < 0].sum())
     flips = (np.arange(2 ** len(nonzero))[:, None] >> np.arange(len(nonzero))) & 1  # every sign pattern
     null = flips.astype(np.float64) @ ranks  # sums of half-integers: exact in any order
     gamma = abs(np.finfo(np.float64).eps * 100 * plus)
