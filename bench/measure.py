@@ -241,6 +241,17 @@ class TimingLog:
         }
 
 
+def time_on_one_thread(warm_up: Callable[[], object], calls: Sequence[Callable[[], object]]) -> Timings:
+    """``calls`` timed (:func:`time_calls`) on one thread (:func:`one_thread`), after ``warm_up`` ran
+    twice: before the threads are set, so that a model it loads first (a warm rerun loads none until
+    then) is there to be set to one thread; and on one thread, so that an engine's one-thread session
+    is made before the clock runs."""
+    warm_up()
+    with one_thread():
+        warm_up()
+        return time_calls(calls)
+
+
 def time_calls(calls: Sequence[Callable[[], object]], rounds: int = 3) -> Timings:
     """Each call timed ``rounds`` times (one round when a round takes over ``ROUND_BUDGET`` seconds or its
     calls over ``SLOW_CALL`` each), the rounds interleaved (every call once, then again), each call's

@@ -99,8 +99,8 @@ def corpus_embed_seconds(ops: Operating) -> float | None:
 
 def index_build_machine_seconds(ops: Operating) -> float | None:
     """Seconds of the whole machine that building the index took: its CPU time (every thread) shared
-    by the machine's cores, where the run measured it (other work on the machine does not inflate it,
-    as it inflates the wall time); the wall time for runs that predate it."""
+    by the machine's cores, where the run measured it (other work on the machine inflates it far
+    less than the wall time); the wall time for runs that predate it."""
     cpu, cores = as_number(ops.indexing.index_build_cpu_seconds), ops.latency.timing_cores
     if cpu is not None and cores:
         return cpu / cores

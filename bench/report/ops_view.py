@@ -152,7 +152,7 @@ def _plural(n: object, one: str, many: str) -> str:
 
 def timing_notes(summary: RunSummary) -> list[str]:
     """What the reader should know of how latency was timed: on a busy machine (its wall times higher
-    than an idle one's; money is priced from CPU time, which the load does not inflate), or kept from
+    than an idle one's; money is priced from CPU time, which the load inflates far less), or kept from
     an earlier run."""
     notes = []
     busy = [c for c in summary.candidates if c.ops.latency.timing_busy]
@@ -161,24 +161,23 @@ def timing_notes(summary: RunSummary) -> list[str]:
         notes.append(
             f"latency timed on a busy machine ({share:.0%} of the run's timed work waited for a CPU) for "
             f"{_plural(len(busy), 'candidate', 'candidates')}: its p50/p95 are higher than an idle machine's "
-            "and were not kept for later runs; cost is priced from CPU time, which the load does not inflate; "
+            "and were not kept for later runs; cost is priced from CPU time, which the load inflates far less; "
             "run again on an idle machine for latency to quote"
         )
     kept = {
-        c.model: c.ops.latency.query_embed_measured for c in summary.candidates if c.ops.latency.query_embed_from_cache
+        "query latency": {
+            c.model: c.ops.latency.query_embed_measured
+            for c in summary.candidates
+            if c.ops.latency.query_embed_from_cache
+        },
+        "corpus embedding speed (indexing time and its compute cost)": {
+            c.model: c.ops.indexing.corpus_speed_measured
+            for c in summary.candidates
+            if c.ops.indexing.corpus_speed_from_cache
+        },
     }
-    if kept:
-        when = ", ".join(f"{model} at {measured}" for model, measured in sorted(kept.items()))
-        notes.append(f"query latency timed earlier on this machine ({when}); --remeasure times it again")
-    speeds = {
-        c.model: c.ops.indexing.corpus_speed_measured
-        for c in summary.candidates
-        if c.ops.indexing.corpus_speed_from_cache
-    }
-    if speeds:
-        when = ", ".join(f"{model} at {measured}" for model, measured in sorted(speeds.items()))
-        notes.append(
-            f"corpus embedding speed (indexing time and its compute cost) timed earlier on this machine ({when}); "
-            "--remeasure times it again"
-        )
+    for what, models in kept.items():
+        if models:
+            when = ", ".join(f"{model} at {measured}" for model, measured in sorted(models.items()))
+            notes.append(f"{what} timed earlier on this machine ({when}); --remeasure times it again")
     return notes

@@ -36,26 +36,22 @@ def corpus_embed_seconds(
     if spec.remote or tokens <= 0:
         embedded, cached = build.embed.embedded, build.embed.cached
         return build.embed_seconds * (embedded + cached) / embedded if embedded and build.embed_seconds > 0 else None
-    key = _speed_key(spec, models.config.batch_size)
-    stored = None
-    if spec.name not in models.passage_speed and not models.remeasure:
-        stored = models.cache.latency(spec.cache_key, key)
-    if spec.name in models.passage_speed:  # sampled (or read) once per model and run, for every chunking
-        per_token = models.passage_speed[spec.name]
-    elif stored is not None and stored[0]:
-        per_token = models.passage_speed[spec.name] = stored[0][0]
-        models.passage_speed_kept[spec.name] = stored[1]
-    else:
-        with phases(f"time passages {spec.name}"):
-            sampled = _sample_cpu_seconds_per_token(models, spec, build, table)
-        if sampled is None:
-            return None
-        per_token, timings = sampled
-        models.passage_speed[spec.name] = per_token
-        models.timing.add(f"passage encoding {spec.name}", timings)
-        if not timings.busy:
-            models.cache.store_latency(spec.cache_key, key, [per_token], models.measured_at)
-    return per_token * tokens / measure.cores()
+    if spec.name not in models.passage_speed:  # sampled (or read) once per model and run, for every chunking
+        key = _speed_key(spec, models.config.batch_size)
+        stored = None if models.remeasure else models.cache.latency(spec.cache_key, key)
+        if stored is not None and stored[0]:
+            models.passage_speed[spec.name] = stored[0][0]
+            models.passage_speed_kept[spec.name] = stored[1]
+        else:
+            with phases(f"time passages {spec.name}"):
+                sampled = _sample_cpu_seconds_per_token(models, spec, build, table)
+            if sampled is None:
+                return None
+            models.passage_speed[spec.name], timings = sampled
+            models.timing.add(f"passage encoding {spec.name}", timings)
+            if not timings.busy:
+                models.cache.store_latency(spec.cache_key, key, [sampled[0]], models.measured_at)
+    return models.passage_speed[spec.name] * tokens / measure.cores()
 
 
 def _sample_cpu_seconds_per_token(
@@ -72,9 +68,10 @@ def _sample_cpu_seconds_per_token(
     embedder = models.embedder(spec.name)
     batch = models.config.batch_size
     batches = [texts[lo : lo + batch] for lo in range(0, len(texts), batch)]
-    with measure.one_thread():
-        embedder.embed(texts[:1], PASSAGE)
-        timings = measure.time_calls([functools.partial(embedder.embed, b, PASSAGE) for b in batches])
+    timings = measure.time_on_one_thread(
+        functools.partial(embedder.embed, texts[:1], PASSAGE),
+        [functools.partial(embedder.embed, b, PASSAGE) for b in batches],
+    )
     sampled = float(np.sum(build.chunk_tokens[picks]))
     return (sum(timings.cpu) / sampled, timings) if sampled > 0 else None
 

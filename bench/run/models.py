@@ -220,9 +220,10 @@ def _query_embed_seconds(retriever: Retriever, questions: list[str]) -> measure.
     """Each question encoded alone, live (never from the vector cache), on one thread, after a warm-up call."""
     if not questions:
         return measure.Timings([], [])
-    with measure.one_thread():
-        retriever.encode_live(questions[:1])
-        return measure.time_calls([functools.partial(retriever.encode_live, [text]) for text in questions])
+    return measure.time_on_one_thread(
+        functools.partial(retriever.encode_live, questions[:1]),
+        [functools.partial(retriever.encode_live, [text]) for text in questions],
+    )
 
 
 def _latency_key(spec: ModelSpec, questions: list[str]) -> bytes:

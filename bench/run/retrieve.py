@@ -377,9 +377,10 @@ def _search_latency(retriever: Retriever, queries: Queries, n: int, depth: int) 
         if reranked:
             rerank[i].append(reranked.rerank_seconds[-1])
 
-    with measure.one_thread(), retriever.one_query_at_a_time():
-        retriever.search(queries[:1], depth)
-        timings = measure.time_calls([functools.partial(search, i) for i in range(n)])
+    with retriever.one_query_at_a_time():
+        timings = measure.time_on_one_thread(
+            functools.partial(retriever.search, queries[:1], depth), [functools.partial(search, i) for i in range(n)]
+        )
     if not reranked:
         return SearchTiming(timings, [], [])
     rerank_wall = [float(np.median([wall for wall, _ in r])) for r in rerank]

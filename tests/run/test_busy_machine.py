@@ -60,6 +60,16 @@ def test_calls_are_timed_in_interleaved_rounds_and_each_keeps_its_median():
     assert all(w >= 0 for w in timings.wall)
 
 
+def test_the_warm_up_runs_before_one_thread_is_set_then_on_it():
+    """A warm rerun loads a model in the warm-up (its reranker, say): the model must be there before its
+    threads are set to one, or its calls are timed on every core."""
+    seen: list[bool] = []
+    measure.time_on_one_thread(
+        lambda: seen.append(measure.one_thread_wanted()), [lambda: seen.append(measure.one_thread_wanted())]
+    )
+    assert seen[:2] == [False, True] and all(seen[2:]) and len(seen) > 2
+
+
 def test_calls_slower_than_a_burst_of_other_work_are_timed_once():
     order: list[int] = []
 
