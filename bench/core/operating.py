@@ -97,6 +97,10 @@ class Storage:
     vector_bytes: int | None = None
     index_bytes: int | None = None
     index_factory: str | None = None  # FAISS factory strings; a fusion joins its parts' with " + "
+    store: str | None = None  # the vector store searched: "faiss", "pgvector", "lancedb", "chroma"
+    store_version: str | None = None
+    store_settings: str | None = None  # build and query settings as the store reports them back
+    store_index_bytes: int | None = None  # the store's ANN index alone (index_bytes: all it keeps on disk)
     compression_ratio: float | None = None
     index_memory_mb: float | None = None
     peak_rss_mb: float | None = None

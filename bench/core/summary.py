@@ -101,6 +101,9 @@ class Manifest(Record):
     # How latency was timed (one thread, rounds), the machine's cores, and how contended it was:
     # ``busy`` when a timing was taken on a busy machine (bench.measure.TimingLog).
     timing: JsonObject | None = None
+    # The vector stores other than FAISS the run used: where each ran (a server bench started, a
+    # team's own by its connection string without password), its version and settings.
+    stores: JsonObject | None = None
     phases: list[JsonObject] = field(default_factory=list)
     extra: JsonObject = field(default_factory=dict)
 

@@ -59,7 +59,17 @@ def hamming_similarity(distances: np.ndarray, dims: int) -> np.ndarray:
 def hamming_top(
     index: faiss.IndexBinary, codes: np.ndarray, n: int, tie_order: np.ndarray
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per query code, the ``n`` nearest codes and their Hamming distances, nearest first, ties by ``tie_order``.
+    """Per query code, the ``n`` nearest codes and their Hamming distances, nearest first, ties by ``tie_order``."""
+    out = []
+    for ids, dist in hamming_nearest(index, codes, n):
+        order = np.lexsort((tie_order[ids], dist))[:n]
+        out.append((ids[order], dist[order]))
+    return out
+
+
+def hamming_nearest(index: faiss.IndexBinary, codes: np.ndarray, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per query code, its ``n`` nearest codes and every code tied with the n-th, with their Hamming
+    distances, nearest first (in any order among equal distances).
 
     Distances are small integers, so ties are common; FAISS returns any of the codes tied at
     the cut-off, so a query is searched deeper until every code tied with its n-th is in hand.
@@ -79,9 +89,7 @@ def hamming_top(
             more_dist, more_ids = index.search(np.ascontiguousarray(codes[row : row + 1]), k)
             dist, ids = more_dist[0], more_ids[0]
         keep = dist <= dist[n - 1]
-        dist, ids = dist[keep], ids[keep].astype(np.int64)
-        order = np.lexsort((tie_order[ids], dist))[:n]
-        out.append((ids[order], dist[order].astype(np.int64)))
+        out.append((ids[keep].astype(np.int64), dist[keep].astype(np.int64)))
     return out
 
 

@@ -106,6 +106,10 @@ class IndexSpec:
     description: str = ""
     dims: int | None = field(default=None, metadata=OMIT_DEFAULT)  # Matryoshka: first `dims` components, renormalised
     binary: bool = field(default=False, metadata=OMIT_DEFAULT)  # sign bits, Hamming distance; search may `rescore`
+    # another vector store (bench/retrieval/stores): ``factory`` is then its kind of index ("hnsw", "ivf_pq" …)
+    store: str = field(default="faiss", metadata=OMIT_DEFAULT)
+    # a server of the team's own (pgvector), or "env:NAME"; never hashed nor written: it may hold a password
+    dsn: str | None = field(default=None, metadata={"omit_default": True, "hashed": False})
 
     def __post_init__(self) -> None:
         build = self.build_params.items() if isinstance(self.build_params, Mapping) else self.build_params

@@ -14,6 +14,8 @@ from bench.errors import BenchError
 from bench.registry import suggest
 from bench.retrieval.compressed import BINARY_FACTORY
 from bench.retrieval.faiss_index import INDEXES, RESCORE, IndexSpec, index_spec_from_table
+from bench.retrieval.stores.base import FAISS
+from bench.retrieval.stores.tables import store_spec_from_table
 
 BINARY = "binary"
 COMPRESSION_KEYS = ("kind", "dims", RESCORE)
@@ -32,6 +34,9 @@ def kinds() -> list[str]:
 def index_spec_from_config(name: str, table: object) -> IndexSpec:
     """An IndexSpec from any ``[index.NAME]`` table, e.g. ``{kind = "binary", rescore = 100}``,
     ``{kind = "flat", dims = 128}`` or ``{factory = "HNSW64", dims = 256}``."""
+    if isinstance(table, Mapping) and table.get("store", FAISS) != FAISS:
+        return _other_store(name, table)
+    table = {k: v for k, v in table.items() if k != "store"} if isinstance(table, Mapping) else table
     if not isinstance(table, Mapping) or not set(COMPRESSION_KEYS) & set(table):
         return index_spec_from_table(name, table)
     where = f"index {name!r}"
@@ -66,6 +71,14 @@ def index_spec_from_config(name: str, table: object) -> IndexSpec:
             raise BenchError(f'{where}: rescore applies to kind = "{BINARY}" only; remove it')
         spec = replace(spec, search_params=tuple({RESCORE: n} for n in _rescore(where, table[RESCORE])))
     return replace(spec, dims=_dims(where, table.get("dims")))
+
+
+def _other_store(name: str, table: Mapping) -> IndexSpec:
+    """``[index.NAME]`` with ``store = "pgvector"``, ``"lancedb"`` or ``"chroma"`` (``dims`` applies too)."""
+    where = f"index {name!r}"
+    if not isinstance(name, str) or not name or "/" in name:
+        raise BenchError(f"{where}: an index name must be a non-empty string without '/'; rename it")
+    return replace(store_spec_from_table(name, table), dims=_dims(where, table.get("dims")))
 
 
 def check_index_dims(spec: IndexSpec, model: str, model_dims: int | None) -> None:

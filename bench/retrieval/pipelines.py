@@ -100,6 +100,9 @@ class FusedRetriever:
         counts = [c for p in self.parts if (c := p.count_tokens(texts, role)) is not None]
         return np.sum(counts, axis=0) if counts else None
 
+    def close(self) -> None:
+        """The parts are released by whoever built them."""
+
     @contextlib.contextmanager
     def one_query_at_a_time(self) -> Iterator[None]:
         with contextlib.ExitStack() as stack:
@@ -200,6 +203,9 @@ class RerankedRetriever:
 
     def count_tokens(self, texts: Sequence[str], role: str = PASSAGE) -> np.ndarray | None:
         return self.first.count_tokens(texts, role)
+
+    def close(self) -> None:
+        """The first stage is released by whoever built it."""
 
     @contextlib.contextmanager
     def one_query_at_a_time(self) -> Iterator[None]:

@@ -1,4 +1,4 @@
-"""Dense (embedder + FAISS index) and lexical (BM25) retrieval behind one protocol.
+"""Dense (embedder + vector store) and lexical (BM25) retrieval behind one protocol.
 
 Rankings are deterministic: equal scores are ordered by unit id (``ChunkTable.tie_order``).
 """
@@ -8,10 +8,10 @@ from __future__ import annotations
 import contextlib
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -24,14 +24,13 @@ from bench.measure import rss_mb
 from bench.retrieval import bm25, compressed
 from bench.retrieval.bm25 import BM25Index, Tokenizer
 from bench.retrieval.exact_search import exact_top, recall_against_exact
-from bench.retrieval.faiss_index import RESCORE, IndexSpec, index_bytes
+from bench.retrieval.faiss_index import RESCORE, IndexSpec
 from bench.retrieval.index_kinds import check_index_dims
+from bench.retrieval.stores.base import StoreBuild, VectorStore
+from bench.retrieval.stores.faiss_store import FaissStore
 from bench.text.languages import detect_mix
 
-if TYPE_CHECKING:
-    import faiss
-
-# Extra neighbours fetched from FAISS so ties at the cut-off are ordered by unit id, not by
+# Extra neighbours fetched from the store so ties at the cut-off are ordered by unit id, not by
 # whichever tied vector the index happened to visit first.
 TIE_MARGIN = 16
 
@@ -43,7 +42,8 @@ class BuildStats:
     index_build_seconds: float = 0.0
     index_build_cpu_seconds: float = 0.0  # every thread of the process: what the build costs in compute
     index_bytes: int | None = None
-    factory: str | None = None  # the FAISS factory string actually built
+    factory: str | None = None  # the FAISS factory string actually built, or the store's index and its settings
+    store: StoreBuild | None = None  # a dense model's vector store as built
     embed: EmbedStats = field(default_factory=EmbedStats)
     chunk_tokens: np.ndarray | None = None  # per chunk, in the model's own tokenizer (dense models)
     billed_tokens: int | None = None  # what an API reported for this build's embedding calls
@@ -97,6 +97,9 @@ class Retriever(Protocol):
     def one_query_at_a_time(self) -> contextlib.AbstractContextManager[None]:
         """Search as a service answers: one query per request, on one thread (what latency times)."""
 
+    def close(self) -> None:
+        """Give back what the build holds outside this process (a server's table, a folder)."""
+
 
 class _Billed(Protocol):
     billed_tokens: int  # tokens an API has reported so far
@@ -120,9 +123,10 @@ def top_n(scores: np.ndarray, tie_order: np.ndarray, n: int) -> np.ndarray:
 
 
 class DenseRetriever:
-    """An embedder's vectors in a FAISS index. ``vectors`` are the model's, as cached; ``indexed`` what
-    the index holds them as (truncated to the spec's ``dims`` and renormalised, or the same).
-    Queries stay the model's vectors until ``search`` and ``score`` bring them to the index's width."""
+    """An embedder's vectors in a vector store (FAISS unless another is given). ``vectors`` are the
+    model's, as cached; ``indexed`` what the store holds them as (truncated to the spec's ``dims``
+    and renormalised, or the same). Queries stay the model's vectors until ``search`` and ``score``
+    bring them to the index's width. The store's hits are put in order here, ties by unit id."""
 
     def __init__(
         self,
@@ -132,16 +136,19 @@ class DenseRetriever:
         batch_size: int = 64,
         embedder: Embedder | None = None,
         engine: Engine | None = None,
+        store: VectorStore | None = None,
     ) -> None:
         self.spec = spec
         self.engine = engine
         self.index_spec = index_spec
+        self.store = store or FaissStore(index_spec)
         self.cache = cache
         self.batch_size = batch_size
         self.embedder = embedder or load_embedder(spec, batch_size=batch_size)
         self.query_stats: EmbedStats | None = None
         self.query_billed: int | None = None
         self.rescore = 0  # binary: Hamming neighbours rescored with the float vectors (0: none)
+        self.search_settings: Mapping[str, object] = {}  # the query setting as the store reports it back
         self._exact_found: tuple[tuple, np.ndarray] | None = None  # the last exact top-n, by its queries
 
     lexical = False
@@ -156,14 +163,15 @@ class DenseRetriever:
         )
         billed = None if billed_before is None else _billed(self.embedder) - billed_before
         drop_pages(self.vectors)  # written to the mapped file; the index build reads them back in blocks
-        t1, c1 = time.perf_counter(), time.process_time()
+        t1, c1, server1 = time.perf_counter(), time.process_time(), self.store.server_cpu_seconds()
         rss = {"embed": rss_mb()}
         check_index_dims(self.index_spec, self.spec.name, self.vectors.shape[1])
         self.indexed = self._index_width(self.vectors)  # a truncated copy counts toward the index's memory
-        self.index, factory = self.index_spec.build_resolved(self.indexed)
+        built = self.store.build(self.indexed)
         drop_pages(self.vectors)
         rss["index"] = rss_mb()
-        t2, c2 = time.perf_counter(), time.process_time()
+        t2, c2, server2 = time.perf_counter(), time.process_time(), self.store.server_cpu_seconds()
+        server_cpu = server2 - server1 if server1 is not None and server2 is not None else 0.0
         self.query_stats = EmbedStats()
         chunk_tokens = self.count_tokens(table.texts)
         rss["count tokens"] = rss_mb()
@@ -171,9 +179,10 @@ class DenseRetriever:
             dims=self.indexed.shape[1],
             embed_seconds=t1 - t0,
             index_build_seconds=t2 - t1,
-            index_build_cpu_seconds=c2 - c1,
-            index_bytes=index_bytes(self.index),
-            factory=factory,
+            index_build_cpu_seconds=c2 - c1 + server_cpu,  # a server's loading and index build count too
+            index_bytes=built.bytes,
+            factory=built.description,
+            store=built,
             embed=embed_stats,
             chunk_tokens=chunk_tokens,
             billed_tokens=billed,
@@ -191,10 +200,13 @@ class DenseRetriever:
         return getattr(self.embedder, "call_size", self.batch_size)
 
     def set_search(self, params: dict) -> None:
-        """Apply one query setting (efSearch, nprobe, rescore …) to the built index."""
+        """Apply one query setting (efSearch, nprobe, ef_search, rescore …) to the built index."""
         self.rescore = int(params.get(RESCORE, 0))
-        # settings apply to float indexes: a binary one takes only rescore, which the config reader checks
-        self.index_spec.configure(cast("faiss.Index", self.index), params)
+        self.search_settings = self.store.configure({k: v for k, v in params.items() if k != RESCORE})
+
+    def close(self) -> None:
+        """Give back what the store holds (a server's table, a folder)."""
+        self.store.close()
 
     def _index_width(self, vectors: np.ndarray) -> np.ndarray:
         """Vectors as the index compares them: the first ``dims`` components, renormalised, when set."""
@@ -234,30 +246,19 @@ class DenseRetriever:
         return self._exact_found[1]
 
     def search(self, queries: np.ndarray, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The store's nearest, best first, ties by unit id; binary codes with ``rescore`` have that
+        many (at least ``n``) of their nearest reordered by inner product with the float vectors."""
         queries = self._queries(queries)
-        if self.index_spec.binary:
-            return self._search_binary(queries, n)
-        fetch = min(n + TIE_MARGIN, self.index.ntotal)
-        scores, labels = self.index.search(queries, fetch)
+        want = max(n, self.rescore)
+        hits = self.store.search(queries, min(want + TIE_MARGIN, len(self.indexed)))
         results = []
-        for row_scores, row_labels in zip(scores, labels):
-            keep = row_labels >= 0
-            row_labels, row_scores = row_labels[keep], row_scores[keep]
-            order = np.lexsort((self.tie_order[row_labels], -row_scores))[:n]
-            results.append((row_labels[order].astype(np.int64), row_scores[order].astype(np.float64)))
+        for query, (ids, scores) in zip(queries, hits):
+            order = np.lexsort((self.tie_order[ids], -scores))[:want]
+            ids, scores = ids[order].astype(np.int64), scores[order].astype(np.float64)
+            if self.rescore:
+                ids, scores = compressed.rescore(self.indexed, query, ids, n, self.tie_order)
+            results.append((ids, scores))
         return results
-
-    def _search_binary(self, queries: np.ndarray, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Nearest sign-bit codes by Hamming distance; with ``rescore``, that many (at least ``n``)
-        reordered by inner product with the float vectors, which are read from ``indexed``."""
-        codes = compressed.sign_bits(queries)
-        hits = compressed.hamming_top(
-            cast("faiss.IndexBinary", self.index), codes, max(n, self.rescore), self.tie_order
-        )
-        if not self.rescore:
-            dims = self.indexed.shape[1]
-            return [(ids, compressed.hamming_similarity(dist, dims)) for ids, dist in hits]
-        return [compressed.rescore(self.indexed, q, ids, n, self.tie_order) for q, (ids, _) in zip(queries, hits)]
 
     def score(self, queries: np.ndarray, q: int, chunks: np.ndarray) -> np.ndarray:
         """The scores ``search`` gives: Hamming similarity for binary codes not rescored, else inner product."""
@@ -268,18 +269,8 @@ class DenseRetriever:
             return compressed.hamming_similarity(dist, self.indexed.shape[1])
         return (self.indexed[chunks] @ query[0]).astype(np.float64)
 
-    @contextmanager
-    def one_query_at_a_time(self) -> Iterator[None]:
-        # FAISS's OpenMP start-up on every single-vector search would otherwise dominate
-        # (milliseconds on a tiny index).
-        import faiss
-
-        threads = faiss.omp_get_max_threads()
-        faiss.omp_set_num_threads(1)
-        try:
-            yield
-        finally:
-            faiss.omp_set_num_threads(threads)
+    def one_query_at_a_time(self) -> contextlib.AbstractContextManager[None]:
+        return self.store.one_query_at_a_time()
 
 
 # Each chunk table's main language, found once however many lexical models are built over it.
@@ -361,6 +352,9 @@ class BM25Retriever:
     @contextmanager
     def one_query_at_a_time(self) -> Iterator[None]:
         yield  # one thread already
+
+    def close(self) -> None:
+        """Nothing is held outside this process."""
 
     def _all_scores(self, tokens: list[str]) -> np.ndarray:
         return self.bm25.scores(tokens).astype(np.float64)

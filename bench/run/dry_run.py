@@ -19,7 +19,7 @@ from bench.chunking.table import ChunkTable
 from bench.chunking.tokens import count_tokens, count_tokens_each
 from bench.config import Candidate, Config
 from bench.embedders import paths
-from bench.errors import BenchError
+from bench.errors import BenchError, EnvironmentFault
 from bench.evaluation import costs, scale
 from bench.inputs.corpus import Corpus
 from bench.inputs.corpus_stats import corpus_languages
@@ -29,6 +29,7 @@ from bench.inputs.lock import LockStatus, check_lock
 from bench.llm import http_api
 from bench.retrieval.rerankers import reranker_costs
 from bench.run.models import language_findings
+from bench.retrieval.stores.hosts import store_problem
 from bench.run.options import RunOptions
 from bench.run.progress import print_warnings, read_corpus, warn
 
@@ -148,6 +149,10 @@ def dry_run(run: RunOptions | Config, console: Console | None = None, **changes:
     problems += service_problems(config, candidates)
     if problems:
         raise BenchError("\n".join(problems))
+    used = dict.fromkeys(part.index for c in candidates for part in config.parts(c) if part.index in config.index_specs)
+    stores = [found for index in used if (found := store_problem(config.index(index)))]
+    if stores:
+        raise EnvironmentFault("\n".join(stores))
     tables, _ = tables_without_models(config, corpus)
     return plan(config, candidates, tables, goldset, documents=len(corpus))
 

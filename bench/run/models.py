@@ -25,6 +25,7 @@ from bench.errors import BenchError
 from bench.retrieval.pipelines import FusedRetriever, RerankedRetriever
 from bench.retrieval.rerankers import Reranker, load_reranker
 from bench.retrieval.retrievers import BM25Retriever, DenseRetriever, Retriever
+from bench.retrieval.stores.hosts import StoreHosts
 from bench.text.languages import UNDETERMINED, LanguageMix, describe, language_name, spread
 
 
@@ -40,8 +41,10 @@ class ModelPool:
         remeasure: bool = False,
         measured_at: str = "",
         engine: Engine | None = None,
+        hosts: StoreHosts | None = None,
     ) -> None:
         self.config, self.cache, self.models_dir, self.console = config, cache, models_dir, console
+        self.hosts = hosts or StoreHosts()  # the servers and folders of vector stores other than FAISS
         self.remeasure, self.measured_at = remeasure, measured_at
         self.engine = engine or LocalEngine()
         self._embedders: dict[str, Embedder] = {}
@@ -154,13 +157,15 @@ class ModelPool:
         spec = self.config.model(cand.model)
         if spec.lexical:
             return BM25Retriever(spec)
+        index = self.config.index(cand.index)
         return DenseRetriever(
             spec,
-            self.config.index(cand.index),
+            index,
             self.cache,
             self.config.batch_size,
             embedder=self.embedder(cand.model),
             engine=self.engine,
+            store=self.hosts.make(index),
         )
 
 

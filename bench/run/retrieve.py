@@ -23,9 +23,9 @@ from bench.evaluation.relevance import Judgment
 from bench.inputs.goldset import CHUNK, Goldset
 from bench.retrieval import rerankers
 from bench.retrieval.faiss_index import compression_ratio
-from bench.retrieval.pipelines import RerankedRetriever, RerankQueries
+from bench.retrieval.pipelines import FusedRetriever, RerankedRetriever, RerankQueries
 from bench.retrieval.rerankers import RerankerSpec
-from bench.retrieval.retrievers import Queries, Retriever
+from bench.retrieval.retrievers import BuildStats, DenseRetriever, Queries, Retriever
 from bench.run.stages import Part
 
 
@@ -170,6 +170,7 @@ def _stage_figures(
         "vector_bytes": len(table) * build.dims * 4 if build.dims else None,
         "index_bytes": build.index_bytes,
         "index_factory": build.factory,
+        **_store_figures(retriever, build),
         "compression_ratio": round(compression_ratio(build.index_bytes, len(table), build.dims), 3)
         if build.index_bytes and build.dims
         else None,
@@ -188,6 +189,22 @@ def _stage_figures(
         "lexical_tokenizer": build.tokenizer,  # which language, segmenter and stopwords BM25 indexed with
         **tokens,
         **cast(Figures, costs.candidate_costs(part.price, usage, hourly_usd(retriever.spec))),  # figures by their keys
+    }
+
+
+def _store_figures(retriever: Retriever, build: BuildStats) -> Figures:
+    """Which vector store a dense stage searched, its version, and its settings as it reports them."""
+    store = build.store
+    if store is None:
+        return {}
+    searched = retriever.search_settings if isinstance(retriever, DenseRetriever) else {}
+    built = ", ".join(f"{k}={v}" for k, v in store.settings.items())
+    search = ", ".join(f"{k}={v}" for k, v in searched.items())
+    return {
+        "store": store.store,
+        "store_version": store.version,
+        "store_settings": "; ".join(part for part in (built, search) if part) or None,
+        "store_index_bytes": store.index_bytes,
     }
 
 
@@ -372,14 +389,27 @@ def _search_latency(retriever: Retriever, queries: Queries, n: int, depth: int) 
     reranked = retriever if isinstance(retriever, RerankedRetriever) else None
     rerank: list[list[tuple[float, float]]] = [[] for _ in range(n)]
 
+    calls = [0]  # every search run while timing, warm-up and repeated rounds included
+
+    def warm_up() -> None:
+        calls[0] += 1
+        retriever.search(queries[:1], depth)
+
     def search(i: int) -> None:
+        calls[0] += 1
         retriever.search(queries[i : i + 1], depth)
         if reranked:
             rerank[i].append(reranked.rerank_seconds[-1])
 
     with retriever.one_query_at_a_time():
-        timings = measure.time_on_one_thread(
-            functools.partial(retriever.search, queries[:1], depth), [functools.partial(search, i) for i in range(n)]
+        server_before = _server_cpu(retriever)
+        timings = measure.time_on_one_thread(warm_up, [functools.partial(search, i) for i in range(n)])
+        server_after = _server_cpu(retriever)
+    if server_before is not None and server_after is not None:
+        # a server's CPU time is read for the whole timing (its clock ticks are coarse), shared by the calls
+        per_call = (server_after - server_before) / calls[0]
+        timings = measure.Timings(
+            timings.wall, [cpu + per_call for cpu in timings.cpu], timings.contention, timings.retimed
         )
     if not reranked:
         return SearchTiming(timings, [], [])
@@ -392,6 +422,15 @@ def _search_latency(retriever: Retriever, queries: Queries, n: int, depth: int) 
         timings.retimed,
     )
     return SearchTiming(own, rerank_wall, rerank_cpu)
+
+
+def _server_cpu(retriever: Retriever) -> float | None:
+    """CPU seconds used so far by the servers bench started for the pipeline's stores, if any."""
+    first = retriever.first if isinstance(retriever, RerankedRetriever) else retriever
+    parts = first.parts if isinstance(first, FusedRetriever) else [first]
+    used = [p.store.server_cpu_seconds() for p in parts if isinstance(p, DenseRetriever)]
+    known = [u for u in used if u is not None]
+    return sum(known) if known else None
 
 
 @dataclass(frozen=True)

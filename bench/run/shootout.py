@@ -41,6 +41,8 @@ from bench.report.decision_text import recommendation
 from bench.results import schema, store
 from bench.results.schema import StoredRun, UnitText
 from bench.retrieval.retrievers import BuildStats
+from bench.retrieval.stores.base import StoreFault
+from bench.retrieval.stores.hosts import StoreHosts
 from bench.run import indexing_time, retrieve
 from bench.run.dry_run import run_lock
 from bench.run.models import ModelPool, language_findings, unknown_token_findings
@@ -116,20 +118,48 @@ def run_shootout(run: RunOptions | Config, console: Console | None = None, **cha
     the manifest; ``strict`` makes any of them an error. Progress and warnings go to ``console``
     (standard error when none is given).
     """
-    inputs = _prepare(RunOptions.of(run, **changes), console or Console(stderr=True))
-    with store.run_folder(inputs.config.results, inputs.run_id) as staging, progress_bar(inputs.console) as progress:
-        shared = _chunk_and_judge(inputs, progress)
-        results: list[CandidateResult] = []
-        records: list[QuestionRecord] = []
-        for position, cand in enumerate(inputs.candidates):
-            result, scored = _one_candidate(inputs, shared, position, cand)
-            results.append(result)
-            records.extend(scored)
-        stored = _finish(inputs, shared.tables, staging, results, records)
-    return _in_place(inputs, stored)
+    with StoreHosts() as hosts:
+        inputs = _prepare(RunOptions.of(run, **changes), console or Console(stderr=True), hosts)
+        failed: list[tuple[Candidate, StoreFault]] = []
+        with (
+            store.run_folder(inputs.config.results, inputs.run_id) as staging,
+            progress_bar(inputs.console) as progress,
+        ):
+            shared = _chunk_and_judge(inputs, progress)
+            results: list[CandidateResult] = []
+            records: list[QuestionRecord] = []
+            try:
+                for position, cand in enumerate(inputs.candidates):
+                    try:
+                        result, scored = _one_candidate(inputs, shared, position, cand)
+                    except StoreFault as fault:  # its server failed: the candidates on others still run
+                        failed.append((cand, fault))
+                        inputs.console.print(f"[red]error:[/] {cand.id}: {fault}")
+                        shared.built.release_after(position)
+                        continue
+                    results.append(result)
+                    records.extend(scored)
+            finally:
+                shared.built.close()
+            if failed and not results:
+                raise failed[0][1]
+            stored = _finish(inputs, shared.tables, staging, results, records, failed)
+        done = _in_place(inputs, stored)
+    if failed:
+        raise _not_run(failed, done.path)
+    return done
 
 
-def _prepare(options: RunOptions, console: Console) -> _Inputs:
+def _not_run(failed: list[tuple[Candidate, StoreFault]], path: Path) -> StoreFault:
+    """The first store failure, with which candidates it cost and where the others' results are."""
+    ids = ", ".join(c.id for c, _ in failed[:3]) + (f" and {len(failed) - 3} more" if len(failed) > 3 else "")
+    return StoreFault(
+        f"{failed[0][1]}; not run: {ids}; the other candidates' results are in {path} "
+        f"(once the store works, run the missing ones with --only)"
+    )
+
+
+def _prepare(options: RunOptions, console: Console, hosts: StoreHosts) -> _Inputs:
     """The config, corpus, goldset and lock read and checked, the candidates chosen, the models'
     pool opened and the languages found; the run's header and warnings printed."""
     config = options.load_config()
@@ -156,6 +186,7 @@ def _prepare(options: RunOptions, console: Console) -> _Inputs:
         remeasure=options.remeasure,
         measured_at=started.isoformat(timespec="seconds"),
         engine=make_engine(options.engine, paths.models_dir(root), config.batch_size),
+        hosts=hosts,
     )
     console.print(
         f"[bold]bench run[/] {run_id}: {len(corpus)} documents, {len(goldset.questions)} questions "
@@ -266,6 +297,7 @@ def _finish(
     staging: Path,
     results: list[CandidateResult],
     records: list[QuestionRecord],
+    failed: list[tuple[Candidate, StoreFault]],
 ) -> StoredRun:
     """The candidates ranked, the recommendation made, and the run written to ``staging``."""
     config, goldset, phases = inputs.config, inputs.goldset, inputs.phases
@@ -284,13 +316,15 @@ def _finish(
     )
     with phases("write results"):
         texts = _unit_texts(records, inputs.corpus)
-        run = _finished(StoredRun(staging, summary, _manifest(inputs), records, texts), phases)
+        manifest = _manifest(inputs, failed)
+        run = _finished(StoredRun(staging, summary, manifest, records, texts), phases)
         schema.save_run(staging, run)
     return run
 
 
-def _manifest(inputs: _Inputs) -> Manifest:
-    """What the run was given and where it ran: config, corpus, goldset, lock, versions, machine."""
+def _manifest(inputs: _Inputs, failed: list[tuple[Candidate, StoreFault]]) -> Manifest:
+    """What the run was given and where it ran: config, corpus, goldset, lock, versions, machine,
+    the vector stores and the candidates a store's failure left out."""
     config, corpus, goldset = inputs.config, inputs.corpus, inputs.goldset
     return Manifest(
         run_id=inputs.run_id,
@@ -320,6 +354,8 @@ def _manifest(inputs: _Inputs) -> Manifest:
         engine=inputs.options.engine,
         languages=inputs.languages,
         timing=inputs.models.timing.manifest(),
+        stores=dict(inputs.models.hosts.servers) or None,
+        extra={"not_run": [{"candidate": c.id, "error": str(e)} for c, e in failed]} if failed else {},
     )
 
 

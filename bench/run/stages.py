@@ -43,7 +43,12 @@ class BuiltStages:
 
     def release_after(self, position: int) -> None:
         for key in [k for k in self._built if self._last_use.get(k, -1) <= position]:
-            del self._built[key]
+            self._built.pop(key)[0].close()
+
+    def close(self) -> None:
+        """Release every stage still built (the run ends, or stops)."""
+        while self._built:
+            self._built.popitem()[1][0].close()
 
 
 def pipeline_description(config: Config, cand: Candidate) -> JsonObject:
