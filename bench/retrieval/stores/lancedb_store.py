@@ -89,8 +89,8 @@ class LanceStore:
         num_bits = int(self.build_params.get("num_bits", 8))  # type: ignore[call-overload]
         if self.kind == "ivf_pq" and rows < 2**num_bits:
             raise BenchError(
-                f"{self.where}: LanceDB ivf_pq trains {2**num_bits} codes per sub-vector but the index holds "
-                f"{rows} vectors; index at least {2**num_bits} passages or use kind 'ivf_flat' or 'exact'"
+                f"{self.where}: LanceDB ivf_pq trains {2**num_bits} codes per sub-vector from the vectors, but "
+                f"there are {rows}; for a corpus this small use kind 'ivf_flat' or 'exact' (or a smaller num_bits)"
             )
         schema = pa.schema([pa.field("id", pa.int32()), pa.field("vector", pa.list_(pa.float32(), dims))])
 

@@ -40,7 +40,7 @@ STORES: dict[str, dict[str, Kind]] = {
         EXACT: Kind(),
         "ivf_flat": Kind(("num_partitions",), ("nprobes",)),
         "ivf_pq": Kind(("num_partitions", "num_sub_vectors", "num_bits"), ("nprobes", "refine_factor")),
-        "ivf_hnsw_sq": Kind(("num_partitions", "m", "ef_construction"), ("nprobes", "ef")),
+        "ivf_hnsw_sq": Kind(("num_partitions", "m", "ef_construction"), ("nprobes", "ef", "refine_factor")),
     },
     "chroma": {"hnsw": Kind(("max_neighbors", "ef_construction"), ("ef_search",))},
 }
