@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/stores.py                    # 100,000 × 384, 200 queries
     .venv/bin/python benchmarks/stores.py --rows 20000       # a quick check
 
-The vectors are unit-length, 384 dimensions (MiniLM's width), drawn around 2,000 random centres
-with a fixed seed so that neighbourhoods exist as they do among real chunk embeddings; the queries
+The vectors are unit-length, 384 dimensions (MiniLM's width), drawn around 2,000 random unit centres
+(noise of norm 0.6) with a fixed seed so that neighbourhoods exist as they do among real chunk embeddings; the queries
 are drawn the same way and are none of the vectors. Each store loads the same float32 matrix through
 the same code a run uses (bench.retrieval.stores), builds its index after the load, and answers the
 queries one at a time as an application would (a round trip to the server for pgvector). Printed per
@@ -56,7 +56,8 @@ def clustered(rows: int, dims: int, rng: np.random.Generator, centres: np.ndarra
     out = np.empty((rows, dims), dtype=np.float32)
     for lo in range(0, rows, 50_000):
         n = min(50_000, rows - lo)
-        part = centres[rng.integers(0, len(centres), n)] + 0.35 * rng.standard_normal((n, dims)).astype(np.float32)
+        noise = rng.standard_normal((n, dims)).astype(np.float32) * (0.6 / np.sqrt(dims))
+        part = centres[rng.integers(0, len(centres), n)] + noise
         out[lo : lo + n] = part / np.linalg.norm(part, axis=1, keepdims=True)
     return out
 

