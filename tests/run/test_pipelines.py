@@ -90,16 +90,27 @@ def test_built_first_stages_are_released_once_no_later_candidate_needs_them(tmp_
     grid = config.candidates()
     built = BuiltStages(config, grid)
     keys = {c.key for c in grid if not c.fused}
+    closed: list[tuple[str, str, str]] = []
+
+    class Stage:  # what a store holds outside the process is given back when its stage is released
+        def __init__(self, key: tuple[str, str, str]) -> None:
+            self.key = key
+
+        def close(self) -> None:
+            closed.append(self.key)
+
     for key in keys:
-        built.add(key, object(), object())  # type: ignore[arg-type]
+        built.add(key, Stage(key), object())  # type: ignore[arg-type]
     position = {c.id: i for i, c in enumerate(grid)}
     built.release_after(position["bm25/rec24/inverted>hash@3"])
     # hash/* and bm25/* of both chunkers are still parts of the fusions that follow
-    assert all(key in built for key in keys)
+    assert all(key in built for key in keys) and not closed
     built.release_after(position["hash+bm25/tok24/flat@convex0.3"])
     assert ("hash", "tok24", "flat") not in built and ("hash", "rec24", "flat") in built
+    assert ("hash", "tok24", "flat") in closed and ("hash", "rec24", "flat") not in closed
     built.release_after(len(grid) - 1)
     assert not any(key in built for key in keys)
+    assert sorted(closed) == sorted(keys)
 
 
 def _rrf_by_hand(lists: list[list[tuple[str, float | None]]], k: int = 60) -> list[tuple[str, float]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -12,6 +13,11 @@ import numpy as np
 from bench.errors import EnvironmentFault
 
 FAISS = "faiss"
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes of the files under ``folder`` as they lie on disk now (an embedded store's size)."""
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
 class StoreFault(EnvironmentFault):

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bench.errors import BenchError, EnvironmentFault
-from bench.retrieval.stores.base import Hits, StoreBuild
+from bench.retrieval.stores.base import Hits, StoreBuild, folder_bytes
+from bench.retrieval.stores.tables import STORES
 
 if TYPE_CHECKING:
     from chromadb.api.client import Client
@@ -29,8 +30,7 @@ if TYPE_CHECKING:
 
 CHROMA = "chroma"
 COLLECTION = "vectors"
-BUILD_KEYS = ("max_neighbors", "ef_construction")
-SEARCH_KEYS = ("ef_search",)
+HNSW = STORES[CHROMA]["hnsw"]  # its build and query settings, as the config reader checks them
 BUILD_SETTINGS = ("space", "max_neighbors", "ef_construction")
 
 
@@ -52,11 +52,6 @@ def _no_embedding_function() -> Iterator[None]:
         yield
 
 
-def folder_bytes(folder: Path) -> int:
-    """Bytes of the files under ``folder`` as they lie on disk now."""
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-
-
 class ChromaStore:
     name = CHROMA
 
@@ -65,10 +60,10 @@ class ChromaStore:
         if spec.factory != "hnsw":
             raise BenchError(f"{where}: Chroma has no index kind {spec.factory!r}; use 'hnsw'")
         build = dict(spec.build_params)
-        unknown = sorted(set(build) - set(BUILD_KEYS))
+        unknown = sorted(set(build) - set(HNSW.build))
         if unknown:
             raise BenchError(
-                f"{where}: Chroma hnsw takes no build setting {', '.join(unknown)}; it takes {', '.join(BUILD_KEYS)}"
+                f"{where}: Chroma hnsw takes no build setting {', '.join(unknown)}; it takes {', '.join(HNSW.build)}"
             )
         self.max_neighbors = int(build.get("max_neighbors", 16))  # type: ignore[call-overload]
         self.ef_construction = int(build.get("ef_construction", 100))  # type: ignore[call-overload]
@@ -128,7 +123,7 @@ class ChromaStore:
 
     def configure(self, params: Mapping[str, object]) -> Mapping[str, object]:
         """Sets ``ef_search`` (other settings stay) and reads it back from the reopened collection."""
-        unknown = sorted(set(params) - set(SEARCH_KEYS))
+        unknown = sorted(set(params) - set(HNSW.search))
         if unknown:
             raise BenchError(
                 f"{self.where}: Chroma hnsw takes no query setting {', '.join(unknown)}; it takes ef_search"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import secrets
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -106,7 +107,7 @@ class StoreHosts:
             return f"PostgreSQL started by bench on 127.0.0.1:{server.port}"
         return shown_dsn(dsn)
 
-    def _postgres(self, spec: IndexSpec, where: str) -> tuple[str, object]:
+    def _postgres(self, spec: IndexSpec, where: str) -> tuple[str, Callable[[], float | None] | None]:
         """The server to use: the spec's own ``dsn``, else one bench starts (once per run)."""
         if spec.dsn:
             dsn = resolve_dsn(spec.dsn, where)

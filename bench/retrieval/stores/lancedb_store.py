@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bench.errors import BenchError, EnvironmentFault
-from bench.retrieval.stores.base import Hits, StoreBuild
+from bench.retrieval.stores.base import Hits, StoreBuild, folder_bytes
+from bench.retrieval.stores.tables import STORES
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -30,21 +31,9 @@ if TYPE_CHECKING:
     from bench.retrieval.faiss_index import IndexSpec
 
 LANCEDB = "lancedb"
+KINDS = STORES[LANCEDB]  # each kind's build and query settings, as the config reader checks them
 TABLE = "vectors"
 BLOCK_ROWS = 65_536  # rows converted from a (memory-mapped) array per write
-KINDS = ("exact", "ivf_flat", "ivf_pq", "ivf_hnsw_sq")
-BUILD_KEYS = {
-    "exact": (),
-    "ivf_flat": ("num_partitions",),
-    "ivf_pq": ("num_partitions", "num_sub_vectors", "num_bits"),
-    "ivf_hnsw_sq": ("num_partitions", "m", "ef_construction"),
-}
-SEARCH_KEYS = {
-    "exact": (),
-    "ivf_flat": ("nprobes",),
-    "ivf_pq": ("nprobes", "refine_factor"),
-    "ivf_hnsw_sq": ("nprobes", "refine_factor", "ef"),
-}
 SQUARED_L2 = ("ivf_pq", "ivf_hnsw_sq")  # unrefined _distance is 2·(1 − cos) for these
 
 
@@ -58,11 +47,6 @@ def _lancedb() -> Any:
     return lancedb
 
 
-def folder_bytes(folder: Path) -> int:
-    """Bytes of the files under ``folder`` as they lie on disk now."""
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-
-
 class LanceStore:
     name = LANCEDB
 
@@ -71,12 +55,13 @@ class LanceStore:
         self.kind = spec.factory
         if self.kind not in KINDS:
             raise BenchError(f"{where}: LanceDB has no index kind {self.kind!r}; use one of {', '.join(KINDS)}")
+        kind = KINDS[self.kind]
         self.build_params = dict(spec.build_params)
-        unknown = sorted(set(self.build_params) - set(BUILD_KEYS[self.kind]))
+        unknown = sorted(set(self.build_params) - set(kind.build))
         if unknown:
             raise BenchError(
                 f"{where}: LanceDB {self.kind} takes no build setting {', '.join(unknown)}; "
-                f"it takes {', '.join(BUILD_KEYS[self.kind]) or 'none'}"
+                f"it takes {', '.join(kind.build) or 'none'}"
             )
         self.table: LanceTable | None = None
         self.search_params: dict[str, int] = {}
@@ -164,7 +149,7 @@ class LanceStore:
 
     def configure(self, params: Mapping[str, object]) -> Mapping[str, object]:
         """The query setting for later searches (replacing the last one), as LanceDB's query carries it."""
-        allowed = SEARCH_KEYS[self.kind]
+        allowed = KINDS[self.kind].search
         unknown = sorted(set(params) - set(allowed))
         if unknown:
             raise BenchError(

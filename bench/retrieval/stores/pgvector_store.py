@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -73,7 +73,9 @@ def server_fault(where: str, error: Exception, doing: str) -> StoreFault:
 class PgvectorStore:
     name = PGVECTOR
 
-    def __init__(self, spec: IndexSpec, dsn: str, schema: str, where: str, server_cpu: Any = None) -> None:
+    def __init__(
+        self, spec: IndexSpec, dsn: str, schema: str, where: str, server_cpu: Callable[[], float | None] | None = None
+    ) -> None:
         self.spec, self.dsn, self.schema, self.where = spec, dsn, schema, where
         self.kind = spec.factory
         build = dict(spec.build_params)

@@ -87,6 +87,8 @@ def store_spec_from_table(name: str, table: Mapping[str, object]) -> IndexSpec:
         raise BenchError(f'{where}: dsn applies to store = "pgvector" only; remove it')
     dsn = read_value(str | None, table.get("dsn"), "dsn", where)
     search = _search(where, store, kind_name, kind, table.get("search", ()))
+    if any("rerank" in entry for entry in search) and build.get("quantization") != "binary":
+        raise BenchError(f'{where}: rerank applies to quantization = "binary" only; remove it or quantise')
     return IndexSpec(
         name,
         kind_name,
