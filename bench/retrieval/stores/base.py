@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -67,3 +67,15 @@ class VectorStore(Protocol):
 
     def close(self) -> None:
         """Drop what the build made (tables, folders); the store cannot be searched after."""
+
+
+class OneQueryPerCall:
+    """For a store whose every search call already asks one query at a time, on the calling thread,
+    and that runs in this process (its time is this process's): what the interface asks of it."""
+
+    @contextlib.contextmanager
+    def one_query_at_a_time(self) -> Iterator[None]:
+        yield
+
+    def server_cpu_seconds(self) -> float | None:
+        return None

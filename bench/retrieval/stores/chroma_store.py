@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bench.errors import BenchError, EnvironmentFault
-from bench.retrieval.stores.base import Hits, StoreBuild, folder_bytes
+from bench.retrieval.stores.base import Hits, OneQueryPerCall, StoreBuild, folder_bytes
 from bench.retrieval.stores.tables import STORES
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def _no_embedding_function() -> Iterator[None]:
         yield
 
 
-class ChromaStore:
+class ChromaStore(OneQueryPerCall):
     name = CHROMA
 
     def __init__(self, spec: IndexSpec, folder: Path, where: str) -> None:
@@ -157,13 +157,6 @@ class ChromaStore:
             distances = np.asarray((found["distances"] or [[]])[0], dtype=np.float64)
             out.append((ids, 1.0 - distances))
         return out
-
-    @contextlib.contextmanager
-    def one_query_at_a_time(self) -> Iterator[None]:
-        yield  # one query per call already
-
-    def server_cpu_seconds(self) -> None:
-        return None  # in this process: its time is this process's
 
     def close(self) -> None:
         if self.client is not None:

@@ -10,7 +10,6 @@ vectors, 2·(1 − cos). Similarities are converted per case so that every kind 
 
 from __future__ import annotations
 
-import contextlib
 import re
 import shutil
 from collections.abc import Iterator, Mapping
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bench.errors import BenchError, EnvironmentFault
-from bench.retrieval.stores.base import Hits, StoreBuild, folder_bytes
+from bench.retrieval.stores.base import Hits, OneQueryPerCall, StoreBuild, folder_bytes
 from bench.retrieval.stores.tables import STORES
 
 if TYPE_CHECKING:
@@ -47,7 +46,7 @@ def _lancedb() -> Any:
     return lancedb
 
 
-class LanceStore:
+class LanceStore(OneQueryPerCall):
     name = LANCEDB
 
     def __init__(self, spec: IndexSpec, folder: Path, where: str) -> None:
@@ -194,13 +193,6 @@ class LanceStore:
             distances = found.column("_distance").to_numpy().astype(np.float64)
             out.append((ids, 1.0 - scale * distances))
         return out
-
-    @contextlib.contextmanager
-    def one_query_at_a_time(self) -> Iterator[None]:
-        yield  # one query per call already
-
-    def server_cpu_seconds(self) -> None:
-        return None  # in this process: its time is this process's
 
     def close(self) -> None:
         self.table = None

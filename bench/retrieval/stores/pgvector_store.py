@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from bench.errors import EnvironmentFault
-from bench.retrieval.stores.base import Hits, StoreBuild, StoreFault
+from bench.retrieval.stores.base import Hits, OneQueryPerCall, StoreBuild, StoreFault
 
 if TYPE_CHECKING:
     import psycopg
@@ -70,7 +70,7 @@ def server_fault(where: str, error: Exception, doing: str) -> StoreFault:
     return StoreFault(f"{where}: {doing} ({said}); {fix}")
 
 
-class PgvectorStore:
+class PgvectorStore(OneQueryPerCall):  # one query per round trip
     name = PGVECTOR
 
     def __init__(
@@ -200,10 +200,6 @@ class PgvectorStore:
 
     def server_cpu_seconds(self) -> float | None:
         return self._server_cpu() if self._server_cpu is not None else None
-
-    @contextlib.contextmanager
-    def one_query_at_a_time(self) -> Iterator[None]:
-        yield  # one query per round trip already
 
     def close(self) -> None:
         if self.conn is None:
