@@ -261,3 +261,20 @@ def test_a_team_database_keeps_its_tables_and_a_dead_server_keeps_the_other_resu
     # a server that refuses connections: --dry-run says so in one line, exit 3
     refused = run_cli("run", "--dry-run", cwd=tmp_path)
     assert refused.returncode == 3 and "could not connect" in refused.stderr and "Traceback" not in refused.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root's server runs as another user, who may be shut out")
+def test_a_server_that_cannot_start_leaves_out_its_candidates_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shut = tmp_path / "private"  # under pytest's folder for root, which no other user may enter
+    shut.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(shut))
+    write_project(tmp_path, _config('["hash"]', '["flat", "pg-exact"]', STORES))
+    done = run_cli("run", cwd=tmp_path)
+    assert done.returncode == 3 and "Traceback" not in done.stderr
+    assert "cannot enter this folder" in done.stderr and "TMPDIR" in done.stderr
+    [run] = finished_runs(tmp_path / "results")
+    ids = {c["id"] for c in json.loads((run / "summary.json").read_text())["candidates"]}
+    assert ids == {"hash/tok24/flat", "hash/rec24/flat"}
+    assert not list(shut.glob("bench-stores-*"))  # the run's folder is gone too

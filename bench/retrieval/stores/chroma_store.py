@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bench.errors import BenchError, EnvironmentFault
-from bench.retrieval.stores.base import Hits, OneQueryPerCall, StoreBuild, folder_bytes
+from bench.errors import BenchError
+from bench.retrieval.stores.base import Hits, OneQueryPerCall, StoreBuild, StoreFault, folder_bytes
 from bench.retrieval.stores.tables import STORES
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def _chromadb() -> Any:
     try:
         import chromadb
     except ImportError:
-        raise EnvironmentFault(
+        raise StoreFault(
             "the chroma store needs the chromadb package; pip install 'retrieval-shootout[chroma]'"
         ) from None
     return chromadb

@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from bench.errors import BenchError
-from bench.retrieval.stores.base import FAISS, VectorStore
+from bench.retrieval.stores.base import FAISS, StoreFault, VectorStore
 from bench.retrieval.stores.faiss_store import FaissStore
 from bench.retrieval.stores.guard_client import Guard
 
@@ -53,6 +53,7 @@ class StoreHosts:
         self._guard: Guard | None = None
         self._root: Path | None = None
         self._server: PostgresServer | None = None
+        self._server_failed: StoreFault | None = None  # said once; its later candidates are left out with it
         self._schemas: dict[str, str] = {}  # dsn -> bench's schema there
         self._made = 0
         self.servers: dict[str, dict[str, object]] = {}  # the manifest's "stores": what each store ran on

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bench.errors import BenchError, EnvironmentFault
-from bench.retrieval.stores.base import Hits, OneQueryPerCall, StoreBuild, folder_bytes
+from bench.errors import BenchError
+from bench.retrieval.stores.base import Hits, OneQueryPerCall, StoreBuild, StoreFault, folder_bytes
 from bench.retrieval.stores.tables import STORES
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def _lancedb() -> Any:
     try:
         import lancedb
     except ImportError:
-        raise EnvironmentFault(
+        raise StoreFault(
             "the lancedb store needs the lancedb package; pip install 'retrieval-shootout[lancedb]'"
         ) from None
     return lancedb

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bench.errors import EnvironmentFault
 from bench.retrieval.stores.base import Hits, OneQueryPerCall, StoreBuild, StoreFault
 
 if TYPE_CHECKING:
@@ -41,7 +40,7 @@ def connect(dsn: str, where: str, vector: bool = True) -> psycopg.Connection:
         import psycopg
         from pgvector.psycopg import register_vector
     except ImportError:
-        raise EnvironmentFault(
+        raise StoreFault(
             f"{where}: the pgvector store needs psycopg and pgvector; pip install 'retrieval-shootout[pgvector]'"
         ) from None
     try:
@@ -54,7 +53,7 @@ def connect(dsn: str, where: str, vector: bool = True) -> psycopg.Connection:
         register_vector(conn)
     except psycopg.ProgrammingError:
         conn.close()
-        raise EnvironmentFault(
+        raise StoreFault(
             f"{where}: the database has no pgvector extension; as its owner run CREATE EXTENSION vector "
             f"(bench never changes a database outside its own schema)"
         ) from None

