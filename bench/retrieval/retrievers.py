@@ -186,7 +186,8 @@ class DenseRetriever:
             embed=embed_stats,
             chunk_tokens=chunk_tokens,
             billed_tokens=billed,
-            index_memory_mb=round(rss["index"] - rss["embed"], 1),
+            # what the build added to this process; a server's memory is not read
+            index_memory_mb=round(rss["index"] - rss["embed"], 1) if self.store.in_process else None,
             rss_mb=rss,
         )
 

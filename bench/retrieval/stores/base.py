@@ -47,6 +47,7 @@ class VectorStore(Protocol):
     """Unit-length float32 vectors, compared by cosine similarity (inner product)."""
 
     name: str  # "faiss", "pgvector", "lancedb", "chroma"
+    in_process: bool  # its index lives in this process's memory (not a server's)
 
     def build(self, vectors: np.ndarray) -> StoreBuild:
         """Load ``vectors`` (row i is unit i) and build the index; the vectors may be memory-mapped."""
@@ -71,7 +72,10 @@ class VectorStore(Protocol):
 
 class OneQueryPerCall:
     """For a store whose every search call already asks one query at a time, on the calling thread,
-    and that runs in this process (its time is this process's): what the interface asks of it."""
+    and that runs in this process (its time and memory are this process's): what the interface asks
+    of it."""
+
+    in_process = True
 
     @contextlib.contextmanager
     def one_query_at_a_time(self) -> Iterator[None]:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 class FaissStore:
     name = FAISS
+    in_process = True
 
     def __init__(self, spec: IndexSpec) -> None:
         self.spec = spec

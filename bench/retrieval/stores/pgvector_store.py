@@ -71,6 +71,7 @@ def server_fault(where: str, error: Exception, doing: str) -> StoreFault:
 
 class PgvectorStore(OneQueryPerCall):  # one query per round trip
     name = PGVECTOR
+    in_process = False  # the server's memory is not this process's
 
     def __init__(
         self, spec: IndexSpec, dsn: str, schema: str, where: str, server_cpu: Callable[[], float | None] | None = None
