@@ -25,7 +25,7 @@ from bench.inputs.formats.limits import LIMITS, Limits
 if TYPE_CHECKING:
     from bs4 import BeautifulSoup, Tag
 
-OUTPUT_VERSION = "1"  # bump when to_markdown's text changes for the same HTML (DOCX and EPUB go through it)
+OUTPUT_VERSION = "2"  # bump when to_markdown's text changes for the same HTML (DOCX and EPUB go through it)
 _PAGE_VERSION = "2"  # bump when a web page's text changes for the same bytes (the article step below)
 
 # Never text a reader sees.
@@ -111,9 +111,7 @@ def content(soup: BeautifulSoup) -> Tag:
     """
     from bs4 import Tag
 
-    for tag in [t for t in soup.descendants if isinstance(t, Tag) and (t.name in _INVISIBLE or _hidden(t))]:
-        if not tag.decomposed:  # not inside one already taken out
-            tag.decompose()
+    _take_out_unseen(soup)
     _flatten_below(soup, MAX_DEPTH)
     root = _root(soup)
     whole = len(root.get_text())
@@ -269,10 +267,18 @@ def to_markdown(html: str, limits: Limits = LIMITS) -> str:
     text = markdown(content(soup))
     if not text and soup.get_text(strip=True):  # everything was furniture: keep it rather than lose the text
         soup = parse(html)
-        for tag in soup.find_all(_INVISIBLE):
-            tag.decompose()
+        _take_out_unseen(soup)  # what the page never shows stays out even then
         text = markdown(soup.body or soup)
     return text
+
+
+def _take_out_unseen(soup: BeautifulSoup) -> None:
+    """Scripts, styles, templates and every element the page hides, taken out of ``soup``."""
+    from bs4 import Tag
+
+    for tag in [t for t in soup.descendants if isinstance(t, Tag) and (t.name in _INVISIBLE or _hidden(t))]:
+        if not tag.decomposed:  # not inside one already taken out
+            tag.decompose()
 
 
 # Below this many words trafilatura's article is too little to trust (it found none, or a caption):
