@@ -150,13 +150,18 @@ _register("unigrams+bigrams", _unigrams_bigrams, "unigrams+bigrams of graphemes"
 
 
 def _jieba_words(run: str, search: bool) -> list[str]:
-    """jieba's words of a CJK run (kana one by one, as jieba cuts what it has no word for)."""
+    """jieba's words of a CJK run (kana one by one, as jieba cuts what it has no word for).
+
+    jieba cuts a voicing mark or a variation selector from its character: every word that ends
+    before one takes it back (in search mode a word's pieces too), so no term splits a character."""
     out: list[str] = []
-    for token in (jieba_tokenizer().lcut_for_search if search else jieba_tokenizer().lcut)(run):
-        if out and _ONLY_EXTENDERS.fullmatch(token):
-            out[-1] += token  # jieba cuts a voicing mark or a variation selector from its character
-        else:
-            out.append(token)
+    for word, start, end in jieba_tokenizer().tokenize(run, mode="search" if search else "default"):
+        if _ONLY_EXTENDERS.fullmatch(word):
+            if start == 0:  # nothing before it to belong to
+                out.append(word)
+            continue
+        marks = _ONLY_EXTENDERS.match(run, end)
+        out.append(word + marks.group() if marks else word)
     return out
 
 
