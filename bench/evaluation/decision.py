@@ -29,6 +29,7 @@ from bench.core.sections import JsonObject, as_number
 from bench.core.summary import CandidateResult
 from bench.evaluation import costs, significance
 from bench.evaluation.scale import Scale
+from bench.evaluation.selection import Selection, selection
 
 ALPHA = 0.05  # a candidate is tied with the best when its Holm-corrected p is at least this
 POWER = 0.8  # of the questions-needed estimate
@@ -106,6 +107,7 @@ class Recommendation:
     advantage: Advantage | None = None
     cost_key: str = COST_KEY
     test: str = TEST
+    selection: Selection | None = None  # what picking the best this way scores on questions not used to pick
 
     def comparison(self, candidate: str | None) -> Comparison | None:
         return next((c for c in self.comparisons if c.candidate == candidate), None)
@@ -140,6 +142,7 @@ class Recommendation:
             "why": self.why,
             "separation": self.separation,
             "advantage": dataclasses.asdict(self.advantage) if self.advantage is not None else None,
+            "selection": self.selection.to_dict() if self.selection is not None else None,
         }
 
     @classmethod
@@ -148,6 +151,7 @@ class Recommendation:
         if "why" not in d and d.get("pick") is not None:
             return None
         ci, includes, advantage = d.get("ci"), d.get("monthly_cost_includes"), d.get("advantage")
+        chosen = d.get("selection")
         return cls(
             metric=d["metric"],
             margin=d.get("margin", 0.0),
@@ -171,6 +175,7 @@ class Recommendation:
             advantage=Advantage(**advantage) if isinstance(advantage, dict) else None,
             cost_key=d.get("cost_key", COST_KEY),
             test=d.get("test", TEST),
+            selection=Selection.from_dict(chosen) if isinstance(chosen, dict) else None,
         )
 
 
@@ -226,7 +231,28 @@ def recommend(
         why=_why(best, pick, row, tied, prefer),
         separation=separation,
         advantage=_advantage(pick, best, prefer) if pick is not best else None,
+        selection=_selection(records, ranked, k, metric, as_number(best.quality.get(metric))),
     )
+
+
+def _selection(
+    records: Sequence[QuestionRecord], ranked: Sequence[CandidateResult], k: int, metric: str, naive: float | None
+) -> Selection | None:
+    """The best's figure against what picking the best this way scores on held-out questions; None
+    for a single candidate (nothing is selected) or without per-question figures."""
+    if len(ranked) < 2 or naive is None:
+        return None
+    primary, secondary = _per_question(records, metric), _per_question(records, metric_key("recall", k))
+    ids = sorted(c.id for c in ranked)  # the ranking's last tie-break
+    questions = list(dict.fromkeys(q for c in ids for q in primary.get(c, {})))
+    if len(questions) < 2:
+        return None
+
+    def matrix(values: dict[str, dict[str, float | None]]) -> np.ndarray:
+        rows = [[values.get(c, {}).get(q) for c in ids] for q in questions]
+        return np.array([[math.nan if v is None else v for v in row] for row in rows], dtype=float)
+
+    return selection(metric, ids, matrix(primary), matrix(secondary), naive)
 
 
 # --- the tests -----------------------------------------------------------------------------------

@@ -67,8 +67,27 @@ def line(rec: Recommendation, candidates: Candidates) -> str:
     if rec.pick is None:
         return f"no recommendation: no candidate has a {rec.metric} score"
     pick = candidates[rec.pick]
-    parts = (reason(rec, candidates), monthly_line(pick), needed_line(rec, candidates))
+    chosen = selection_line(rec) if rec.selection is not None and rec.selection.large else ""
+    parts = (reason(rec, candidates), monthly_line(pick), needed_line(rec, candidates), chosen)
     return " ".join(part for part in parts if part)
+
+
+def selection_line(rec: Recommendation) -> str:
+    """What picking the best this way scores on questions not used to pick it, beside its figure here
+    (the winner's curse), and how often the best won a fold; "" when the run did not estimate it."""
+    chosen = rec.selection
+    if chosen is None or rec.best is None:
+        return ""
+    share = chosen.picked.get(rec.best, 0.0)
+    estimate = (
+        f"icking the best this way scores {chosen.metric} {chosen.adjusted:.3f} on questions not used to pick it "
+        f"(cross-validated over {chosen.folds} folds × {chosen.repeats} splits), against {chosen.naive:.3f} on all "
+        f"of them; {rec.best} won {share:.0%} of the folds."
+    )
+    if chosen.large:
+        many = f"{chosen.candidates} candidates on these {chosen.questions} questions"
+        return f"The best of {many} flatters itself: p{estimate}"
+    return f"P{estimate}"
 
 
 def reason(rec: Recommendation, candidates: Candidates) -> str:

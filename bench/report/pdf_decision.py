@@ -150,6 +150,9 @@ def decision_section(
     blocks += _languages(manifest)
     interval = f" (95% interval {d.ci[0]:.3f} to {d.ci[1]:.3f})" if d.ci else ""
     blocks.append(Para(f"Use {d.pick.id}: {d.metric} {d.value:.3f}{interval}.", size=14, bold=True, space_after=8))
+    chosen = _selection(summary)
+    if chosen:
+        blocks.append(Para(chosen, size=9.5, space_after=8))
     blocks.append(Para(_tied_line(d), size=9.5))
     if d.reason:
         blocks.append(Para(f"Why this one: {_sentence(d.reason)}", size=9.5, space_after=10))
@@ -170,6 +173,12 @@ def decision_section(
     blocks.append(Para("How sure", size=11, bold=True, keep_next=True, space_after=3))
     blocks.append(Para(_how_sure(summary, d), size=9.5))
     return Section(title, blocks, listed=False)
+
+
+def _selection(summary: RunSummary) -> str:
+    """The selection-adjusted estimate in a sentence, for runs that stored it."""
+    rec = Recommendation.from_dict(summary.recommendation) if summary.recommendation else None
+    return decision_text.selection_line(rec) if rec is not None else ""
 
 
 def _lead(summary: RunSummary, manifest: Manifest) -> str:

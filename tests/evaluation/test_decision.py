@@ -223,3 +223,23 @@ def test_the_terminal_line_is_rendered_from_the_figures_or_read_from_an_older_ru
     assert Recommendation.from_dict(old) is None
     assert recommendation_line(RunSummary(**{**vars(summary), "recommendation": old})) == written["line"]
     assert recommendation_line(RunSummary(**{**vars(summary), "recommendation": None})) == ""
+
+
+def test_the_recommendation_says_what_picking_the_best_is_worth_on_held_out_questions():
+    # twelve candidates of the same quality, each lucky on other questions: the best looks better than it is
+    rng = np.random.default_rng(7)
+    columns = {f"c{i:02d}": (rng.random(40) < 0.5).astype(float) for i in range(12)}
+    cands, records = _run(columns)
+    rec = recommendation(cands, records, k=5, margin=0.02, prefer="quality")
+    chosen = rec["selection"]
+    assert chosen["naive"] == max(float(np.mean(v)) for v in columns.values())
+    assert chosen["adjusted"] < chosen["naive"] - 0.05 and chosen["large"] is True  # every true mean is 0.5
+    assert chosen["candidates"] == 12 and chosen["questions"] == 40 and chosen["folds"] == 5
+    assert "flatters itself" in rec["line"] and "on questions not used to pick it" in rec["line"]
+    assert Recommendation.from_dict(rec).selection.adjusted == chosen["adjusted"]
+    # one candidate clearly best on every fold: no gap worth saying
+    sure = {"best": BEST, "far": _worse(range(0, 30), range(0, 0))}
+    cands, records = _run(sure)
+    rec = recommendation(cands, records, k=5, margin=0.02, prefer="quality")
+    assert rec["selection"]["picked"] == {"best": 1.0} and rec["selection"]["large"] is False
+    assert "flatters" not in rec["line"]
