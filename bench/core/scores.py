@@ -52,6 +52,8 @@ class Diagnostics(Section):
     mean_top_distractor_score: float | None = None
     questions_without_relevant_unit: int | None = None
     questions_missing_expected_units: int | None = None
+    # the mean share of each question's top k that a person's judgment (an evidence span) covers
+    judged_at_k: float | None = None
 
     @property
     def missed(self) -> int | None:

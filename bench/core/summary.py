@@ -67,6 +67,8 @@ class RunSummary(Record):
     # the recommendation's figures as bench.evaluation.decision writes them (Recommendation.to_dict)
     recommendation: JsonObject | None = None
     chunkers: JsonObject | None = None  # size distributions per chunker
+    # unjudged units that reached many candidates' top k, biggest first (bench.evaluation.holes)
+    holes: list[JsonObject] | None = None
     extra: JsonObject = field(default_factory=dict)
 
     def candidate(self, cid: str) -> CandidateResult:

@@ -19,6 +19,7 @@ from bench.core.scores import Curve, Diagnostics, Quality
 from bench.core.summary import CandidateResult
 from bench.errors import BenchError
 from bench.evaluation import diagnostics, metrics
+from bench.evaluation.holes import judged_at_k
 from bench.evaluation.metrics import Grades
 from bench.evaluation.spans import span_keys, span_metrics
 from bench.inputs.goldset import CHUNK
@@ -82,7 +83,10 @@ def score_candidate(
     summary = CandidateScores(
         quality=Quality(metrics.means(per_question)),
         curve=Curve(metrics.hit_curve(grades)),
-        diagnostics=diagnostics.summarise([r.diagnostics for r in scored], first, depth, grades.n_relevant),
+        diagnostics=dataclasses.replace(
+            diagnostics.summarise([r.diagnostics for r in scored], first, depth, grades.n_relevant),
+            judged_at_k=judged_at_k(records, k),
+        ),
     )
     return scored, summary
 

@@ -321,10 +321,30 @@ def _how_sure(summary: RunSummary, d: Decision) -> str:
             f" About {d.questions_needed:,} questions would be needed to tell {who} apart at the difference "
             f"observed (p < {d.alpha:g}, 80% power)" + (f"; the goldset has {n}." if n else ".")
         )
+    text += _judged(summary, d)
     timed = max((c.ops.latency.latency_samples or 0 for c in summary.candidates), default=0)
     if timed and n and timed < n:
         text += f" Latency is timed on single queries, some candidates on only the first {timed} questions."
     return text.strip()
+
+
+def _judged(summary: RunSummary, d: Decision) -> str:
+    """How much of the pick's top k a person judged, and the holes, for runs that counted them."""
+    judged = d.pick.diagnostics.judged_at_k
+    if judged is None:
+        return ""
+    text = (
+        f" A person's evidence covers {judged:.0%} of the pick's top {summary.k} (judged@{summary.k}): the rest counts "
+        "as not relevant, though some of it may answer too."
+    )
+    if summary.holes:
+        top = summary.holes[0]
+        text += (
+            f" The biggest hole: {top['unit']} reached the top {summary.k} of {top['candidates']} candidates for "
+            f"{top['question_id']} and no evidence covers it; summary.json lists the {len(summary.holes)} "
+            "biggest (holes)."
+        )
+    return text
 
 
 def _sentence(text: str) -> str:

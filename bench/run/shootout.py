@@ -30,6 +30,7 @@ from bench.embedders.cache import EmbeddingCache
 from bench.embedders.no_cache import NoCache
 from bench.engines import make_engine
 from bench.evaluation import scale
+from bench.evaluation.holes import holes
 from bench.evaluation.relevance import Judgment, grade_units
 from bench.evaluation.scoring import rank_candidates, score_candidate
 from bench.inputs.corpus import Corpus
@@ -313,6 +314,7 @@ def _finish(
         candidates=ranked,
         recommendation=recommendation(ranked, records, config.k, config.recommend_margin, config.prefer, config.scale),
         chunkers=sizes,
+        holes=holes(records, config.k),
     )
     with phases("write results"):
         texts = _unit_texts(records, inputs.corpus)
