@@ -108,6 +108,14 @@ def test_settings_reach_the_server_and_exact_search_is_exact(tmpdir_for_server: 
         assert hnsw.configure({"ef_search": 77}) == {"ef_search": 77}
         assert isinstance(hnsw, PgvectorStore) and hnsw.conn is not None
         assert hnsw.conn.execute("SHOW hnsw.ef_search").fetchone() == ("77",)
+        # an iterative scan goes on past ef_search: all 30 rows asked come back
+        assert hnsw.configure({"ef_search": 10, "iterative_scan": "relaxed_order"}) == {
+            "ef_search": 10,
+            "iterative_scan": "relaxed_order",
+        }
+        assert [len(ids) for ids, _ in hnsw.search(queries, 30)] == [30] * len(queries)
+        hnsw.configure({"ef_search": 10, "iterative_scan": "off"})
+        assert max(len(ids) for ids, _ in hnsw.search(queries, 30)) <= 10
         ivf = hosts.make(IndexSpec("pg-i", "ivfflat", (("lists", 7),), store="pgvector"))
         assert ivf.build(vectors).settings["lists"] == "7"
         assert ivf.configure({"probes": 7}) == {"probes": 7}  # every list probed: exact

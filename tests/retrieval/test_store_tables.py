@@ -60,6 +60,10 @@ def test_a_dsn_stays_out_of_the_hash_and_the_manifest(tmp_path: Path) -> None:
         ('store = "chroma"\nkind = "hnsw"\nsearch = [{ef_search = 10}, {ef_search = 10}]\n', "lists one setting twice"),
         ('store = "chroma"\nkind = "hnsw"\nsearch = [{}]\n', "non-empty tables"),
         ('store = "pgvector"\nkind = "hnsw"\nsearch = [{rerank = 40}]\n', 'rerank applies to quantization = "binary"'),
+        (
+            'store = "pgvector"\nkind = "ivfflat"\nsearch = [{iterative_scan = "strict_order"}]\n',
+            "use 'off' or 'relaxed_order'",
+        ),
     ],
 )
 def test_a_wrong_store_table_is_one_line_naming_the_fix(tmp_path: Path, table: str, said: str) -> None:

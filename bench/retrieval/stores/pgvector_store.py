@@ -26,7 +26,8 @@ PGVECTOR = "pgvector"
 COPY_ROWS = 10_000  # rows per COPY write batch
 # pgvector's own advice: lists = rows / 1000 up to a million rows, sqrt(rows) beyond
 AUTO_LISTS = "rows / 1000 (sqrt(rows) past a million), at least 1"
-SEARCH_GUCS = {"ef_search": "hnsw.ef_search", "probes": "ivfflat.probes"}
+SEARCH_GUCS = {"ef_search": "hnsw.ef_search", "probes": "ivfflat.probes"}  # numbers
+ITERATIVE_SCAN = "iterative_scan"  # a word, checked by the config reader: hnsw. or ivfflat. by kind
 _OPS = {"none": ("vector", "vector_cosine_ops"), "halfvec": ("halfvec", "halfvec_cosine_ops")}
 
 
@@ -168,6 +169,11 @@ class PgvectorStore(OneQueryPerCall):  # one query per round trip
                     self.conn.execute(f"SET {SEARCH_GUCS[key]} = {int(value)}")  # type: ignore[call-overload]
                     row = self.conn.execute(f"SHOW {SEARCH_GUCS[key]}").fetchone()
                     read[key] = int(row[0]) if row else None
+            if ITERATIVE_SCAN in params:
+                setting = f"{self.kind}.{ITERATIVE_SCAN}"
+                self.conn.execute(f"SET {setting} = {params[ITERATIVE_SCAN]}")
+                row = self.conn.execute(f"SHOW {setting}").fetchone()
+                read[ITERATIVE_SCAN] = row[0] if row else None
             if "rerank" in params:
                 read["rerank"] = self.rerank
         return read

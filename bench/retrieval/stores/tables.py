@@ -33,8 +33,10 @@ class Kind:
 STORES: dict[str, dict[str, Kind]] = {
     "pgvector": {
         EXACT: Kind(),
-        "hnsw": Kind(("m", "ef_construction"), ("ef_search", "rerank"), ("none", "halfvec", "binary")),
-        "ivfflat": Kind(("lists",), ("probes", "rerank"), ("none", "halfvec", "binary")),
+        "hnsw": Kind(
+            ("m", "ef_construction"), ("ef_search", "iterative_scan", "rerank"), ("none", "halfvec", "binary")
+        ),
+        "ivfflat": Kind(("lists",), ("probes", "iterative_scan", "rerank"), ("none", "halfvec", "binary")),
     },
     "lancedb": {
         EXACT: Kind(),
@@ -43,6 +45,12 @@ STORES: dict[str, dict[str, Kind]] = {
         "ivf_hnsw_sq": Kind(("num_partitions", "m", "ef_construction"), ("nprobes", "ef", "refine_factor")),
     },
     "chroma": {"hnsw": Kind(("max_neighbors", "ef_construction"), ("ef_search",))},
+}
+# query settings that are words, not numbers: pgvector 0.8's iterative scans (an HNSW scan goes on
+# past ef_search until enough rows come back; IVFFlat's only in relaxed order)
+WORDS = {
+    ("hnsw", "iterative_scan"): ("off", "strict_order", "relaxed_order"),
+    ("ivfflat", "iterative_scan"): ("off", "relaxed_order"),
 }
 _SEARCH_EG = {"pgvector": "{ef_search = 40}", "lancedb": "{nprobes = 20}", "chroma": "{ef_search = 100}"}
 _COMMON = ("store", "kind", "search", "description", "dims", "dsn", "quantization")
@@ -116,6 +124,14 @@ def _search(where: str, store: str, kind_name: str, kind: Kind, value: object) -
                     f"{where}: search[{i}] parameter {key!r} does not apply to a {store} {kind_name} index; "
                     f"{suggest(key, kind.search)}it takes {', '.join(kind.search) or 'none (leave search out)'}"
                 )
+            words = WORDS.get((kind_name, key))
+            if words is not None:
+                if number not in words:
+                    raise BenchError(
+                        f"{where}: search[{i}].{key} = {number!r} is not a {store} {kind_name} setting; "
+                        f"use {' or '.join(map(repr, words))}"
+                    )
+                continue
             read_value(int, number, f"search[{i}].{key}", where, Rule(minimum=0 if key == "rerank" else 1))
         out.append(dict(entry))
     if out and any(set(e) != set(out[0]) for e in out):
