@@ -31,6 +31,7 @@ from bench.core.summary import LEXICAL_INDEX
 from bench.core.tables import read_field, read_table
 from bench.embedders import MODELS, ModelSpec
 from bench.errors import BenchError
+from bench.evaluation.decision import EQUIVALENCE
 from bench.evaluation.scale import Scale, scale_from_config
 from bench.files import read_text
 from bench.inputs.formats import LIMITS, Limits
@@ -118,6 +119,7 @@ class Config:
     latency_samples: int = 200  # single queries timed per model and index: the first N questions
     scale: Scale = field(default_factory=Scale)  # [scale]: the team's corpus, traffic and prices
     prefer: str = "cost"  # among candidates tied with the best: "cost", "latency" or "quality"
+    equivalence_margin: float = EQUIVALENCE  # tied with the best: shown within this share of its figure
     rerank_latency_samples: int = 10  # the same for a reranked pipeline, whose every query re-scores `top` texts
     documents: Limits = LIMITS  # [documents]: how large a document may be before it is left out
     # the file's top level as read (None: a Config built in code): the hash takes paths as written
@@ -245,6 +247,7 @@ class Config:
             **({"rerankers": {r.name: _spec_dict(r) for r in self.rerankers}} if self.rerankers else {}),
             **({"scale": _spec_dict(self.scale)} if file and file.scale is not None else {}),
             **({"prefer": self.prefer} if file and file.prefer is not None else {}),
+            **({"equivalence_margin": self.equivalence_margin} if file and file.equivalence_margin is not None else {}),
             "k": self.k,
             "depth": self.retrieval_depth,
             "min_overlap": self.min_overlap,
@@ -334,6 +337,7 @@ def load_config(path: str | Path) -> Config:
         rerank_latency_samples=file.rerank_latency_samples,
         scale=scale_from_config(file.scale, where),
         prefer=file.prefer or "cost",
+        equivalence_margin=file.equivalence_margin if file.equivalence_margin is not None else EQUIVALENCE,
         documents=Limits.from_settings(file.documents, where),
         file=file,
     )

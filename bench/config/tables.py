@@ -61,6 +61,9 @@ class Settings:
     recommend_margin: int | float = setting(
         0.02, minimum=0, maximum=1, what="a number in [0, 1]", note="(0.02 is the default)"
     )
+    equivalence_margin: int | float | None = setting(
+        None, above=0, maximum=1, what="a number in (0, 1]", note="(the share of the best's figure; 0.05 by default)"
+    )
     # evaluation.scale.PREFERENCES
     prefer: Literal["cost", "latency", "quality"] | None = setting(
         None, note="(what decides among the candidates tied with the best)"

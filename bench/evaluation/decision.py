@@ -1,9 +1,12 @@
 """The recommendation: which candidate to use, honest about what the goldset can tell apart.
 
 The best is the top-ranked candidate on mrr@k. Every other candidate is tested against it question
-by question (Wilcoxon signed-rank, two-sided), and the p-values are Holm-corrected over that family;
-a candidate whose corrected p is at least ``ALPHA`` is *tied with the best*: this goldset cannot say
-it is worse. Among the best and the tied the team's preference decides (``prefer`` in bench.toml):
+by question: Wilcoxon signed-rank (two-sided) for a difference, and two one-sided t-tests for
+equivalence within ±``equivalence`` × the best's figure, each family Holm-corrected. A candidate is
+*worse* when the difference is significant, *tied with the best* only when it is shown equivalent,
+and *undecided* when the goldset shows neither (too few questions: an undecided candidate is never
+picked over the best). Runs written before equivalence was tested (``equivalence`` None) tied every
+candidate not significantly worse. Among the best and the tied the team's preference decides (``prefer`` in bench.toml):
 the lowest monthly cost, the lowest end-to-end p95 latency, or the best itself. Where the goldset
 cannot separate two candidates (or has under ``SMALL_GOLDSET`` questions), the recommendation
 estimates from the observed paired differences how many questions would.
@@ -28,13 +31,16 @@ from bench.core.records import QuestionRecord
 from bench.core.sections import JsonObject, as_number
 from bench.core.summary import CandidateResult
 from bench.evaluation import costs, significance
+from bench.evaluation.equivalence import questions_for_equivalence, tost_p
 from bench.evaluation.scale import Scale
 from bench.evaluation.selection import Selection, selection
 
-ALPHA = 0.05  # a candidate is tied with the best when its Holm-corrected p is at least this
+ALPHA = 0.05  # the level of both tests, each Holm-corrected over the candidates
+EQUIVALENCE = 0.05  # the equivalence margin: this share of the best's figure, either way
 POWER = 0.8  # of the questions-needed estimate
 SMALL_GOLDSET = significance.SMALL_SAMPLE  # below this many questions the goldset separates little
 TEST = "Wilcoxon signed-rank, two-sided, Holm-corrected over each candidate against the best"
+EQUIVALENCE_TEST = "two one-sided paired t-tests (TOST) within the margin, Holm-corrected over each candidate"
 COST_KEY = "monthly_cost_usd"
 # The stored recommendation's sentences: bench.report.decision_text renders them from the figures.
 SENTENCES = ("line", "reason")
@@ -45,10 +51,11 @@ LATENCY_TOLERANCE = 0.10
 
 # Why the pick: the only candidate; tied with the best and better by the preference; the best, every
 # other significantly worse; the best, none of the tied enough cheaper / faster; the best, kept by quality.
-Why = Literal["only", "tied_pick", "all_worse", "none_cheaper", "none_faster", "kept"]
+Why = Literal["only", "tied_pick", "all_worse", "none_cheaper", "none_faster", "kept", "undecided"]
 # What the goldset can say of the best against the pick (else the runner-up), where it is worth saying:
 # nothing would separate them (no mean difference), they are tied, or they are separated narrowly.
-Separation = Literal["no_difference", "tied", "narrow"]
+Separation = Literal["no_difference", "tied", "narrow", "undecided"]
+Status = Literal["worse", "equivalent", "undecided", ""]  # "": a run from before equivalence was tested
 # What the pick does better than the best: the first figure of the preference that differs.
 AdvantageCode = Literal["monthly", "monthly_known", "per_query", "per_query_known", "latency", "same"]
 
@@ -64,12 +71,18 @@ class Comparison:
     sd_diff: float
     p: float
     p_holm: float = math.nan
-    tied: bool = False
+    tied: bool = False  # shown equivalent (before equivalence was tested: not significantly worse)
+    p_equivalence: float = math.nan  # TOST within the margin
+    p_equivalence_holm: float = math.nan
+    status: Status = ""
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Comparison:
         p_holm, tied = d.get("p_holm", math.nan), d.get("tied", False)
-        return cls(d["candidate"], d["n"], d["mean_diff"], d["sd_diff"], d["p"], p_holm, tied)
+        return cls(
+            d["candidate"], d["n"], d["mean_diff"], d["sd_diff"], d["p"], p_holm, tied,
+            d.get("p_equivalence", math.nan), d.get("p_equivalence_holm", math.nan), d.get("status", ""),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -108,6 +121,9 @@ class Recommendation:
     cost_key: str = COST_KEY
     test: str = TEST
     selection: Selection | None = None  # what picking the best this way scores on questions not used to pick
+    equivalence: float | None = None  # the margin's share of the best's figure; None: a run before it was tested
+    margin_value: float | None = None  # the margin in the metric's units
+    undecided: tuple[str, ...] = ()  # neither worse nor shown equivalent
 
     def comparison(self, candidate: str | None) -> Comparison | None:
         return next((c for c in self.comparisons if c.candidate == candidate), None)
@@ -143,6 +159,16 @@ class Recommendation:
             "separation": self.separation,
             "advantage": dataclasses.asdict(self.advantage) if self.advantage is not None else None,
             "selection": self.selection.to_dict() if self.selection is not None else None,
+            **(
+                {
+                    "equivalence": self.equivalence,
+                    "margin_value": self.margin_value,
+                    "equivalence_test": EQUIVALENCE_TEST,
+                    "undecided": list(self.undecided),
+                }
+                if self.equivalence is not None
+                else {}
+            ),
         }
 
     @classmethod
@@ -176,6 +202,9 @@ class Recommendation:
             cost_key=d.get("cost_key", COST_KEY),
             test=d.get("test", TEST),
             selection=Selection.from_dict(chosen) if isinstance(chosen, dict) else None,
+            equivalence=d.get("equivalence"),
+            margin_value=d.get("margin_value"),
+            undecided=tuple(d.get("undecided") or ()),
         )
 
 
@@ -186,11 +215,14 @@ def recommend(
     margin: float,
     prefer: str = "cost",
     scale: Scale | None = None,
+    equivalence: float | None = EQUIVALENCE,
 ) -> Recommendation:
     """The pick among the candidates tied with the best, why, and what the goldset can tell apart.
 
     ``candidates`` carry their ranks (``scoring.rank_candidates``); ``records`` their per-question
-    metrics. ``margin`` is kept in the result for readers of older runs; ties are decided by the test.
+    metrics. ``margin`` is kept in the result for readers of older runs. ``equivalence`` is the
+    equivalence margin's share of the best's figure; None decides ties as runs before it did (not
+    significantly worse), for recomputing them.
     """
     metric = metric_key("mrr", k)
     empty = Recommendation(metric, margin, prefer, scale=dataclasses.asdict(scale) if scale is not None else None)
@@ -199,20 +231,19 @@ def recommend(
         return empty
     values = _per_question(records, metric)
     best, others = ranked[0], ranked[1:]
-    rows = [_compare(values, best.id, c.id) for c in others]
-    rows = [
-        dataclasses.replace(row, p_holm=float(adjusted), tied=float(adjusted) >= ALPHA)
-        for row, adjusted in zip(rows, significance.holm([r.p for r in rows]))
-    ]
+    best_value = as_number(best.quality.get(metric)) or 0.0
+    margin_value = abs(best_value) * equivalence if equivalence is not None else None
+    rows = _classified([_compare(values, best.id, c.id, margin_value) for c in others], margin_value)
     by_id = {c.id: c for c in ranked}
     tied = tuple(row.candidate for row in rows if row.tied)
+    undecided = tuple(row.candidate for row in rows if row.status == "undecided")
     pick = _pick([best, *(by_id[t] for t in tied)], prefer, metric)
     n = len(_present(values.get(best.id, {})))
     against = pick if pick is not best else (others[0] if others else None)
     row = next((r for r in rows if against is not None and r.candidate == against.id), None)
     pick_values = np.array(_present(values.get(pick.id, {})), dtype=float)
     ci = significance.bootstrap_ci(pick_values) if len(pick_values) else (math.nan, math.nan)
-    separation, needed = _separation(row, n)
+    separation, needed = _separation(row, n, margin_value)
     includes = pick.ops.cost.monthly_cost_includes
     return dataclasses.replace(
         empty,
@@ -228,11 +259,32 @@ def recommend(
         monthly_cost_includes=tuple(includes) if isinstance(includes, list) else None,
         comparisons=tuple(rows),
         against=against.id if against is not None else None,
-        why=_why(best, pick, row, tied, prefer),
+        why=_why(best, pick, row, tied, prefer, undecided),
         separation=separation,
         advantage=_advantage(pick, best, prefer) if pick is not best else None,
         selection=_selection(records, ranked, k, metric, as_number(best.quality.get(metric))),
+        equivalence=equivalence,
+        margin_value=margin_value,
+        undecided=undecided,
     )
+
+
+def _classified(rows: list[Comparison], margin_value: float | None) -> list[Comparison]:
+    """Each comparison Holm-corrected and told worse, equivalent or undecided (before equivalence was
+    tested, ``margin_value`` None: tied when not significantly worse)."""
+    holm = significance.holm([r.p for r in rows])
+    if margin_value is None:
+        return [dataclasses.replace(r, p_holm=float(h), tied=float(h) >= ALPHA) for r, h in zip(rows, holm)]
+    holm_equivalence = significance.holm([r.p_equivalence for r in rows])
+    out = []
+    for row, h, e in zip(rows, holm, holm_equivalence):
+        status: Status = "worse" if h < ALPHA else "equivalent" if e < ALPHA else "undecided"
+        out.append(
+            dataclasses.replace(
+                row, p_holm=float(h), p_equivalence_holm=float(e), status=status, tied=status == "equivalent"
+            )
+        )
+    return out
 
 
 def _selection(
@@ -277,7 +329,7 @@ def _paired(values: dict, a: str, b: str) -> tuple[np.ndarray, np.ndarray]:
     return np.array([va[q] for q in both], dtype=float), np.array([vb[q] for q in both], dtype=float)
 
 
-def _compare(values: dict, best: str, other: str) -> Comparison:
+def _compare(values: dict, best: str, other: str, margin_value: float | None) -> Comparison:
     """The best against one candidate, before Holm's correction."""
     a, b = _paired(values, best, other)
     tests = significance.paired_tests(a, b, permutations=0)  # only Wilcoxon's p is read here
@@ -288,6 +340,7 @@ def _compare(values: dict, best: str, other: str) -> Comparison:
         mean_diff=float(tests["mean_diff"]),
         sd_diff=float(d.std(ddof=1)) if len(d) > 1 else 0.0,
         p=float(tests["wilcoxon_p"]),
+        p_equivalence=tost_p(d, margin_value) if margin_value is not None else math.nan,
     )
 
 
@@ -302,10 +355,19 @@ def questions_needed(mean_diff: float, sd_diff: float, alpha: float = ALPHA, pow
     return max(2, math.ceil((z * sd_diff / abs(mean_diff)) ** 2 - 1e-9))
 
 
-def _separation(row: Comparison | None, n: int) -> tuple[Separation | None, int | None]:
+def _separation(row: Comparison | None, n: int, margin_value: float | None) -> tuple[Separation | None, int | None]:
     """What the goldset says of the best against the pick (else the runner-up), worth saying when it
-    cannot separate them or is small; and how many questions would."""
-    if row is None or not (n < SMALL_GOLDSET or row.tied):
+    cannot decide or is small; and how many questions would: to show the difference, or (for an
+    undecided one) whichever comes first of the difference and equivalence."""
+    if row is None:
+        return None, None
+    if row.status == "undecided":
+        found = [questions_needed(row.mean_diff, row.sd_diff)]
+        if margin_value is not None:
+            found.append(questions_for_equivalence(row.mean_diff, row.sd_diff, margin_value))
+        known = [f for f in found if f is not None]
+        return "undecided", min(known) if known else None
+    if row.status == "equivalent" or not (n < SMALL_GOLDSET or (row.tied and not row.status)):
         return None, None
     needed = questions_needed(row.mean_diff, row.sd_diff)
     if needed is None:
@@ -337,14 +399,19 @@ def _pick(group: list[CandidateResult], prefer: str, metric: str) -> CandidateRe
 
 
 def _why(
-    best: CandidateResult, pick: CandidateResult, row: Comparison | None, tied: tuple[str, ...], prefer: str
+    best: CandidateResult,
+    pick: CandidateResult,
+    row: Comparison | None,
+    tied: tuple[str, ...],
+    prefer: str,
+    undecided: tuple[str, ...],
 ) -> Why:
     if row is None:
         return "only"
     if pick is not best:
         return "tied_pick"
     if not tied:
-        return "all_worse"
+        return "undecided" if undecided else "all_worse"
     return "none_cheaper" if prefer == "cost" else "none_faster" if prefer == "latency" else "kept"
 
 

@@ -12,6 +12,7 @@ from bench.core.summary import CandidateResult, RunSummary
 from bench.evaluation.decision import (
     ALPHA,
     COST_TOLERANCE,
+    EQUIVALENCE,
     LATENCY_TOLERANCE,
     POWER,
     SMALL_GOLDSET,
@@ -32,9 +33,10 @@ def recommendation(
     margin: float,
     prefer: str = "cost",
     scale: Scale | None = None,
+    equivalence: float | None = EQUIVALENCE,
 ) -> JsonObject:
     """The run's recommendation as summary.json keeps it: ``recommend``'s figures and their sentences."""
-    return stored(recommend(candidates, records, k, margin, prefer, scale), candidates)
+    return stored(recommend(candidates, records, k, margin, prefer, scale, equivalence), candidates)
 
 
 def stored(rec: Recommendation, candidates: Sequence[CandidateResult]) -> JsonObject:
@@ -99,21 +101,43 @@ def reason(rec: Recommendation, candidates: Candidates) -> str:
     if rec.why == "only" or row is None:
         return f"{best.id} is the only candidate ({metric} {_score(best, metric):.3f}, n = {n}); {pref}."
     test = f"{_p(row.p_holm)} after Holm, n = {n}"
+    margin = within(rec)
     if rec.why == "tied_pick":
         versus = f"{metric} {_score(pick, metric):.3f} vs {_score(best, metric):.3f}, {test}"
         advantage = _advantage(rec.advantage, rec.prefer)
+        if margin:
+            versus = (
+                f"{metric} {_score(pick, metric):.3f} vs {_score(best, metric):.3f}, equivalent {margin}: "
+                f"{_p(row.p_equivalence_holm)} after Holm, n = {n}"
+            )
+            return f"{pick.id} is equivalent to the best, {best.id} ({versus}), and {advantage}; {pref}."
         return f"{pick.id} is tied with the best, {best.id} ({versus}), and {advantage}; {pref}."
     lead = f"{best.id} has the best {metric} ({_score(best, metric):.3f})"
     closest = f"the runner-up, {row.candidate} {_score(candidates[row.candidate], metric):.3f}, {test}"
     if rec.why == "all_worse":
         return f"{lead} and every other candidate is significantly worse ({closest}); {pref}."
+    if rec.why == "undecided":
+        many = len(rec.undecided)
+        who = f"{many} candidate{'s' if many > 1 else ''}"
+        return (
+            f"{lead}; the goldset shows neither a difference nor equivalence {margin} for {who} ({closest}): "
+            f"undecided, too few questions, so the best is kept whatever it costs; {pref}."
+        )
     many = len(rec.tied)
-    group = f"the {many} candidate{'s' if many > 1 else ''} tied with it ({closest})"
+    kind = f"equivalent to it {margin}" if margin else "tied with it"
+    group = f"the {many} candidate{'s' if many > 1 else ''} {kind} ({closest})"
     if rec.why == "none_cheaper":
         return f"{lead} and none of {group} is {COST_TOLERANCE:.0%} or more cheaper; {pref}."
     if rec.why == "none_faster":
         return f"{lead} and none of {group} is {LATENCY_TOLERANCE:.0%} or more faster at p95; {pref}."
     return f"{lead}, which {pref} keeps over {group}."
+
+
+def within(rec: Recommendation) -> str:
+    """ "(within ±0.036, 5% of the best's)" for a run that tested equivalence; "" otherwise."""
+    if rec.equivalence is None or rec.margin_value is None:
+        return ""
+    return f"(within ±{rec.margin_value:.3f}, {rec.equivalence:.0%} of the best's)"
 
 
 def _advantage(edge: Advantage | None, prefer: str) -> str:
@@ -151,6 +175,11 @@ def needed_line(rec: Recommendation, candidates: Candidates) -> str:
     if rec.separation == "tied":
         few = f"With only {n} questions the goldset" if n < SMALL_GOLDSET else "The goldset"
         return f"{few} cannot separate {pair}: about {needed:,} questions would, at {observed}, {power}."
+    if rec.separation == "undecided":
+        return (
+            f"Undecided: {n} questions show neither a difference between {rec.best} and {rec.against} nor that "
+            f"they are equivalent {within(rec)}; about {needed:,} questions would decide, at {observed}, {power}."
+        )
     return (
         f"With only {n} questions {rec.best} is separated from {rec.against}, but narrowly: about {needed:,} "
         f"questions would confirm {observed}, {power}."

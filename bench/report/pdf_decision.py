@@ -47,6 +47,8 @@ class Decision:
     reason: str
     questions_needed: int | None
     p_value: float | None
+    undecided: list[str] | None = None  # neither worse nor shown equivalent; None: a run before equivalence was tested
+    within: str = ""  # the equivalence margin, "(within ±0.036, 5% of the best's)"
 
 
 def decide(summary: RunSummary, manifest: Manifest, stats: dict) -> Decision | None:
@@ -77,6 +79,8 @@ def decide(summary: RunSummary, manifest: Manifest, stats: dict) -> Decision | N
         reason=decision_text.reason(rec, ids),
         questions_needed=rec.questions_needed,
         p_value=as_number(rec.p_value),
+        undecided=[u for u in rec.undecided if u in ids] if rec.equivalence is not None else None,
+        within=decision_text.within(rec),
     )
 
 
@@ -218,6 +222,12 @@ def _tied_line(d: Decision) -> str:
         if d.p_value is not None and d.pick.id != d.best.id
         else ""
     )
+    if d.undecided is not None:
+        undecided = ", ".join(d.undecided) if d.undecided else "none"
+        return (
+            f"{best} on {d.metric}. Equivalent to the best {d.within}: {who} (two one-sided paired t-tests, "
+            f"Holm, p < {d.alpha:g}{n}). Undecided, too few questions to tell either way: {undecided}{p}."
+        )
     return f"{best} on {d.metric}. Tied with the best: {who} ({d.test}, p ≥ {d.alpha:g}{n}){p}."
 
 
@@ -310,10 +320,20 @@ def _how_sure(summary: RunSummary, d: Decision) -> str:
     text = f"{n} questions, each answered by every candidate, compared question by question." if n else ""
     if d.ci:
         text += f" The pick's {d.metric} lies between {d.ci[0]:.3f} and {d.ci[1]:.3f} in 95% of bootstrap resamples."
-    if d.tested and d.tied:
+    if d.tested and d.tied and d.undecided is not None:
+        text += (
+            f" {len(d.tied)} candidate{'s are' if len(d.tied) > 1 else ' is'} shown equivalent to the best "
+            f"{d.within}: among them, cost and latency decide, as they decided the pick."
+        )
+    elif d.tested and d.tied:
         text += (
             f" These questions cannot tell the best from the {len(d.tied)} tied with it: among them, cost and "
             "latency decide, as they decided the pick."
+        )
+    if d.undecided:
+        text += (
+            f" For {len(d.undecided)} candidate{'s' if len(d.undecided) > 1 else ''} these questions show neither "
+            "a difference from the best nor equivalence: undecided, never picked over the best."
         )
     if d.questions_needed is not None:
         who = "the best and the runner-up" if d.pick.id == d.best.id else "the pick and the best"

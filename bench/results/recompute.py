@@ -58,7 +58,9 @@ def recompute(run_ref: str, results: Path) -> tuple[StoredRun, StoredRun, list[s
     written: JsonObject = summary.recommendation or {}
     margin = written["margin"] if "margin" in written else config.get("recommend_margin", 0.02)
     prefer = config.get("prefer", "cost")
-    figures = recommend(ranked, records, summary.k, margin, prefer, at).to_dict()
+    # the rule the run was written with: equivalence tested (its margin), or ties as not significantly worse
+    equivalence = written.get("equivalence")
+    figures = recommend(ranked, records, summary.k, margin, prefer, at, equivalence).to_dict()
     # the sentences are rendered from these figures where they are shown (bench.report.decision_text)
     figures |= {key: written[key] for key in SENTENCES if key in written}
     again = dataclasses.replace(summary, candidates=ranked, recommendation=figures)

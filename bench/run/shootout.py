@@ -312,7 +312,9 @@ def _finish(
         ndcg_gain=config.ndcg_gain,
         min_overlap=config.min_overlap,
         candidates=ranked,
-        recommendation=recommendation(ranked, records, config.k, config.recommend_margin, config.prefer, config.scale),
+        recommendation=recommendation(
+            ranked, records, config.k, config.recommend_margin, config.prefer, config.scale, config.equivalence_margin
+        ),
         chunkers=sizes,
         holes=holes(records, config.k),
     )

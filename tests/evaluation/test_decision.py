@@ -17,6 +17,8 @@ from bench.evaluation.decision import ALPHA, TEST, Recommendation, questions_nee
 from bench.report.decision_text import recommendation, recommendation_line, stored
 
 M = "mrr@5"
+# equivalence=None: the rule of runs written before equivalence was tested (tied when not significantly
+# worse), which `bench check` still recomputes them with; the equivalence rule has tests of its own below
 
 
 def _records(cid: str, values) -> list[QuestionRecord]:
@@ -72,7 +74,7 @@ def test_a_clearly_worse_candidate_is_not_tied_and_a_near_identical_one_is():
     near = _worse(range(0, 1), range(50, 51))  # one question lost, one won: the same system
     far = _worse(range(0, 30), range(0, 0))  # thirty questions lost
     cands, records = _run({"best": BEST, "near": near, "far": far})
-    rec = recommendation(cands, records, k=5, margin=0.02, prefer="quality")
+    rec = recommendation(cands, records, k=5, margin=0.02, prefer="quality", equivalence=None)
     assert rec["best"] == "best" and rec["tied"] == ["near"]
     rows = {r["candidate"]: r for r in rec["comparisons"]}
     assert rows["far"]["p_holm"] < ALPHA and not rows["far"]["tied"]
@@ -87,9 +89,9 @@ def test_holm_turns_a_borderline_difference_into_a_tie():
     p_e = significance.paired_tests(BEST, e, permutations=0)["wilcoxon_p"]
     assert 0.025 < p_e < p_d < ALPHA  # each alone is significant
     alone, records = _run({"best": BEST, "d": d})
-    assert recommendation(alone, records, 5, 0.02, "quality")["tied"] == []
+    assert recommendation(alone, records, 5, 0.02, "quality", equivalence=None)["tied"] == []
     both, records = _run({"best": BEST, "d": d, "e": e})
-    rec = recommendation(both, records, 5, 0.02, "quality")
+    rec = recommendation(both, records, 5, 0.02, "quality", equivalence=None)
     # Holm: the smaller p doubles (≈ 0.065), the larger keeps its own but no less than that
     rows = {r["candidate"]: r for r in rec["comparisons"]}
     assert rows["e"]["p_holm"] == pytest.approx(2 * p_e)
@@ -108,7 +110,10 @@ def test_each_preference_picks_its_own_among_the_tied():
         "far": {"monthly_cost_usd": 0.5, "cost_per_1k_queries_usd": 0.0, "end_to_end_ms_p95": 1.0},  # not tied
     }
     cands, records = _run({"best": BEST, "cheap": cheap, "fast": fast, "far": far}, ops)
-    picks = {prefer: recommendation(cands, records, 5, 0.02, prefer) for prefer in ("cost", "latency", "quality")}
+    picks = {
+        prefer: recommendation(cands, records, 5, 0.02, prefer, equivalence=None)
+        for prefer in ("cost", "latency", "quality")
+    }
     assert {p: r["pick"] for p, r in picks.items()} == {"cost": "cheap", "latency": "fast", "quality": "best"}
     cost = picks["cost"]
     assert cost["p_value"] == next(r["p_holm"] for r in cost["comparisons"] if r["candidate"] == "cheap")
@@ -131,14 +136,17 @@ def test_a_difference_within_timing_noise_does_not_give_up_quality():
     }
     cands, records = _run({"best": BEST, "tied": tied}, ops)
     for prefer in ("cost", "latency"):
-        rec = recommendation(cands, records, 5, 0.02, prefer)
+        rec = recommendation(cands, records, 5, 0.02, prefer, equivalence=None)
         assert rec["tied"] == ["tied"] and rec["pick"] == "best", prefer
-    assert "none of the 1 candidate tied with it" in recommendation(cands, records, 5, 0.02, "cost")["reason"]
+    assert (
+        "none of the 1 candidate tied with it"
+        in recommendation(cands, records, 5, 0.02, "cost", equivalence=None)["reason"]
+    )
     # beyond the tolerance (5% of cost, 10% of latency) the cheaper or faster one is picked
     ops["tied"] = {**ops["tied"], "monthly_cost_usd": 2.0, "end_to_end_ms_p95": 500.0}
     cands, records = _run({"best": BEST, "tied": tied}, ops)
-    assert recommendation(cands, records, 5, 0.02, "cost")["pick"] == "tied"
-    assert recommendation(cands, records, 5, 0.02, "latency")["pick"] == "tied"
+    assert recommendation(cands, records, 5, 0.02, "cost", equivalence=None)["pick"] == "tied"
+    assert recommendation(cands, records, 5, 0.02, "latency", equivalence=None)["pick"] == "tied"
 
 
 def test_the_result_keeps_every_older_key():
@@ -161,7 +169,7 @@ def test_questions_needed_against_a_hand_computed_value():
     best[:5] = 1.0
     runner[5] = 1.0
     cands, records = _run({"best": best, "runner": runner})
-    rec = recommendation(cands, records, 5, 0.02, "quality")
+    rec = recommendation(cands, records, 5, 0.02, "quality", equivalence=None)
     assert rec["tied"] == ["runner"]  # five wins and one loss of forty: Wilcoxon p ≈ 0.10
     assert rec["questions_needed"] == 113
     assert "The goldset cannot separate best from runner: about 113 questions would" in rec["line"]
@@ -171,7 +179,7 @@ def test_eleven_questions_cannot_separate_them():
     best = np.array([1, 1, 1, 0.5, 1, 0.5, 1, 0, 1, 1, 0.5])
     other = np.array([1, 0.5, 1, 0.5, 1, 0.33, 1, 0, 0.5, 1, 0.5])
     cands, records = _run({"best": best, "other": other})
-    rec = recommendation(cands, records, 5, 0.02, "cost")
+    rec = recommendation(cands, records, 5, 0.02, "cost", equivalence=None)
     assert rec["n_questions"] == 11 and rec["tied"] == ["other"]
     d = best - other
     assert rec["questions_needed"] == questions_needed(float(d.mean()), float(d.std(ddof=1)))
@@ -191,7 +199,7 @@ def test_the_figures_hold_no_sentences_and_survive_summary_json():
     cheap = _worse(range(0, 1), range(50, 51))
     ops = {"best": {"monthly_cost_usd": 10.0}, "cheap": {"monthly_cost_usd": 5.0}}
     cands, records = _run({"best": BEST, "cheap": cheap, "far": _worse(range(0, 30), range(0, 0))}, ops)
-    rec = recommend(cands, records, 5, 0.02, "cost")
+    rec = recommend(cands, records, 5, 0.02, "cost", equivalence=None)
     assert (rec.pick, rec.best, rec.against, rec.why, rec.tied) == ("cheap", "best", "cheap", "tied_pick", ("cheap",))
     assert rec.advantage is not None and (rec.advantage.code, rec.advantage.pick, rec.advantage.best) == (
         "monthly",
