@@ -65,4 +65,4 @@ class FaissStore:
         return None
 
     def close(self) -> None:
-        del self.index
+        self.__dict__.pop("index", None)  # the index's memory goes now; a second close does nothing
