@@ -283,6 +283,8 @@ def test_a_server_that_cannot_start_leaves_out_its_candidates_only(
     done = run_cli("run", cwd=tmp_path)
     assert done.returncode == 3 and "Traceback" not in done.stderr
     assert "cannot enter this folder" in done.stderr and "TMPDIR" in done.stderr
+    said = " ".join(done.stderr.split())
+    assert "hash/tok24/pg-exact: " in said and "hash/rec24/pg-exact: " in said  # each left out with the line
     [run] = finished_runs(tmp_path / "results")
     ids = {c["id"] for c in json.loads((run / "summary.json").read_text())["candidates"]}
     assert ids == {"hash/tok24/flat", "hash/rec24/flat"}

@@ -114,16 +114,22 @@ class StoreHosts:
             dsn = resolve_dsn(spec.dsn, where)
             self.servers.setdefault(f"pgvector {shown_dsn(dsn)}", {"where": shown_dsn(dsn), "started_by_bench": False})
             return dsn, None
+        if self._server_failed is not None:
+            raise self._server_failed  # tried once: every later candidate on it is left out with the same line
         if self._server is None:
             from bench.retrieval.stores.pgvector_store import connect
             from bench.retrieval.stores.postgres_server import PostgresServer
 
-            self._server = server = PostgresServer(self._folder("postgres"), self.guard)
-            conn = connect(server.dsn, where, vector=False)
             try:
-                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")  # its own database: bench may
-            finally:
-                conn.close()
+                self._server = server = PostgresServer(self._folder("postgres"), self.guard)
+                conn = connect(server.dsn, where, vector=False)
+                try:
+                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")  # its own database: bench may
+                finally:
+                    conn.close()
+            except StoreFault as fault:
+                self._server, self._server_failed = None, fault
+                raise
             self.servers["pgvector"] = {
                 "where": f"127.0.0.1:{server.port}",
                 "started_by_bench": True,
