@@ -262,7 +262,7 @@ def recommend(
         why=_why(best, pick, row, tied, prefer, undecided),
         separation=separation,
         advantage=_advantage(pick, best, prefer) if pick is not best else None,
-        selection=_selection(records, ranked, k, metric, as_number(best.quality.get(metric))),
+        selection=_selection(values, records, ranked, k, metric, as_number(best.quality.get(metric))),
         equivalence=equivalence,
         margin_value=margin_value,
         undecided=undecided,
@@ -288,13 +288,19 @@ def _classified(rows: list[Comparison], margin_value: float | None) -> list[Comp
 
 
 def _selection(
-    records: Sequence[QuestionRecord], ranked: Sequence[CandidateResult], k: int, metric: str, naive: float | None
+    primary: dict[str, dict[str, float | None]],
+    records: Sequence[QuestionRecord],
+    ranked: Sequence[CandidateResult],
+    k: int,
+    metric: str,
+    naive: float | None,
 ) -> Selection | None:
-    """The best's figure against what picking the best this way scores on held-out questions; None
-    for a single candidate (nothing is selected) or without per-question figures."""
+    """The best's figure against what picking the best this way scores on held-out questions, from
+    the per-question ``metric`` (``primary``) and recall@k; None for a single candidate (nothing is
+    selected) or without per-question figures."""
     if len(ranked) < 2 or naive is None:
         return None
-    primary, secondary = _per_question(records, metric), _per_question(records, metric_key("recall", k))
+    secondary = _per_question(records, metric_key("recall", k))
     ids = sorted(c.id for c in ranked)  # the ranking's last tie-break
     questions = list(dict.fromkeys(q for c in ids for q in primary.get(c, {})))
     if len(questions) < 2:

@@ -82,14 +82,14 @@ def selection_line(rec: Recommendation) -> str:
         return ""
     share = chosen.picked.get(rec.best, 0.0)
     estimate = (
-        f"icking the best this way scores {chosen.metric} {chosen.adjusted:.3f} on questions not used to pick it "
+        f"picking the best this way scores {chosen.metric} {chosen.adjusted:.3f} on questions not used to pick it "
         f"(cross-validated over {chosen.folds} folds × {chosen.repeats} splits), against {chosen.naive:.3f} on all "
         f"of them; {rec.best} won {share:.0%} of the folds."
     )
     if chosen.large:
         many = f"{chosen.candidates} candidates on these {chosen.questions} questions"
-        return f"The best of {many} flatters itself: p{estimate}"
-    return f"P{estimate}"
+        return f"The best of {many} flatters itself: {estimate}"
+    return estimate[0].upper() + estimate[1:]
 
 
 def reason(rec: Recommendation, candidates: Candidates) -> str:

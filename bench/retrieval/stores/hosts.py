@@ -102,6 +102,12 @@ class StoreHosts:
             return ChromaStore(spec, self._folder(spec.name), where)
         raise BenchError(f"{where}: store = {spec.store!r} is unknown")
 
+    def _entry(self, dsn: str) -> dict[str, object]:
+        """The manifest's entry for a PostgreSQL server: "pgvector" for the one bench started, else
+        by its connection string without password."""
+        ours = self._server is not None and dsn == self._server.dsn
+        return self.servers.setdefault("pgvector" if ours else f"pgvector {shown_dsn(dsn)}", {})
+
     def _shown(self, dsn: str) -> str:
         server = self._server
         if server is not None and dsn == server.dsn:
@@ -112,7 +118,7 @@ class StoreHosts:
         """The server to use: the spec's own ``dsn``, else one bench starts (once per run)."""
         if spec.dsn:
             dsn = resolve_dsn(spec.dsn, where)
-            self.servers.setdefault(f"pgvector {shown_dsn(dsn)}", {"where": shown_dsn(dsn), "started_by_bench": False})
+            self._entry(dsn).update({"where": shown_dsn(dsn), "started_by_bench": False})
             return dsn, None
         if self._server_failed is not None:
             raise self._server_failed  # tried once: every later candidate on it is left out with the same line
@@ -130,37 +136,36 @@ class StoreHosts:
             except StoreFault as fault:
                 self._server, self._server_failed = None, fault
                 raise
-            self.servers["pgvector"] = {
-                "where": f"127.0.0.1:{server.port}",
-                "started_by_bench": True,
-                "start_seconds": round(server.start_seconds, 3),
-                "settings": dict(server.settings),
-            }
+            self._entry(server.dsn).update(
+                {
+                    "where": f"127.0.0.1:{server.port}",
+                    "started_by_bench": True,
+                    "start_seconds": round(server.start_seconds, 3),
+                    "settings": dict(server.settings),
+                }
+            )
         return self._server.dsn, self._server.cpu_seconds
 
     def _schema(self, dsn: str, where: str) -> str:
         """bench's own schema in the database of ``dsn``: made once, dropped by the guard at the end."""
         if dsn not in self._schemas:
-            from bench.retrieval.stores.pgvector_store import connect
+            from bench.retrieval.stores.pgvector_store import connect, server_version
 
             schema = f"bench_{os.getpid()}_{secrets.token_hex(3)}"
             self.guard.drop_schema(dsn, schema)  # known to the guard before it exists
             conn = connect(dsn, f"{where} ({self._shown(dsn)})")
             try:
                 conn.execute(f'CREATE SCHEMA "{schema}"')
-                row = conn.execute(
-                    "SELECT current_setting('server_version'), extversion FROM pg_extension WHERE extname = 'vector'"
-                ).fetchone()
+                version = server_version(conn)
             finally:
                 conn.close()
-            key = "pgvector" if self._server is not None and dsn == self._server.dsn else f"pgvector {shown_dsn(dsn)}"
-            entry = self.servers.setdefault(key, {})
-            entry.update({"schema": schema, "version": f"PostgreSQL {row[0]}, pgvector {row[1]}" if row else None})
+            self._entry(dsn).update({"schema": schema, "version": version})
             self._schemas[dsn] = schema
         return self._schemas[dsn]
 
     def close(self) -> None:
-        """Every schema dropped, the server stopped, the folders removed (by the guard, which waits for none of us)."""
+        """Every schema dropped, the server stopped, the folders removed: the guard does it, and this
+        waits for it (up to ``guard_client.CLOSE_SECONDS``)."""
         if self._guard is not None:
             self._guard.close()
             self._guard = None
@@ -168,8 +173,8 @@ class StoreHosts:
 
 def store_problem(spec: IndexSpec) -> str | None:
     """What would stop a store before it loads anything, checked without writing: its package is
-    installed; a ``dsn`` server accepts a connection and has the pgvector extension (whose version
-    is read). None when the store would start."""
+    installed; a ``dsn`` server accepts a connection and has the pgvector extension. None when the
+    store would start."""
     where = f"index {spec.name!r}"
     try:
         if spec.store == "pgvector":

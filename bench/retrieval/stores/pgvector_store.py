@@ -61,6 +61,14 @@ def connect(dsn: str, where: str, vector: bool = True) -> psycopg.Connection:
     return conn
 
 
+def server_version(conn: psycopg.Connection) -> str | None:
+    """ "PostgreSQL 18.6, pgvector 0.8.6": the server's version and its vector extension's."""
+    row = conn.execute(
+        "SELECT current_setting('server_version'), extversion FROM pg_extension WHERE extname = 'vector'"
+    ).fetchone()
+    return f"PostgreSQL {row[0]}, pgvector {row[1]}" if row else None
+
+
 def server_fault(where: str, error: Exception, doing: str) -> StoreFault:
     """A server that refused, died or ran out of room, as one line."""
     said = " ".join(str(error).split())[:240] or type(error).__name__
@@ -114,9 +122,7 @@ class PgvectorStore(OneQueryPerCall):  # one query per round trip
                 "SELECT pg_total_relation_size(%s::regclass), pg_indexes_size(%s::regclass)",
                 (self.table, self.table),
             ).fetchone() or (None, None)
-            version = self.conn.execute(
-                "SELECT current_setting('server_version'), extversion FROM pg_extension WHERE extname = 'vector'"
-            ).fetchone()
+            version = server_version(self.conn)
         description = f"pgvector {self.kind}" + (f" ({self.quantization})" if self.quantization != "none" else "")
         if settings:
             description += " " + ", ".join(f"{k}={v}" for k, v in settings.items() if k != "quantization")
@@ -124,7 +130,7 @@ class PgvectorStore(OneQueryPerCall):  # one query per round trip
             description=description,
             bytes=total,
             index_bytes=index or None,
-            version=f"PostgreSQL {version[0]}, pgvector {version[1]}" if version else None,
+            version=version,
             settings=settings,
             store=PGVECTOR,
         )
