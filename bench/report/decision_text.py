@@ -124,8 +124,11 @@ def reason(rec: Recommendation, candidates: Candidates) -> str:
             f"undecided, too few questions, so the best is kept whatever it costs; {pref}."
         )
     many = len(rec.tied)
-    kind = f"equivalent to it {margin}" if margin else "tied with it"
-    group = f"the {many} candidate{'s' if many > 1 else ''} {kind} ({closest})"
+    some = f"the {many} candidate{'s' if many > 1 else ''}"
+    group = f"{some} tied with it ({closest})"
+    if margin and rec.margin_value is not None and rec.equivalence is not None:  # one parenthesis, not two
+        share = f"{rec.equivalence:.0%} of the best's"
+        group = f"{some} equivalent to it within ±{rec.margin_value:.3f} ({share}; {closest})"
     if rec.why == "none_cheaper":
         return f"{lead} and none of {group} is {COST_TOLERANCE:.0%} or more cheaper; {pref}."
     if rec.why == "none_faster":
