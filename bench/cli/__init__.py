@@ -3,7 +3,7 @@
 Commands live beside the stage they drive: ``shootout`` (run, chunk, report), ``runs`` (compare,
 history, check, export), ``goldset`` (validate, lock, stats, import), ``draft`` (goldset draft),
 ``review`` (goldset review), ``corpus`` (stats, text), ``models``, and ``answers`` (score, agree)
-with ``answers_chat`` (answers generate, answers judge).
+with ``answers_chat`` (answers generate, answers judge), and ``judge`` (a relevance judge's grades of a run).
 """
 
 from bench.cli import (  # noqa: F401  (each registers its commands)
@@ -12,6 +12,7 @@ from bench.cli import (  # noqa: F401  (each registers its commands)
     corpus,
     draft,
     goldset,
+    judge,
     models,
     review,
     runs,

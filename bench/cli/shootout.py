@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from bench.cli.app import err_console, main, out_console, results_option
+from bench.cli.chat_options import STOP_BEFORE, ChatOptions, chat_options
 from bench.cli.corpus import strict_option
 from bench.engines import ENGINES
 from bench.errors import RESULTS_ELSEWHERE, BenchError, os_fault
@@ -59,13 +60,25 @@ if TYPE_CHECKING:
     show_default=True,
     help="Where corpus embedding runs: this process, or Ray (local, or the cluster in $RAY_ADDRESS).",
 )
-def run(dry_run: bool, no_cache: bool, no_report: bool, **options: Any) -> None:
+@click.option(
+    "--questions",
+    type=click.Path(path_type=Path),
+    help="Questions only, no goldset yet (one a line, or JSONL): a relevance judge (--judge-model) grades "
+    "every candidate's top k, marked uncalibrated on every page.",
+)
+@chat_options(
+    "--judge-model", "With --questions: the chat model that grades relevance, by the name its server knows it.",
+    required=False, max_cost_help=STOP_BEFORE,
+)  # fmt: skip
+def run(dry_run: bool, no_cache: bool, no_report: bool, chat: ChatOptions, **options: Any) -> None:
     """Run the shootout described by CONFIG (default bench.toml)."""
     from bench.report.decision_text import recommendation_line
+    from bench.report.judge_text import judge_lines
     from bench.report.terminal import diagnostics_table, shootout_table
 
+    judge = chat.settings(needed_by="--questions") if options.get("questions") is not None else None
     # every other option is a RunOptions field of the same name
-    run_options = RunOptions(use_cache=not no_cache, reports=not no_report, **options)
+    run_options = RunOptions(use_cache=not no_cache, reports=not no_report, judge=judge, **options)
     cfg = run_options.load_config()
     _refuse_before_running(cfg, run_options, writes=not dry_run)
     run_options = dataclasses.replace(run_options, config=cfg)
@@ -84,6 +97,8 @@ def run(dry_run: bool, no_cache: bool, no_report: bool, **options: Any) -> None:
     _print_diagnosis(out, outcome.summary, outcome.records)
     if outcome.summary.recommendation:
         out.print(recommendation_line(outcome.summary), markup=False)
+    for line in judge_lines(outcome.summary):
+        out.print(line, markup=False)
     out.print(f"results: {outcome.path}")
     if run_options.reports:
         out.print(f"report: {outcome.path / 'report.pdf'}   inspector: {outcome.path / 'inspector.html'}")

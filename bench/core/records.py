@@ -108,3 +108,24 @@ class QuestionRecord(Retrieved):
     first_relevant_rank: int | None = None  # 1-based; None: no relevant unit within depth
     metrics: dict[str, float] = field(default_factory=dict)
     diagnostics: QuestionDiagnostics = field(default_factory=lambda: QuestionDiagnostics.read({}))
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnitLabel(Record):
+    """A line of judgments.jsonl: one unit's relevance to one question as a relevance judge graded it
+    (0 does not relate, 1 relates without answering, 2 answers in part, 3 answers), with the judge's
+    model, rubric and raw reply; ``grade`` is None when the reply gave no grade (``problem`` says why)."""
+
+    question_id: str
+    unit: str
+    doc_id: str
+    start: int
+    end: int
+    grade: int | None
+    by: str  # "judge"
+    model: str
+    rubric: str  # the rubric's version
+    rubric_sha256: str
+    reply: str
+    problem: str | None = None
+    extra: JsonObject = field(default_factory=dict)

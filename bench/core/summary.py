@@ -69,6 +69,9 @@ class RunSummary(Record):
     chunkers: JsonObject | None = None  # size distributions per chunker
     # unjudged units that reached many candidates' top k, biggest first (bench.evaluation.holes)
     holes: list[JsonObject] | None = None
+    # a relevance judge's labels of the holes and what they change (bench.evaluation.judged); in a run
+    # with questions only, the judge's grades are the run's relevance ("mode": "judge only")
+    judge: JsonObject | None = None
     extra: JsonObject = field(default_factory=dict)
 
     def candidate(self, cid: str) -> CandidateResult:

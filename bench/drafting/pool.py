@@ -23,10 +23,10 @@ from bench.embedders import MODELS, paths
 from bench.embedders.cache import EmbeddingCache
 from bench.errors import BenchError
 from bench.evaluation.relevance import overlap_relevant
-from bench.files import json_object, numbered_lines, read_text
 from bench.inputs.corpus import Corpus
 from bench.inputs.corpus_stats import corpus_languages
-from bench.inputs.goldset import MAX_QUESTION_CHARS, Goldset
+from bench.inputs.goldset import Goldset
+from bench.inputs.questions import read_questions
 from bench.registry import suggest
 from bench.retrieval.faiss_index import INDEXES
 from bench.run.models import ModelPool
@@ -39,54 +39,6 @@ MULTILINGUAL_DEFAULT = "e5-small"  # in place of minilm where the corpus is not 
 DEFAULT_CHUNKER = ChunkerSpec("rec256", "recursive", (("size", 256),))
 # Pools search exhaustively whatever indexes the config compares: a pool judges the corpus, not an index.
 _POOL_INDEX = "flat"
-
-Question = tuple[str, str, tuple[str, ...]]  # (id, question, tags)
-
-
-def read_questions(path: Path) -> list[Question]:
-    """Questions as (id, question, tags): one per non-blank line of plain text, or JSONL objects with
-    ``question`` and optional ``id`` and ``tags``. Missing ids are ``q001``, ``q002``… by position."""
-    path = Path(path)
-    if not path.is_file():
-        raise BenchError(f"{path}: questions file not found; give a text file with one question per line")
-    lines = numbered_lines(read_text(path))
-    if not lines:
-        raise BenchError(f'{path}: no questions; write one question per line (or JSONL with a "question" field)')
-    width = max(3, len(str(len(lines))))
-    jsonl = path.suffix.lower() == ".jsonl" or lines[0][1].lstrip().startswith("{")
-    questions: list[Question] = []
-    first_line: dict[str, int] = {}
-    for position, (lineno, line) in enumerate(lines, start=1):
-        where = f"{path}:{lineno}"
-        default_id = f"q{position:0{width}d}"
-        qid, text, tags = _json_question(line, where, default_id) if jsonl else (default_id, line.strip(), ())
-        if len(text) > MAX_QUESTION_CHARS:
-            raise BenchError(
-                f"{where}: the question is {len(text):,} characters long; shorten it to at most "
-                f"{MAX_QUESTION_CHARS:,} (no embedding model reads more)"
-            )
-        if qid in first_line:
-            raise BenchError(
-                f"{where}: duplicate question id {qid!r} (first on line {first_line[qid]}); "
-                "give each question its own id"
-            )
-        first_line[qid] = lineno
-        questions.append((qid, text, tags))
-    return questions
-
-
-def _json_question(line: str, where: str, default_id: str) -> Question:
-    row = json_object(line, where, '"question" (and optionally "id" and "tags")')
-    text = row.get("question")
-    if not isinstance(text, str) or not text.strip():
-        raise BenchError(f'{where}: no "question" text; give the question as a non-empty string')
-    qid = row.get("id", default_id)
-    if not isinstance(qid, str) or not qid.strip():
-        raise BenchError(f'{where}: "id" must be a non-empty string; give a unique id or leave it out')
-    tags = row.get("tags", [])
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        raise BenchError(f'{where}: "tags" must be a list of strings, e.g. ["hr", "hard"]')
-    return qid, text.strip(), tuple(tags)
 
 
 def pool_draft(  # noqa: PLR0913 - the pool command's options, passed through one to one

@@ -31,3 +31,8 @@ def models_dir(root: Path) -> Path:
 def extracted_dir(root: Path) -> Path:
     """Text extracted from PDFs, Word files, slides and web pages, by source bytes and extractor."""
     return root / "extracted"
+
+
+def judge_dir(root: Path) -> Path:
+    """A relevance judge's replies, by what was sent and to which model: any run asking again sends nothing."""
+    return root / "judge"

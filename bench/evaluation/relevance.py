@@ -66,7 +66,7 @@ def _grade_chunks(
     evidence: tuple[Evidence, ...], table: ChunkTable, ordinal: dict[str, int], min_overlap: float
 ) -> Judgment:
     best: dict[int, int] = {}
-    for e in evidence:
+    for e in _relevant(evidence):
         assert e.start is not None and e.end is not None  # chunk evidence is a span; whole documents are graded apart
         span = table.chunks_of(ordinal[e.doc])
         relevant = overlap_relevant(
@@ -81,10 +81,15 @@ def _grade_documents(
     evidence: tuple[Evidence, ...], table: ChunkTable, ordinal: dict[str, int], min_overlap: float
 ) -> Judgment:
     best: dict[int, int] = {}
-    for e in evidence:
+    for e in _relevant(evidence):
         d = ordinal[e.doc]
         best[d] = max(best.get(d, 0), e.grade)
     return _as_judgment(best)
+
+
+def _relevant(evidence: tuple[Evidence, ...]) -> list[Evidence]:
+    """The evidence that makes a unit relevant: grade 0 marks a passage judged not relevant."""
+    return [e for e in evidence if e.grade > 0]
 
 
 def _as_judgment(best: dict[int, int]) -> Judgment:

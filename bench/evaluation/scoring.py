@@ -63,7 +63,7 @@ def score_candidate(
         spans = [
             span_metrics(
                 [(e.doc_id, e.start, e.end) for e in rec.ranking],
-                [_evidence_span(rec, e) for e in rec.evidence],
+                [_evidence_span(rec, e) for e in rec.evidence if e.grade > 0],
                 k,
                 min_overlap,
             )
@@ -105,8 +105,14 @@ def _scored(rec: Retrieved, **scores: Any) -> QuestionRecord:  # Any: each score
     return QuestionRecord(**fields, **scores)
 
 
-def rank_candidates(candidates: Sequence[CandidateResult], k: int) -> list[CandidateResult]:
-    """Ordered by mrr@k, then recall@k (both descending), then id, each with its ``rank`` (1-based)."""
-    mrr, recall = metric_key("mrr", k), metric_key("recall", k)
-    ordered = sorted(candidates, key=lambda c: (-c.quality[mrr], -c.quality[recall], c.id))
+RANK_ORDER = ("mrr", "recall")
+
+
+def rank_candidates(
+    candidates: Sequence[CandidateResult], k: int, order: tuple[str, str] = RANK_ORDER
+) -> list[CandidateResult]:
+    """Ordered by mrr@k, then recall@k (both descending; ``order`` names two other metrics), then id,
+    each with its ``rank`` (1-based)."""
+    first, second = metric_key(order[0], k), metric_key(order[1], k)
+    ordered = sorted(candidates, key=lambda c: (-c.quality[first], -c.quality[second], c.id))
     return [dataclasses.replace(c, rank=rank) for rank, c in enumerate(ordered, start=1)]

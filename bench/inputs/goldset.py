@@ -23,7 +23,8 @@ _SUGGEST_MAX_DOCS = 20_000  # "did you mean" compares against every id: skip it 
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
-    """A span of one document that answers (grade 2) or supports (grade 1) a question.
+    """A span of one document that answers (grade 2) or supports (grade 1) a question, or that a
+    person judged not relevant to it (grade 0: it counts as judged, never as relevant).
 
     ``start``/``end`` are ``None`` when the whole document is the evidence (document unit).
     """
@@ -165,6 +166,11 @@ def _parse_question(line: str, where: str, corpus: Corpus) -> Question:
             problems.append(str(e))
     if problems:
         raise _LineErrors(problems)
+    if not any(e.grade > 0 for e in items):
+        raise BenchError(
+            f"{where}: question {qid!r} has only grade 0 evidence (judged not relevant); give it at least one "
+            "item that answers (grade 2) or supports (grade 1) it"
+        )
     return Question(id=qid, text=question, evidence=tuple(items), tags=tuple(tags), answer=answer.strip())
 
 
@@ -176,8 +182,8 @@ def _parse_evidence(item: object, where: str, corpus: Corpus) -> tuple[Evidence,
     if not isinstance(doc_id, str) or doc_id not in corpus:
         raise BenchError(f"{where}: {_not_in_corpus(doc_id, corpus)}")
     grade = item.get("grade", 1)
-    if isinstance(grade, bool) or not isinstance(grade, int) or grade < 1:
-        raise BenchError(f"{where}: grade {grade!r} must be a positive integer (2 answers, 1 supports)")
+    if isinstance(grade, bool) or not isinstance(grade, int) or grade < 0:
+        raise BenchError(f"{where}: grade {grade!r} must be an integer: 2 answers, 1 supports, 0 judged not relevant")
     doc = corpus.get(doc_id)
     text = doc.text
     quote, start, end = item.get("quote"), item.get("start"), item.get("end")

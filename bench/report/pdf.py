@@ -27,7 +27,9 @@ from bench.core.summary import Manifest, RunSummary
 from bench.evaluation.findings import Finding
 from bench.report import fonts
 from bench.report import pdf_sections as sections
+from bench.report.judge_text import JUDGE_ONLY
 from bench.report.pdf_answers import answers_section, with_answer_terms
+from bench.report.pdf_completeness import completeness_section
 from bench.report.pdf_decision import Decision, decide, decision_section
 from bench.report.pdf_glossary import glossary_section
 from bench.report.pdf_layout import PAGE, Chart, Section, book, draw, texts
@@ -35,6 +37,7 @@ from bench.report.plots import unset
 
 log = logging.getLogger(__name__)
 
+NO_GOLDSET_FOOTER = " · no goldset: relevance graded by an uncalibrated LLM judge"
 CHARTS = ("hit_rate_curves", "first_rank", "score_gaps", "quality_vs_cost", "quality_vs_latency", "chunk_sizes")
 
 
@@ -54,7 +57,7 @@ def write_pdf(
     findings: dict[str, list[Finding]] = stats.get("findings") or {}
     front = [decision_section(summary, manifest, stats, findings, title)]
     body = _details(summary, manifest, plots, stats)
-    footer = f"bench shootout {run_id}"
+    footer = f"bench shootout {run_id}" + (NO_GOLDSET_FOOTER if (summary.judge or {}).get("mode") == JUDGE_ONLY else "")
     core = all(_latin1(t) for t in texts(front + body)) and _latin1(footer)
     _warn_unset([*texts(front + body), footer], [png for _, png in plots.values()])
     figures = draw(book(front, body, core), footer)
@@ -84,6 +87,9 @@ def _details(
     out = [sections.ranked_section(summary, cis, _roles(decision)), sections.operations_section(summary, manifest)]
     if stats.get("diagnosis"):
         out.append(sections.diagnosis_section(stats["diagnosis"]))
+    completeness = completeness_section(summary)
+    if completeness is not None:
+        out.append(completeness)
     answers = stats.get("answers")
     if answers is not None:
         out.append(answers_section(answers))

@@ -24,6 +24,7 @@ from bench.formatting import p_value, with_ci
 from bench.report import decision_text, ops_view
 from bench.report.answers_view import headline as answers_headline
 from bench.report.findings_text import finding_text
+from bench.report.judge_text import JUDGE_ONLY, judge_lines
 from bench.report.pdf_layout import GREY, Para, Section, Table
 from bench.text.languages import describe
 
@@ -350,9 +351,10 @@ def _how_sure(summary: RunSummary, d: Decision) -> str:
 
 def _judged(summary: RunSummary, d: Decision) -> str:
     """How much of the pick's top k a person judged, and the holes, for runs that counted them."""
+    said = " " + " ".join(judge_lines(summary)) if summary.judge else ""
     judged = d.pick.diagnostics.judged_at_k
-    if judged is None:
-        return ""
+    if judged is None or (summary.judge or {}).get("mode") == JUDGE_ONLY:
+        return said
     text = (
         f" A person's evidence covers {judged:.0%} of the pick's top {summary.k} (judged@{summary.k}): the rest counts "
         "as not relevant, though some of it may answer too."
@@ -364,7 +366,7 @@ def _judged(summary: RunSummary, d: Decision) -> str:
             f"{top['question_id']} and no evidence covers it; summary.json lists the {len(summary.holes)} "
             "biggest (holes)."
         )
-    return text
+    return text + said
 
 
 def _sentence(text: str) -> str:

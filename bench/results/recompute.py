@@ -10,6 +10,7 @@ from bench.core.records import QuestionRecord
 from bench.core.sections import JsonObject
 from bench.evaluation import scale
 from bench.evaluation.decision import SENTENCES, recommend
+from bench.evaluation.judged import JUDGE_ONLY, JUDGE_ONLY_ORDER
 from bench.evaluation.scoring import rank_candidates, score_candidate
 from bench.results import schema, store
 from bench.results.schema import StoredRun
@@ -48,7 +49,9 @@ def recompute(run_ref: str, results: Path) -> tuple[StoredRun, StoredRun, list[s
                 rank=None,
             )
         )
-    ranked = rank_candidates(fresh, summary.k)
+    # a run with questions only ranks by the judge's graded relevance (bench.evaluation.judged)
+    judge_only = (summary.judge or {}).get("mode") == JUDGE_ONLY
+    ranked = rank_candidates(fresh, summary.k, JUDGE_ONLY_ORDER) if judge_only else rank_candidates(fresh, summary.k)
     cursor: dict[str, int] = {}
     records = []
     for rec in stored.records:  # the stored order, each record recomputed

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from bench import files
-from bench.core.records import QuestionRecord, Record
+from bench.core.records import QuestionRecord, Record, UnitLabel
 from bench.core.sections import JsonObject
 from bench.core.summary import Manifest, RunSummary
 from bench.errors import BenchError
@@ -22,6 +22,7 @@ from bench.inputs.corpus import pages_label
 from bench.results.store import (
     ANSWERS_PER_QUESTION,
     ANSWERS_SUMMARY,
+    JUDGMENTS,
     MANIFEST,
     PER_QUESTION,
     SUMMARY,
@@ -67,6 +68,7 @@ class StoredRun:
     manifest: Manifest
     records: list[QuestionRecord]
     texts: list[UnitText]
+    judgments: list[UnitLabel] = field(default_factory=list)  # a relevance judge's grades, where one was asked
 
     @property
     def run_id(self) -> str:
@@ -97,6 +99,18 @@ def load_texts(folder: Path) -> list[UnitText]:
     return [_parsed(f"{path}:{n}", UnitText, row) for n, row in enumerate(load_jsonl(path), start=1)]
 
 
+def load_judgments(folder: Path) -> list[UnitLabel]:
+    """The relevance judge's grades of the run's units; empty when no judge was asked."""
+    path = folder / JUDGMENTS
+    if not path.is_file():
+        return []
+    return [_parsed(f"{path}:{n}", UnitLabel, row) for n, row in enumerate(load_jsonl(path), start=1)]
+
+
+def save_judgments(folder: Path, labels: list[UnitLabel]) -> None:
+    files.write_jsonl(folder / JUDGMENTS, (label.to_dict() for label in labels))
+
+
 def load_answers_summary(folder: Path) -> JsonObject | None:
     """The answer layer's summary (`bench answers score`), None when the run's answers were never scored.
     Read as the JSON it is: bench.answers writes it and bench.report.answers_view reads it by key."""
@@ -112,13 +126,18 @@ def load_answer_rows(folder: Path) -> list[JsonObject]:
 
 def load_run(folder: Path) -> StoredRun:
     """Every file of a finished run folder (see ``store.find_run`` for turning a reference into one)."""
-    return StoredRun(folder, load_summary(folder), load_manifest(folder), load_records(folder), load_texts(folder))
+    return StoredRun(
+        folder, load_summary(folder), load_manifest(folder), load_records(folder), load_texts(folder),
+        load_judgments(folder),
+    )  # fmt: skip
 
 
 def save_run(folder: Path, run: StoredRun) -> None:
     """Write the run's result files atomically, each on its own (reports come later, from these)."""
     files.write_jsonl(folder / PER_QUESTION, (r.to_dict() for r in run.records))
     files.write_jsonl(folder / TEXTS, (t.to_dict() for t in run.texts))
+    if run.judgments:
+        save_judgments(folder, run.judgments)
     files.write_json(folder / SUMMARY, run.summary.to_dict())
     save_manifest(folder, run.manifest)
 

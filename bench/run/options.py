@@ -13,6 +13,7 @@ from bench.registry import suggest
 
 if TYPE_CHECKING:
     from bench.config import Config
+    from bench.llm.settings import ChatSettings
 
 
 @dataclass(frozen=True)
@@ -32,12 +33,14 @@ class RunOptions:
     allow_unlocked: bool = False  # run a goldset whose lock no longer matches (with a warning)
     strict: bool = False  # a file of the corpus left out is an error
     engine: str = "local"  # where corpus embedding runs (bench.engines)
+    questions: Path | None = None  # questions only, no goldset: a relevance judge grades what is retrieved
+    judge: ChatSettings | None = None  # the relevance judge a run with questions only asks
 
     def __post_init__(self) -> None:
         # the Python API is given strings and lists where the command line gives paths and tuples
         if isinstance(self.config, str):
             object.__setattr__(self, "config", Path(self.config))
-        for name in ("results", "cache_dir"):
+        for name in ("results", "cache_dir", "questions"):
             if isinstance(getattr(self, name), str):
                 object.__setattr__(self, name, Path(getattr(self, name)))
         for name in ("only", "skip"):

@@ -23,12 +23,13 @@ from bench.chunking.table import ChunkTable
 from bench.config import Candidate, Config
 from bench.core.operating import Operating
 from bench.core.pipeline import Pipeline
-from bench.core.records import QuestionRecord
+from bench.core.records import QuestionRecord, UnitLabel
 from bench.core.summary import CandidateResult, Manifest, RunSummary
 from bench.embedders import paths
 from bench.embedders.cache import EmbeddingCache
 from bench.embedders.no_cache import NoCache
 from bench.engines import make_engine
+from bench.errors import BenchError
 from bench.evaluation import scale
 from bench.evaluation.holes import holes
 from bench.evaluation.relevance import Judgment, grade_units
@@ -37,7 +38,8 @@ from bench.inputs.corpus import Corpus
 from bench.inputs.corpus_stats import corpus_languages
 from bench.inputs.goldset import Goldset, load_goldset
 from bench.inputs.goldset_stats import question_languages
-from bench.inputs.lock import LockStatus
+from bench.inputs.lock import LockStatus, lock_path
+from bench.inputs.questions import questions_only
 from bench.report.decision_text import recommendation
 from bench.results import schema, store
 from bench.results.schema import StoredRun, UnitText
@@ -164,6 +166,8 @@ def _prepare(options: RunOptions, console: Console, hosts: StoreHosts) -> _Input
     """The config, corpus, goldset and lock read and checked, the candidates chosen, the models'
     pool opened and the languages found; the run's header and warnings printed."""
     config = options.load_config()
+    if options.questions is not None and options.judge is None:
+        raise BenchError("a run with --questions needs a relevance judge: give --judge-model and --llm-base-url")
     started = datetime.now(UTC)
     phases = measure.Phases()
     root = paths.cache_root(config.cache_dir, config.cache_override)
@@ -172,10 +176,14 @@ def _prepare(options: RunOptions, console: Console, hosts: StoreHosts) -> _Input
             config.corpus, paths.extracted_dir(root), console, options.strict, warn=False, limits=config.documents
         )
     with phases("load goldset"):
-        goldset = load_goldset(config.goldset, corpus)
+        questions = options.questions
+        goldset = load_goldset(config.goldset, corpus) if questions is None else questions_only(questions)
     print_warnings(console, corpus)
     with phases("check lock"):
-        lock = run_lock(goldset, corpus, options.allow_unlocked, console, "running unlocked")
+        if options.questions is None:
+            lock = run_lock(goldset, corpus, options.allow_unlocked, console, "running unlocked")
+        else:
+            lock = LockStatus(False, lock_path(goldset.path), "no goldset: questions only, graded by a relevance judge")
     candidates = config.candidates(options.only, options.skip)
     run_id = store.new_run_id(config.results, config.hash, started)
     cache = EmbeddingCache(paths.embeddings_dir(root)) if options.use_cache else NoCache()
@@ -302,28 +310,50 @@ def _finish(
 ) -> StoredRun:
     """The candidates ranked, the recommendation made, and the run written to ``staging``."""
     config, goldset, phases = inputs.config, inputs.goldset, inputs.phases
-    ranked = rank_candidates(results, config.k)
     with phases("measure chunk sizes"):
         sizes = {name: chunk_sizes(table) for name, table in tables.items()}
+    texts = _unit_texts(records, inputs.corpus)
     summary = RunSummary(
         k=config.k,
         depth=config.retrieval_depth,
         unit=goldset.unit,
         ndcg_gain=config.ndcg_gain,
         min_overlap=config.min_overlap,
-        candidates=ranked,
+        candidates=rank_candidates(results, config.k),
+        chunkers=sizes,
+    )
+    labels: list[UnitLabel] = []
+    if inputs.options.questions is not None:
+        summary, records, labels = _judged_only(inputs, summary, records, texts)
+    ranked = summary.candidates
+    summary = dataclasses.replace(
+        summary,
         recommendation=recommendation(
             ranked, records, config.k, config.recommend_margin, config.prefer, config.scale, config.equivalence_margin
         ),
-        chunkers=sizes,
         holes=holes(records, config.k),
     )
     with phases("write results"):
-        texts = _unit_texts(records, inputs.corpus)
         manifest = _manifest(inputs, failed)
-        run = _finished(StoredRun(staging, summary, manifest, records, texts), phases)
+        run = _finished(StoredRun(staging, summary, manifest, records, texts, labels), phases)
         schema.save_run(staging, run)
     return run
+
+
+def _judged_only(
+    inputs: _Inputs, summary: RunSummary, records: list[QuestionRecord], texts: list[UnitText]
+) -> tuple[RunSummary, list[QuestionRecord], list[UnitLabel]]:
+    """A run with questions only: the relevance judge grades every candidate's top k, and its grades
+    become the run's relevance (bench.judging.judge_run)."""
+    from bench.judging.judge_run import Judging, judge_only
+
+    options, config = inputs.options, inputs.config
+    assert options.judge is not None  # _prepare refuses questions without a judge
+    judging = Judging(options.judge, paths.cache_root(config.cache_dir, config.cache_override), console=inputs.console)
+    by_extent = {(t.doc_id, t.start, t.end): t.text for t in texts}
+    with inputs.phases("judge relevance with a chat model"):
+        ranked, regraded, labels, section = judge_only(summary.candidates, records, by_extent, summary, judging)
+    return dataclasses.replace(summary, candidates=ranked, judge=section), regraded, labels
 
 
 def _manifest(inputs: _Inputs, failed: list[tuple[Candidate, StoreFault]]) -> Manifest:
@@ -343,7 +373,8 @@ def _manifest(inputs: _Inputs, failed: list[tuple[Candidate, StoreFault]]) -> Ma
             **corpus.left_out_manifest(),
         },
         goldset={
-            "path": str(config.goldset),
+            "path": str(inputs.options.questions or config.goldset),
+            **({"questions_only": True} if inputs.options.questions is not None else {}),
             "sha256": goldset.fingerprint,
             "questions": len(goldset.questions),
             "unit": goldset.unit,

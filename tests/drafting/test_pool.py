@@ -14,12 +14,13 @@ from rich.console import Console
 from bench.chunking.table import ChunkTable
 from bench.config import load_config
 from bench.drafting.draft import ACCEPTED, Draft, DraftQuestion, Found, Passage, Span, load_draft, write_goldset
-from bench.drafting.pool import pool_draft, pool_recall, read_questions
+from bench.drafting.pool import pool_draft, pool_recall
 from bench.embedders import load_embedder
 from bench.embedders.cache import EmbeddingCache
 from bench.errors import BenchError
 from bench.inputs.corpus import load_corpus
 from bench.inputs.goldset import load_goldset
+from bench.inputs.questions import read_questions
 from bench.retrieval.faiss_index import INDEXES
 from bench.retrieval.retrievers import BM25Retriever, DenseRetriever
 from tests.helpers import QUESTIONS, write_project
