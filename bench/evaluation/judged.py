@@ -29,6 +29,7 @@ from bench.inputs.goldset import DOCUMENT
 JUDGE_GRADES = (0, 1, 2, 3)
 RELEVANT_FROM = 2  # the lowest judge grade that counts as relevant
 CALIBRATED, UNCALIBRATED = "calibrated", "uncalibrated"
+JUDGE = "judge"  # who made a label, and the "by" of evidence the judge's grades added to a record
 GOLDSET_AND_JUDGE, JUDGE_ONLY = "goldset + judge", "judge only"
 # In a run with questions only, candidates rank by the judge's graded relevance of their top k.
 JUDGE_ONLY_ORDER = ("ndcg", "precision")
@@ -95,7 +96,7 @@ def regraded(
                 start=None if unit_kind == DOCUMENT else u.start,
                 end=None if unit_kind == DOCUMENT else u.end,
                 grade=u.grade,
-                extra={"by": "judge"},
+                extra={"by": JUDGE},
             )
             for u in extra
         ]

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from bench.core.records import RankedUnit, Retrieved, UnitLabel
 from bench.evaluation.holes import covered
-from bench.evaluation.judged import JUDGE_GRADES, Key, person_grade, unit_key
+from bench.evaluation.judged import JUDGE, JUDGE_GRADES, Key, person_grade, unit_key
 from bench.llm.asking import Request
 from bench.llm.client import json_in_reply
 from bench.llm.prompts import Template, load_template
@@ -29,7 +29,6 @@ RUBRIC = Path(__file__).parent / "rubric" / "relevance_v1.md"
 RUBRIC_NEEDS = {"system": (), "grade": ("question", "passage")}
 MAX_TOKENS = 50  # a grade in JSON, and room for a model that adds a word
 MAX_PASSAGE_CHARS = 8_000  # a longer unit (a whole document) is judged on its beginning
-JUDGE = "judge"
 HOLE, CALIBRATION = "hole", "calibration"
 CALIBRATION_UNITS = 60  # units a person judged, graded too so the judge's agreement can be measured
 

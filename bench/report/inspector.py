@@ -25,8 +25,9 @@ DOM contract (tests and other tools rely on it):
 - each ``section.candidate-column[data-candidate][data-side=A|B]`` has ``.verdict`` (``.hit`` or ``.miss``),
   ``ol.ranking`` of ``li.entry[data-rank][data-span]`` (``.relevant`` or ``.distractor``, ``.first-relevant``,
   ``.beyond-k`` for ranks past k, shown only while ``#questions`` has ``.show-depth``) with ``.rank``,
-  ``.score``, ``.label`` ("ground truth (grade N)" / "distractor"), ``.where`` (the document, its pages
-  such as "p. 4–5" where it has pages, and the characters) and ``.unit-text``; then
+  ``.score``, ``.label`` ("ground truth (grade N)" / "distractor"), ``.judged`` (``.person``: a person's
+  evidence covers it; ``.judge``: a relevance judge graded it, "judge: grade N"; ``.unjudged``), ``.where``
+  (the document, its pages such as "p. 4–5" where it has pages, and the characters) and ``.unit-text``; then
   ``div.missed`` listing ``li.missed-unit[data-span]`` with ``.position`` ("rank N" or "not retrieved"),
   ``.score`` ("score 0.412") and ``.kth`` ("k-th 0.520": the score of rank k, what it needed; "–" unscored).
 - a long text shows ``.unit-preview`` (the window around its highlighted evidence, ``…`` where cut) in place
@@ -52,10 +53,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 from bench.core.measures import metric_key
-from bench.core.records import QuestionRecord, RankedUnit
+from bench.core.records import QuestionRecord, RankedUnit, UnitLabel
 from bench.core.summary import CandidateResult, Manifest, RunSummary
 from bench.evaluation.answers import CLAIM_RECALL, GROUNDEDNESS, RELEVANCE
 from bench.evaluation.costs import latency_ms
+from bench.evaluation.holes import covered
+from bench.evaluation.judged import JUDGE, Key, by_key, unit_key
 from bench.files import write_atomic
 from bench.inputs.goldset import DOCUMENT
 from bench.report.answers_view import AnswerLayer, labels_short, uncalibrated
@@ -80,9 +83,10 @@ def write_inspector(
     texts: list[UnitText],
     manifest: Manifest,
     answers: AnswerLayer | None = None,
+    judgments: list[UnitLabel] | None = None,
 ) -> None:
     """Write the inspector page for a finished run; same inputs give the same bytes."""
-    write_atomic(path, render_html(inspector_data(summary, records, texts, manifest, answers)))
+    write_atomic(path, render_html(inspector_data(summary, records, texts, manifest, answers, judgments)))
 
 
 class _Tables:
@@ -155,7 +159,18 @@ def _span(entry: RankedUnit) -> tuple:
     return entry.doc_id, entry.start, entry.end
 
 
-def _result(record: QuestionRecord, k: int, tables: _Tables) -> dict:
+def _judged(record: QuestionRecord, unit: RankedUnit, labels: dict[Key, UnitLabel], unit_kind: str) -> str:
+    """Who judged a ranked unit: "person", "judge N" (the judge's grade 0–3; "judge ?" for a reply with
+    none) or "" (unjudged)."""
+    if covered(unit, [e for e in record.evidence if e.extra.get("by") != JUDGE]):
+        return "person"
+    label = labels.get(unit_key(record.question_id, unit, unit_kind))
+    if label is None:
+        return ""
+    return f"judge {'?' if label.grade is None else label.grade}"
+
+
+def _result(record: QuestionRecord, k: int, tables: _Tables, labels: dict[Key, UnitLabel], unit_kind: str) -> dict:
     ranks: dict[tuple, int] = {}
     for rank, entry in enumerate(record.ranking, start=1):
         ranks.setdefault(_span(entry), rank)
@@ -164,7 +179,9 @@ def _result(record: QuestionRecord, k: int, tables: _Tables) -> dict:
         "first": record.first_relevant_rank,
         "mrr": _score(record.metrics.get(mrr)),
         "recall": _score(record.metrics.get(recall)),
-        "ranking": [[tables.unit(e), _score(e.score), e.grade] for e in record.ranking],
+        "ranking": [
+            [tables.unit(e), _score(e.score), e.grade, _judged(record, e, labels, unit_kind)] for e in record.ranking
+        ],
         "expected": [[tables.unit(e), _score(e.score), e.grade, ranks.get(_span(e))] for e in record.expected],
     }
 
@@ -212,6 +229,7 @@ def inspector_data(
     texts: list[UnitText],
     manifest: Manifest,
     answers: AnswerLayer | None = None,
+    judgments: list[UnitLabel] | None = None,
 ) -> dict:
     """The blob the page embeds: run facts, candidates in rank order, questions, and per candidate one
     result per question (``None`` where the run stored none) whose units index the interned tables; with
@@ -219,6 +237,7 @@ def inspector_data(
     k, unit = summary.k, summary.unit
     mrr, recall, hit_rate = metric_key("mrr", k), metric_key("recall", k), metric_key("hit_rate", k)
     tables = _Tables(texts, unit == DOCUMENT)
+    labels = by_key(judgments or [], unit)
     candidates = sorted(summary.candidates, key=lambda c: math.inf if c.rank is None else c.rank)
     candidate_index = {c.id: i for i, c in enumerate(candidates)}
     question_index: dict[str, int] = {}
@@ -231,7 +250,7 @@ def inspector_data(
     for record in records:
         ci = candidate_index.get(record.candidate)
         if ci is not None:
-            results[ci][question_index[record.question_id]] = _result(record, k, tables)
+            results[ci][question_index[record.question_id]] = _result(record, k, tables, labels, unit)
     corpus, goldset = manifest.corpus or {}, manifest.goldset or {}
     data = {
         "run": {

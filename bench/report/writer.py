@@ -55,7 +55,9 @@ def write_reports(folder: Path, run: StoredRun | None = None) -> Written:
     if any(len(t.points) >= 2 for t in trends):
         jobs["plot:history"] = partial(plots.drawn_history, summary, trends, mrr)
     jobs |= {f"pairs:{m}": partial(significance.all_pairs, summary, records, metric=m) for m in compared}
-    jobs["inspector"] = partial(write_inspector, folder / INSPECTOR, summary, records, run.texts, manifest, answers)
+    jobs["inspector"] = partial(
+        write_inspector, folder / INSPECTOR, summary, records, run.texts, manifest, answers, run.judgments
+    )
     running = Jobs(jobs)  # drawn and tested on the other cores while this process does the rest
 
     significance.write_rank_matrix_csv(folder / RANK_MATRIX, *matrix)

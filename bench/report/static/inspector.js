@@ -123,7 +123,13 @@
                      : el("span", "label distractor", "distractor");
   }
 
-  function entry(qi, rank, [u, score, grade], first) {
+  function judgedMark(judged) {
+    if (judged === "person") return el("span", "judged person", "person-judged");
+    if (judged && judged.startsWith("judge ")) return el("span", "judged judge", `judge: grade ${judged.slice(6)}`);
+    return el("span", "judged unjudged", "unjudged");
+  }
+
+  function entry(qi, rank, [u, score, grade, judged], first) {
     const item = el("li", `entry ${grade > 0 ? "relevant" : "distractor"}`);
     if (rank > K) item.classList.add("beyond-k");
     if (rank === K + 1) item.classList.add("first-beyond");
@@ -132,7 +138,7 @@
     item.dataset.span = spanKey(u);
     const head = el("div", "entry-head");
     head.append(el("span", "rank", `#${rank}`), el("span", "score", fmt(score)), label(grade),
-                el("span", "where", where(u)));
+                judgedMark(judged), el("span", "where", where(u)));
     if (rank === first) head.append(el("span", "badge", "★ first relevant"));
     item.append(head);
     appendText(item, u, qi, grade > 0);
