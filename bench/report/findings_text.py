@@ -22,12 +22,19 @@ from bench.core.findings import (
 from bench.core.summary import CandidateResult, RunSummary
 from bench.evaluation import pipeline_gains
 from bench.evaluation.findings import RUN
+from bench.evaluation.judged import JUDGE_ONLY
 from bench.formatting import brief_decimal as _f
 from bench.formatting import brief_percent as _pct
 from bench.formatting import ratio as _ratio
 
 # Question ids quoted in a sentence before "and N more".
 MAX_IDS = 5
+
+
+NO_GOLDSET_WORDS = (
+    "run: no goldset: below, a relevant unit and the evidence are what the relevance judge graded 2 or 3 "
+    "(uncalibrated), not what a person marked."
+)
 
 
 def findings_lines(findings: dict[str, list[Finding]], summary: RunSummary) -> list[str]:
@@ -39,6 +46,8 @@ def findings_lines(findings: dict[str, list[Finding]], summary: RunSummary) -> l
         for f in findings.get(key, []):
             mark = "warning: " if f.severity == "warning" else ""
             lines.append(f"{who}: {mark}{finding_text(f, summary)}")
+    if lines and (summary.judge or {}).get("mode") == JUDGE_ONLY:
+        lines.insert(0, NO_GOLDSET_WORDS)
     return lines
 
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from bench.core.sections import JsonObject
 from bench.core.summary import RunSummary
+from bench.evaluation.judged import CALIBRATED, JUDGE_ONLY
 from bench.formatting import usd
-
-CALIBRATED, JUDGE_ONLY = "calibrated", "judge only"
 
 
 def trust(section: JsonObject) -> str:

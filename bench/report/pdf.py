@@ -25,9 +25,9 @@ from matplotlib.backends.backend_pdf import PdfPages
 from bench import files
 from bench.core.summary import Manifest, RunSummary
 from bench.evaluation.findings import Finding
+from bench.evaluation.judged import JUDGE_ONLY
 from bench.report import fonts
 from bench.report import pdf_sections as sections
-from bench.report.judge_text import JUDGE_ONLY
 from bench.report.pdf_answers import answers_section, with_answer_terms
 from bench.report.pdf_completeness import completeness_section
 from bench.report.pdf_decision import Decision, decide, decision_section

@@ -4,7 +4,8 @@ relevance judge) judged, the biggest holes, and how far the judge agrees with pe
 from __future__ import annotations
 
 from bench.core.summary import RunSummary
-from bench.report.judge_text import JUDGE_ONLY, judge_lines
+from bench.evaluation.judged import JUDGE_ONLY
+from bench.report.judge_text import judge_lines
 from bench.report.pdf_layout import Para, Section, Table
 
 MISSING = "–"

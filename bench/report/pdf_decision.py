@@ -20,11 +20,12 @@ from bench.core.summary import CandidateResult, Manifest, RunSummary
 from bench.evaluation.costs import best_candidate
 from bench.evaluation.decision import Recommendation
 from bench.evaluation.findings import RUN
+from bench.evaluation.judged import JUDGE_ONLY
 from bench.formatting import p_value, with_ci
 from bench.report import decision_text, ops_view
 from bench.report.answers_view import headline as answers_headline
 from bench.report.findings_text import finding_text
-from bench.report.judge_text import JUDGE_ONLY, judge_lines
+from bench.report.judge_text import judge_lines
 from bench.report.pdf_layout import GREY, Para, Section, Table
 from bench.text.languages import describe
 

@@ -10,7 +10,7 @@ from bench.core.records import QuestionRecord
 from bench.core.sections import JsonObject
 from bench.evaluation import scale
 from bench.evaluation.decision import SENTENCES, recommend
-from bench.evaluation.judged import JUDGE_ONLY, JUDGE_ONLY_ORDER
+from bench.evaluation.judged import JUDGE_ONLY, JUDGE_ONLY_ORDER, by_key, judged_at_k
 from bench.evaluation.scoring import rank_candidates, score_candidate
 from bench.results import schema, store
 from bench.results.schema import StoredRun
@@ -28,6 +28,8 @@ def recompute(run_ref: str, results: Path) -> tuple[StoredRun, StoredRun, list[s
     by_candidate: dict[str, list[QuestionRecord]] = {}
     for rec in stored.records:
         by_candidate.setdefault(rec.candidate, []).append(rec)
+    judge_only = (summary.judge or {}).get("mode") == JUDGE_ONLY
+    labels = by_key(stored.judgments, summary.unit)
     fresh, fresh_records = [], {}
     for cand in summary.candidates:
         records, scores = score_candidate(
@@ -39,18 +41,22 @@ def recompute(run_ref: str, results: Path) -> tuple[StoredRun, StoredRun, list[s
             min_overlap=summary.min_overlap,
         )
         fresh_records[cand.id] = records
+        diagnostics = scores.diagnostics
+        if judge_only:  # judged by the relevance judge, not by a person's evidence
+            diagnostics = dataclasses.replace(
+                diagnostics, judged_at_k=judged_at_k(records, labels, summary.k, summary.unit)
+            )
         fresh.append(
             dataclasses.replace(
                 cand,
                 quality=scores.quality,
                 curve=scores.curve,
-                diagnostics=scores.diagnostics,
+                diagnostics=diagnostics,
                 ops=cand.ops.merged(scale.at_scale(cand.ops, cand.search or "", documents, at)),
                 rank=None,
             )
         )
     # a run with questions only ranks by the judge's graded relevance (bench.evaluation.judged)
-    judge_only = (summary.judge or {}).get("mode") == JUDGE_ONLY
     ranked = rank_candidates(fresh, summary.k, JUDGE_ONLY_ORDER) if judge_only else rank_candidates(fresh, summary.k)
     cursor: dict[str, int] = {}
     records = []
