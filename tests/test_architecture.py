@@ -46,7 +46,10 @@ ALLOWED = {
         "report.decision_text",
         "config",
         "llm",
+        "judging",
     },
+    # a relevance judge reads a run's units, asks a chat model, and writes its grades beside the run's
+    "judging": {"inputs", "embedders", "evaluation", "results", "llm"},
     # building a goldset pools passages the way a run retrieves them, and reads runs for distractors;
     # the review page is drawn as the inspector's is
     "drafting": {

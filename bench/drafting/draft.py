@@ -247,27 +247,38 @@ def save_draft(draft: Draft) -> None:
 
 
 def goldset_rows(draft: Draft, corpus: Corpus) -> list[GoldRow]:
-    """The accepted questions with evidence, as goldset lines (quote where it is unique, else start/end)."""
+    """The accepted questions with evidence, as goldset lines (quote where it is unique, else start/end).
+
+    A pooled passage the reviewer was shown and did not select (it overlaps none of the chosen
+    evidence) is written as grade 0: judged not relevant, so metrics never count it relevant and a
+    relevance judge can be calibrated against it."""
     rows = []
     for q in draft.questions:
         if q.status != ACCEPTED or not q.evidence:
             continue
-        evidence = []
-        for e in q.evidence:
-            text = corpus.get(e.doc).text
-            quote = text[e.start : e.end]
-            item = (
-                GoldEvidenceRow(doc=e.doc, quote=quote)
-                if _resolves_to(text, quote, e.start, e.end)
-                else GoldEvidenceRow(doc=e.doc, start=e.start, end=e.end)
-            )
-            item["grade"] = e.grade
-            evidence.append(item)
+        passed_over = [
+            Span(p.doc, p.start, p.end, 0)
+            for p in q.passages
+            if not any(e.doc == p.doc and e.start < p.end and p.start < e.end for e in q.evidence)
+        ]
+        evidence = [_gold_evidence(e, corpus) for e in [*q.evidence, *passed_over]]
         row = GoldRow(id=q.id, question=q.question, evidence=evidence)
         if q.tags:
             row["tags"] = list(q.tags)
         rows.append(row)
     return rows
+
+
+def _gold_evidence(span: Span, corpus: Corpus) -> GoldEvidenceRow:
+    text = corpus.get(span.doc).text
+    quote = text[span.start : span.end]
+    item = (
+        GoldEvidenceRow(doc=span.doc, quote=quote)
+        if _resolves_to(text, quote, span.start, span.end)
+        else GoldEvidenceRow(doc=span.doc, start=span.start, end=span.end)
+    )
+    item["grade"] = span.grade
+    return item
 
 
 def _resolves_to(text: str, quote: str, start: int, end: int) -> bool:

@@ -281,9 +281,19 @@ def test_accepting_the_best_passages_makes_a_valid_goldset(project) -> None:
     assert write_goldset(draft, corpus, out) == len(QUESTIONS)
     goldset = load_goldset(out, corpus)
     assert [q.id for q in goldset.questions] == [q.id for q in draft.questions]
-    assert [(e.doc, e.start, e.end) for q in goldset.questions for e in q.evidence] == [
-        (q.passages[0].doc, q.passages[0].start, q.passages[0].end) for q in draft.questions
-    ]
+    # the passage chosen answers (grade 2); every other pooled passage the reviewer saw and left is
+    # written as judged not relevant (grade 0), unless it overlaps the chosen one
+    expected = []
+    for q in draft.questions:
+        first = q.passages[0]
+        expected.append((first.doc, first.start, first.end, 2))
+        expected += [
+            (p.doc, p.start, p.end, 0)
+            for p in q.passages[1:]
+            if not (p.doc == first.doc and p.start < first.end and first.start < p.end)
+        ]
+    assert [(e.doc, e.start, e.end, e.grade) for q in goldset.questions for e in q.evidence] == expected
+    assert any(grade == 0 for *_, grade in expected)
 
 
 # --- pool recall -----------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ def test_validate_reports_every_problem_on_its_own_line(project: Path):
                 "id": "q9",
                 "question": "grades?",
                 "evidence": [
-                    {"doc": "kb/vacation.md", "quote": "Requests longer than two weeks", "grade": 0},
+                    {"doc": "kb/vacation.md", "quote": "Requests longer than two weeks", "grade": -1},
                     {"doc": "nope.md", "quote": "x"},
                 ],
             }
@@ -33,7 +33,7 @@ def test_validate_reports_every_problem_on_its_own_line(project: Path):
     problems = result.stderr.strip().splitlines()
     assert any(f"{gold}:2:" in p and "not found" in p for p in problems)
     assert any(f"{gold}:7:" in p and "duplicate question id 'q1'" in p for p in problems)
-    assert any(f"{gold}:8:" in p and "grade 0" in p for p in problems)
+    assert any(f"{gold}:8:" in p and "grade -1" in p for p in problems)
     assert any(f"{gold}:8:" in p and "unknown document 'nope.md'" in p for p in problems)
     assert "Traceback" not in result.stderr
 
