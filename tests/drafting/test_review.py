@@ -4,6 +4,7 @@ the server's guards (token, CSRF, Host, paths, versions) and the goldset it writ
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import json
 import os
@@ -408,7 +409,7 @@ def test_nothing_acknowledged_is_lost_when_the_server_is_killed(files):
 
 
 def test_a_runs_top_distractors_join_the_passages(files):
-    from bench.core.records import QuestionRecord, RankedUnit
+    from bench.core.records import QuestionRecord, RankedUnit, UnitLabel
     from bench.core.summary import CandidateResult, Manifest, RunSummary
     from bench.results.schema import StoredRun
 
@@ -433,3 +434,25 @@ def test_a_runs_top_distractors_join_the_passages(files):
     assert len(extra) == 5 and {p["distractor"] for p in extra} == {"distractor in run-7"}
     assert [p["found_by"][0]["rank"] for p in extra] == [2, 3, 4, 5, 6]
     assert all(p["window"]["text"] for p in extra)
+    # a relevance judge's holes graded relevant come first, with its grade; the best's list skips them
+    hole = ranking[3]
+    graded = [
+        UnitLabel(
+            question_id="other-id",
+            unit=u.id,
+            doc_id=u.doc_id,
+            start=u.start,
+            end=u.end,
+            grade=grade,
+            by="judge",
+            model="m",
+            rubric="relevance-v1",
+            rubric_sha256="s",
+            reply="{}",
+        )
+        for u, grade in ((hole, 3), (ranking[4], 1))
+    ]
+    judged_run = dataclasses.replace(run, judgments=graded)
+    queue = distractors(judged_run, store.draft)[store.draft.questions[0].id]
+    assert (queue[0].label, queue[0].start) == ("judge grade 3 in run-7", hole.start)
+    assert [x.found_by[0].rank for x in queue[1:]] == [2, 3, 5, 6, 7]  # rank 4 is the judge's; grade 1 stays
