@@ -2,7 +2,8 @@
 
 Nothing here embeds text, except a semantic chunker, which cannot split without its model; it is
 reported as such instead of being run. The dry run refuses what would stop the run: a goldset or
-corpus changed since its lock, an API key not set, a service that accepts no connection.
+corpus changed since its lock, an API key not set, a service that accepts no connection; with
+questions only, it estimates what the relevance judge will be asked and cost.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 import os
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from rich.console import Console
 from rich.markup import escape
 
@@ -21,17 +23,24 @@ from bench.config import Candidate, Config
 from bench.embedders import paths
 from bench.errors import BenchError, EnvironmentFault
 from bench.evaluation import costs, scale
+from bench.formatting import usd
 from bench.inputs.corpus import Corpus
 from bench.inputs.corpus_stats import corpus_languages
 from bench.inputs.goldset import Goldset, load_goldset
 from bench.inputs.goldset_stats import question_languages
 from bench.inputs.lock import LockStatus, check_lock
+from bench.inputs.questions import questions_only
+from bench.judging import relevance_judge
 from bench.llm import http_api
+from bench.llm.client import estimate_tokens
 from bench.retrieval.rerankers import reranker_costs
 from bench.retrieval.stores.hosts import store_problem
 from bench.run.models import language_findings
 from bench.run.options import RunOptions
 from bench.run.progress import print_warnings, read_corpus, warn
+
+if TYPE_CHECKING:
+    from bench.llm.settings import ChatSettings
 
 CONNECT_TIMEOUT_S = 3.0  # for each service's host to accept a connection
 
@@ -139,14 +148,16 @@ def dry_run(run: RunOptions | Config, console: Console | None = None, **changes:
     corpus = read_corpus(
         config.corpus, paths.extracted_dir(root), console, options.strict, warn=False, limits=config.documents
     )
-    goldset = load_goldset(config.goldset, corpus)
+    goldset = load_goldset(config.goldset, corpus) if options.questions is None else questions_only(options.questions)
     print_warnings(console, corpus)
     candidates = config.candidates(options.only, options.skip)
     languages = language_findings(config, candidates, corpus_languages(corpus), question_languages(goldset))
     warn(console, languages["warnings"])  # a model that does not read the corpus: known before anything is embedded
-    lock = lock_problem(goldset, corpus, options.allow_unlocked, console)
+    lock = lock_problem(goldset, corpus, options.allow_unlocked, console) if options.questions is None else None
     problems = [lock] if lock else []
     problems += service_problems(config, candidates)
+    if options.judge is not None:
+        problems += judge_problems(options.judge)
     if problems:
         raise BenchError("\n".join(problems))
     used = dict.fromkeys(part.index for c in candidates for part in config.parts(c) if part.index in config.index_specs)
@@ -154,7 +165,49 @@ def dry_run(run: RunOptions | Config, console: Console | None = None, **changes:
     if stores:
         raise EnvironmentFault("\n".join(stores))
     tables, _ = tables_without_models(config, corpus)
+    if options.judge is not None:
+        console.print(judge_estimate(options.judge, goldset, candidates, tables, config.k))
     return plan(config, candidates, tables, goldset, documents=len(corpus))
+
+
+def judge_problems(chat: ChatSettings) -> list[str]:
+    """What would stop a run's relevance judge at its first request: its key not set (a loopback URL
+    needs none), a host that accepts no connection. Nothing is sent."""
+    try:
+        client = chat.client(1)
+    except BenchError as e:
+        return [str(e)]
+    why = http_api.unreachable(client.url, CONNECT_TIMEOUT_S)
+    if why:
+        return [
+            f"relevance judge: cannot connect to {client.shown_url} ({why}); start the server or fix --llm-base-url"
+        ]
+    return []
+
+
+def judge_estimate(
+    chat: ChatSettings, goldset: Goldset, candidates: list[Candidate], tables: dict[str, ChunkTable], k: int
+) -> str:
+    """At most how many passages the relevance judge will be asked about, their tokens and what they
+    cost: every candidate's top k of every question, before pooling removes the repeats."""
+    asks = len(goldset.questions) * len(candidates) * k
+    question = sum(estimate_tokens(q.text) for q in goldset.questions) / max(1, len(goldset.questions))
+    chunk = _mean_chunk_tokens(tables)
+    rubric = relevance_judge.load_rubric()
+    prompt = asks * (question + chunk + estimate_tokens(rubric.sections["system"] + rubric.sections["grade"]))
+    reply = asks * relevance_judge.MAX_TOKENS
+    cost = (prompt * chat.price_in + reply * chat.price_out) / 1e6
+    budget = f"; --max-cost {usd(chat.max_cost)} stops before that" if chat.max_cost is not None else ""
+    return (
+        f"relevance judge {chat.model}: at most {asks:,} passages ({len(candidates)} candidates × "
+        f"{len(goldset.questions)} questions × top {k}; pooling asks each repeat once), about {prompt:,.0f} "
+        f"prompt and {reply:,} reply tokens, at most {usd(cost)}{budget}"
+    )
+
+
+def _mean_chunk_tokens(tables: dict[str, ChunkTable]) -> float:
+    lengths = [float(np.mean(table.end - table.start)) for table in tables.values() if len(table.start)]
+    return (sum(lengths) / len(lengths)) / 4 if lengths else 0.0  # characters to tokens as estimate_tokens counts
 
 
 def lock_problem(goldset: Goldset, corpus: Corpus, allow_unlocked: bool, console: Console) -> str | None:

@@ -18,7 +18,7 @@ from bench.evaluation import judged
 from bench.judging.relevance_judge import RUBRIC, grade_in
 from bench.llm.client import ChatClient
 from tests.answers.chat_server import ChatServer
-from tests.helpers import CONFIG, REPO, finished_runs, run_cli, write_project
+from tests.helpers import CONFIG, QUESTIONS, REPO, finished_runs, run_cli, write_project
 
 KEY_ENV = "BENCH_TEST_JUDGE_KEY"
 KEY = "sk-judge-test-NEVER-SHOWN-77aa"
@@ -267,3 +267,30 @@ def test_questions_only_run_on_the_bundled_corpus_is_a_whole_run_folder(tmp_path
     pages = [page.extract_text() for page in PdfReader(run / "report.pdf").pages]
     assert all("no goldset" in text for text in pages)
     assert any("Goldset completeness" in text for text in pages)
+
+
+def test_dry_run_estimates_the_judge_and_sends_nothing(project, tmp_path):
+    questions = tmp_path / "questions.txt"
+    questions.write_text("".join(q[1] + "\n" for q in QUESTIONS))
+    args = (
+        "run",
+        "--dry-run",
+        "--questions",
+        str(questions),
+        "--judge-model",
+        "judge-test",
+        "--llm-api-key-env",
+        KEY_ENV,
+    )
+    with ChatServer(grader) as server:
+        done = run_cli(*args, "--llm-base-url", server.base_url, "--price-in", "2", cwd=project)
+        assert done.returncode == 0, done.stderr
+        assert server.received == []
+    said = done.stdout + done.stderr
+    # 4 candidates × 6 questions × top 3
+    assert re.search(r"relevance judge judge-test: at most 72 passages .*\$0\.0\d+", " ".join(said.split()))
+    dead = run_cli(*args, "--llm-base-url", "http://127.0.0.1:9/v1", cwd=project)
+    assert dead.returncode == 2, dead.stderr
+    assert "relevance judge: cannot connect to http://127.0.0.1:9/v1" in dead.stderr
+    no_judge = run_cli("run", "--questions", str(questions), cwd=project)
+    assert no_judge.returncode == 2 and "--questions needs --judge-model" in no_judge.stderr
