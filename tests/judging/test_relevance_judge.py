@@ -95,8 +95,15 @@ def test_bench_judge_grades_the_holes_once_keeps_the_rubric_and_never_the_key(pr
         assert sent > 10
         again = _judge_cli(project, run, server, "judge-test")
         assert again.returncode == 0, again.stderr
-        assert len(server.received) == sent  # every grade is in the reply log: nothing is sent again
+        assert len(server.received) == sent  # every unit has its label: nothing is asked again
         assert "0 sent" in again.stdout
+        labels_before = (run / "judgments.jsonl").read_text()
+        (run / "judgments.jsonl").unlink()
+        cached = _judge_cli(project, run, server, "judge-test")
+        assert cached.returncode == 0, cached.stderr
+        assert len(server.received) == sent  # the replies are in the cache folder's log: still nothing sent
+        assert re.search(r"calls: 0 sent, \d+ from cache", " ".join(cached.stdout.split()))
+        assert sorted((run / "judgments.jsonl").read_text().splitlines()) == sorted(labels_before.splitlines())
         headers = [r["headers"].get("Authorization") for r in server.received]
         prompts = server.prompts()
     assert all(h == f"Bearer {KEY}" for h in headers)
