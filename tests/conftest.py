@@ -47,6 +47,7 @@ WORKER_GROUPS = {
     "metric-names": ["tests/cli/test_metric_names.py"],
     "answers-reports": ["tests/report/test_answers_reports.py", "tests/report/test_answers_view.py"],
     "answers": ["tests/answers/test_answer_scoring.py", "tests/answers/test_generate_and_judge.py"],
+    "relevance-judge": ["tests/judging/test_relevance_judge.py"],
     "world-faults": ["tests/run/test_world_faults.py"],
     "hostile-documents": ["tests/inputs/test_hostile_documents.py"],
 }

@@ -216,15 +216,17 @@ def recommend(
     prefer: str = "cost",
     scale: Scale | None = None,
     equivalence: float | None = EQUIVALENCE,
+    metric_name: str = "mrr",
 ) -> Recommendation:
     """The pick among the candidates tied with the best, why, and what the goldset can tell apart.
 
     ``candidates`` carry their ranks (``scoring.rank_candidates``); ``records`` their per-question
     metrics. ``margin`` is kept in the result for readers of older runs. ``equivalence`` is the
     equivalence margin's share of the best's figure; None decides ties as runs before it did (not
-    significantly worse), for recomputing them.
+    significantly worse), for recomputing them. ``metric_name`` is what the candidates are ranked by
+    first (nDCG in a run a relevance judge graded alone).
     """
-    metric = metric_key("mrr", k)
+    metric = metric_key(metric_name, k)
     empty = Recommendation(metric, margin, prefer, scale=dataclasses.asdict(scale) if scale is not None else None)
     ranked = sorted(candidates, key=lambda c: (math.inf if c.rank is None else c.rank, c.id))
     if not ranked:

@@ -34,9 +34,10 @@ def recommendation(
     prefer: str = "cost",
     scale: Scale | None = None,
     equivalence: float | None = EQUIVALENCE,
+    metric_name: str = "mrr",
 ) -> JsonObject:
     """The run's recommendation as summary.json keeps it: ``recommend``'s figures and their sentences."""
-    return stored(recommend(candidates, records, k, margin, prefer, scale, equivalence), candidates)
+    return stored(recommend(candidates, records, k, margin, prefer, scale, equivalence, metric_name), candidates)
 
 
 def stored(rec: Recommendation, candidates: Sequence[CandidateResult]) -> JsonObject:

@@ -63,7 +63,7 @@ def completeness_section(summary: RunSummary) -> Section | None:
                         str(h["candidates"]),
                         str(h["best_rank"]),
                         _grade(h.get("judge_grade")),
-                        str(h.get("question", ""))[:90],
+                        str(h.get("question", "")),  # cut to the page by whole characters as read
                     ]
                     for h in holes[:HOLES_SHOWN]
                 ],

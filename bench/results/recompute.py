@@ -69,7 +69,8 @@ def recompute(run_ref: str, results: Path) -> tuple[StoredRun, StoredRun, list[s
     prefer = config.get("prefer", "cost")
     # the rule the run was written with: equivalence tested (its margin), or ties as not significantly worse
     equivalence = written.get("equivalence")
-    figures = recommend(ranked, records, summary.k, margin, prefer, at, equivalence).to_dict()
+    first = JUDGE_ONLY_ORDER[0] if judge_only else "mrr"
+    figures = recommend(ranked, records, summary.k, margin, prefer, at, equivalence, first).to_dict()
     # the sentences are rendered from these figures where they are shown (bench.report.decision_text)
     figures |= {key: written[key] for key in SENTENCES if key in written}
     again = dataclasses.replace(summary, candidates=ranked, recommendation=figures)

@@ -32,6 +32,7 @@ from bench.engines import make_engine
 from bench.errors import BenchError
 from bench.evaluation import scale
 from bench.evaluation.holes import holes
+from bench.evaluation.judged import JUDGE_ONLY_ORDER
 from bench.evaluation.relevance import Judgment, grade_units
 from bench.evaluation.scoring import rank_candidates, score_candidate
 from bench.inputs.corpus import Corpus
@@ -326,13 +327,12 @@ def _finish(
     if inputs.options.questions is not None:
         summary, records, labels = _judged_only(inputs, summary, records, texts)
     ranked = summary.candidates
-    summary = dataclasses.replace(
-        summary,
-        recommendation=recommendation(
-            ranked, records, config.k, config.recommend_margin, config.prefer, config.scale, config.equivalence_margin
-        ),
-        holes=holes(records, config.k),
-    )
+    first = JUDGE_ONLY_ORDER[0] if inputs.options.questions is not None else "mrr"  # what ranks candidates
+    chosen = recommendation(
+        ranked, records, config.k, config.recommend_margin, config.prefer, config.scale, config.equivalence_margin,
+        metric_name=first,
+    )  # fmt: skip
+    summary = dataclasses.replace(summary, recommendation=chosen, holes=holes(records, config.k))
     with phases("write results"):
         manifest = _manifest(inputs, failed)
         run = _finished(StoredRun(staging, summary, manifest, records, texts, labels), phases)

@@ -262,6 +262,8 @@ def test_questions_only_run_on_the_bundled_corpus_is_a_whole_run_folder(tmp_path
     ranked = sorted(summary["candidates"], key=lambda c: c["rank"])
     keys = [(-c["quality"]["ndcg@5"], -c["quality"]["precision@5"]) for c in ranked]
     assert keys == sorted(keys)
+    # the recommendation decides on what ranks the candidates: the judge's nDCG, not MRR
+    assert summary["recommendation"]["metric"] == "ndcg@5" and summary["recommendation"]["best"] == ranked[0]["id"]
     assert json.loads((run / "manifest.json").read_text())["goldset"]["questions_only"] is True
     assert "No goldset" in done.stdout and asked == summary["judge"]["labels"]
     assert any(c["quality"]["ndcg@5"] > 0 for c in ranked)  # the judge's grades are the run's relevance

@@ -23,6 +23,7 @@ from bench.report.pdf_layout import (
     Table,
     Terms,
     book,
+    draw,
     paginate,
 )
 from bench.report.pdf_text import width
@@ -359,3 +360,19 @@ def test_money_on_a_page_is_printed_as_written_not_as_mathtext(tmp_path):
             pdf.savefig(fig)
     text = " ".join(PdfReader(buffer).pages[0].extract_text().split())
     assert "storage $0.25 per GB-month, compute $0.10 an hour" in text and "page 1 of 1" in text
+
+
+def test_a_byte_order_mark_inside_a_text_is_drawn_as_nothing():
+    """A question pasted with a U+FEFF inside it (matplotlib's PDF writer fails on that character)."""
+    import io
+
+    import matplotlib
+    from matplotlib.backends.backend_pdf import PdfPages
+
+    blocks = [Para("before\ufeffafter"), Table(["question"], [["what\ufeff is it?"]], clip=frozenset({0}))]
+    figures = draw(book([Section("x", blocks)], []), "footer")
+    with matplotlib.rc_context({"pdf.fonttype": 42}), PdfPages(io.BytesIO()) as pdf:
+        for fig in figures:
+            pdf.savefig(fig)
+    drawn = [t.get_text() for fig in figures for t in fig.texts]
+    assert "beforeafter" in drawn and "\ufeff" not in "".join(drawn)
