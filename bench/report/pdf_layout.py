@@ -373,10 +373,6 @@ def _column_widths(t: Table) -> tuple[float, list[float]]:
 # Drawing
 
 
-# U+FEFF (a byte-order mark left inside a text) is invisible, and matplotlib's PDF writer fails on it.
-UNSETTABLE = "\ufeff"
-
-
 def draw(pages: list[Page], footer: str) -> list[Figure]:
     """Each page as a figure, with its title and the footer ``footer · page N of M``."""
     figures = []
@@ -399,7 +395,6 @@ def draw(pages: list[Page], footer: str) -> list[Figure]:
         for op in page.ops:
             if op[0] == "text":
                 _, x, y, text, size, bold, colour, ha = op
-                text = text.replace(UNSETTABLE, "")
                 fig.text(
                     x / W,
                     _baseline(y, size),

@@ -21,7 +21,8 @@ from bench.text.scripts import CJK, CJK_CLASS, GRAPHEME
 
 # Characters outside the PDF core fonts' alphabet that the report's own sentences use, written in it:
 # a page all in that alphabet is set in the core fonts, several times faster than embedded TrueType.
-CORE = str.maketrans({"−": "-", "≥": ">=", "≤": "<=", "→": "->", "≈": "~", "‑": "-"})
+# U+FEFF (a byte-order mark left inside a text) is invisible, and matplotlib's PDF writer fails on it.
+CORE = str.maketrans({"−": "-", "≥": ">=", "≤": "<=", "→": "->", "≈": "~", "‑": "-", "\ufeff": ""})
 
 
 def settable(text: str) -> str:

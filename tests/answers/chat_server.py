@@ -7,6 +7,7 @@ import json
 import threading
 from collections.abc import Callable
 
+from bench.llm.client import ChatClient
 from tests.helpers import JsonHandler, LocalServer
 
 
@@ -51,3 +52,9 @@ class ChatServer(LocalServer):
     def prompts(self) -> list[str]:
         """Every message's content the server was sent, system prompts included."""
         return [m["content"] for r in self.received for m in r["body"]["messages"]]
+
+
+def quick_retries(monkeypatch) -> None:
+    """The chat client retries without the waits a real server needs (a 429 or 5xx is retried at once)."""
+    monkeypatch.setattr(ChatClient, "backoff_base", 0.001)
+    monkeypatch.setattr(ChatClient, "backoff_cap", 0.005)

@@ -20,9 +20,8 @@ from bench.answers.contexts import RunContexts, open_run
 from bench.answers.generate import PROMPT, generate_answers
 from bench.errors import BenchError
 from bench.inputs.answers import JUDGE, load_answers, meta_path
-from bench.llm.client import ChatClient
 from bench.llm.settings import ChatSettings
-from tests.answers.chat_server import ChatServer
+from tests.answers.chat_server import ChatServer, quick_retries
 from tests.helpers import CONFIG, finished_runs, run_cli, write_project
 
 KEY_ENV = "BENCH_TEST_ANSWERS_KEY"
@@ -77,8 +76,7 @@ def scripted(body: dict) -> str | None:
 
 @pytest.fixture(autouse=True)
 def quick_and_keyed(monkeypatch):
-    monkeypatch.setattr(ChatClient, "backoff_base", 0.001)
-    monkeypatch.setattr(ChatClient, "backoff_cap", 0.005)
+    quick_retries(monkeypatch)
     monkeypatch.setenv(KEY_ENV, KEY)
 
 

@@ -16,8 +16,7 @@ from bench.core.records import EvidenceSpan, RankedUnit, Retrieved, UnitLabel
 from bench.core.summary import CandidateResult
 from bench.evaluation import judged
 from bench.judging.relevance_judge import RUBRIC, grade_in
-from bench.llm.client import ChatClient
-from tests.answers.chat_server import ChatServer
+from tests.answers.chat_server import ChatServer, quick_retries
 from tests.helpers import CONFIG, QUESTIONS, REPO, finished_runs, run_cli, write_project
 
 KEY_ENV = "BENCH_TEST_JUDGE_KEY"
@@ -51,8 +50,7 @@ def grader(body: dict) -> str | None:
 
 @pytest.fixture(autouse=True)
 def quick_and_keyed(monkeypatch):
-    monkeypatch.setattr(ChatClient, "backoff_base", 0.001)
-    monkeypatch.setattr(ChatClient, "backoff_cap", 0.005)
+    quick_retries(monkeypatch)
     monkeypatch.setenv(KEY_ENV, KEY)
 
 
