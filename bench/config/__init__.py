@@ -22,6 +22,7 @@ from bench.config.tables import (
     Settings,
     canonical,
     chunker_specs_from,
+    contextual_specs,
     fusion_specs_from,
     index_specs_from,
     model_specs_from,
@@ -238,7 +239,12 @@ class Config:
             "models": list(self.models),
             "model_specs": {m: _spec_dict(self.model(m)) for m in self.models},
             "chunkers": {
-                c.name: {"kind": c.kind, **dict(c.params), **({"model": c.model} if c.model else {})}
+                c.name: {
+                    "kind": c.kind,
+                    **dict(c.params),
+                    **({"model": c.model} if c.model else {}),
+                    **({"context": "title, headings, pages"} if c.context else {}),
+                }
                 for c in self.chunkers
             },
             "indexes": {i: _spec_dict(self.index(i)) for i in self.indexes},
@@ -347,7 +353,8 @@ def load_config(path: str | Path) -> Config:
 
 
 def _chunkers(file: Settings, model_specs: Mapping[str, ModelSpec], where: str) -> tuple[ChunkerSpec, ...]:
-    """The chunkers, a semantic chunker's model by its canonical name and dense."""
+    """The chunkers, a semantic chunker's model by its canonical name and dense; then the contextual
+    ones (``contextual = [...]``), after every plain one."""
     chunkers = chunker_specs_from(file.chunkers, where)
     for c in chunkers:
         if c.model:
@@ -358,7 +365,7 @@ def _chunkers(file: Settings, model_specs: Mapping[str, ModelSpec], where: str) 
                     f'sentences; name a dense model, e.g. model = "minilm" or "hash"'
                 )
             chunkers = tuple(replace(x, model=c_model) if x is c else x for x in chunkers)
-    return chunkers
+    return chunkers + contextual_specs(chunkers, file.contextual, where)
 
 
 def _toml_where(path: Path, error: tomllib.TOMLDecodeError) -> str:

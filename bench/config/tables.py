@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from bench.chunking import Chunker, make_chunker
+from bench.chunking.context import CONTEXT_SUFFIX
 from bench.chunking.semantic import Embed
 from bench.core.tables import read_table, setting
 from bench.embedders import LOADERS, MODELS, ModelSpec
@@ -50,6 +51,8 @@ class Settings:
     indexes: tuple[str, ...] = setting(("flat",), unique=True, what=_NAMES, note='e.g. indexes = ["flat", "hnsw"]')
     fusions: tuple[str, ...] = setting((), unique=True, what=_NAMES, note='e.g. fusions = ["minilm+bm25"]')
     rerankers: tuple[str, ...] = setting((), unique=True, what=_NAMES, note='e.g. rerankers = ["minilm"]')
+    # chunkers compared with and without a context header (title, headings, page) on what is indexed
+    contextual: tuple[str, ...] = setting((), unique=True, what=_NAMES, note='e.g. contextual = ["md256"]')
     exclude: tuple[str, ...] = setting((), empty=True, what="a list of candidate-id patterns", note='e.g. ["bm25/*"]')
     k: int = setting(5, minimum=1, maximum=MAX_K)
     depth: int | None = setting(None, minimum=1, what="an integer >= k", note="or leave it out")
@@ -98,6 +101,12 @@ class ChunkerSpec:
     kind: str
     params: tuple[tuple[str, object], ...]
     model: str | None = None
+    context: bool = False  # indexed with its context header: "md256+ctx", cut as "md256" is
+
+    @property
+    def plain(self) -> str:
+        """The chunker that cuts the same chunks: itself, or the one a contextual chunker adds a header to."""
+        return self.name.removesuffix(CONTEXT_SUFFIX) if self.context else self.name
 
     def build(self, embed: Embed | None = None) -> Chunker:
         params = dict(self.params)  # checked by make_chunker
@@ -271,9 +280,25 @@ def chunker_specs_from(tables: Mapping[str, object], where: str) -> tuple[Chunke
     return tuple(_chunker_spec(name, body, where) for name, body in tables.items())
 
 
+def contextual_specs(chunkers: tuple[ChunkerSpec, ...], names: tuple[str, ...], where: str) -> tuple[ChunkerSpec, ...]:
+    """``contextual = [...]``: for each chunker named, the same chunker with its context header."""
+    known = {c.name: c for c in chunkers}
+    out = []
+    for name in names:
+        if name not in known:
+            raise BenchError(f"{where}: contextual: no chunker {name!r}; {suggest(name, known)}name a [chunkers.NAME]")
+        out.append(replace(known[name], name=name + CONTEXT_SUFFIX, context=True))
+    return tuple(out)
+
+
 def _chunker_spec(name: str, body: object, where: str) -> ChunkerSpec:
     if "/" in name:
         raise BenchError(f"{where}: chunker name {name!r} may not contain '/'")
+    if name.endswith(CONTEXT_SUFFIX):
+        raise BenchError(
+            f"{where}: chunker name {name!r} ends in {CONTEXT_SUFFIX!r}, which names a contextual chunker; "
+            f'rename it, and list the plain one in contextual = ["..."]'
+        )
     at = f"{where}: [chunkers.{name}]"
     if not isinstance(body, Mapping):
         raise BenchError(f'{at}: must be a table of settings, e.g. kind = "tokens" and size = 256')

@@ -1,7 +1,8 @@
 """What a candidate's pipeline is made of, and what the run measured of the pipelines built on it.
 
 A candidate is a single-model first stage (dense or lexical), a fusion of several, or either with a reranker
-re-scoring its top N. The diagnosis recommends a reranker or a fusion from measurement: when the run holds one
+re-scoring its top N; over a contextual chunker (``md256+ctx``), a first stage is measured against the same
+one over the plain chunker. The diagnosis recommends a reranker or a fusion from measurement: when the run holds one
 built on a candidate, its change on the ranking metric (mrr@k) is quoted; when not, the bench.toml line that
 would measure it. Runs written before ``pipeline`` was stored leave it empty: the candidate is then its own one
 part, lexical or dense, with no reranker.
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from bench.chunking.context import CONTEXT_SUFFIX
 from bench.core.measures import metric_key
 from bench.core.pipeline import Fusion, Reranker
 from bench.core.summary import CandidateResult
@@ -115,8 +117,16 @@ def _measured(base: CandidateResult, pipelines: list[CandidateResult], k: int) -
     return sorted(out, key=lambda m: -m.gain)
 
 
+def plain_twin(c: CandidateResult) -> str | None:
+    """The id of the same candidate over the plain chunker, for a single stage over a contextual one."""
+    if not c.chunker.endswith(CONTEXT_SUFFIX) or is_reranked(c) or kind(c) == "fusion":
+        return None
+    return c.id.replace(f"/{c.chunker}/", f"/{c.chunker.removesuffix(CONTEXT_SUFFIX)}/", 1)
+
+
 def measured(candidates: Sequence[CandidateResult], k: int) -> list[Measured]:
-    """Every reranked candidate against its first stage and every fusion against its best part, best gain first."""
+    """Every reranked candidate against its first stage, every fusion against its best part and every
+    contextual chunker's candidate against its plain twin, best gain first."""
     by_id = {c.id: c for c in candidates}
     out = []
     for p in candidates:
@@ -127,6 +137,8 @@ def measured(candidates: Sequence[CandidateResult], k: int) -> list[Measured]:
             bases = [by_id[s] for s in [first_stage(p)] if s in by_id]
         elif kind(p) == "fusion":
             bases = [by_id[s] for s in parts(p) if s in by_id]
+        elif (twin := plain_twin(p)) is not None:
+            bases = [by_id[twin]] if twin in by_id else []
         else:
             continue
         scored = [(s, b) for b in bases if (s := score(b, k)) is not None]
@@ -257,10 +269,16 @@ def _add(key: str, name: str, listed: bool) -> str:
     return f'add "{name}" to {key} in bench.toml' if listed else f'add {key} = ["{name}"] to bench.toml'
 
 
+def _built_on(p: CandidateResult) -> str:
+    if is_reranked(p):
+        return "first stage"
+    return "best part" if kind(p) == "fusion" else "plain chunker"
+
+
 def measured_text(found: list[Measured], k: int) -> str:
     """The run-level summary: each pipeline against what it is built on, best gain first."""
     shown = "; ".join(
-        f"{m.pipeline.id} {m.after:.3f} vs {'first stage' if is_reranked(m.pipeline) else 'best part'} "
+        f"{m.pipeline.id} {m.after:.3f} vs {_built_on(m.pipeline)} "
         f"{m.base.id} {m.before:.3f} ({signed(m.gain)})"
         for m in found[:MAX_SHOWN]
     )

@@ -17,6 +17,7 @@ import numpy as np
 from rich.console import Console
 from rich.markup import escape
 
+from bench.chunking.context import contextual
 from bench.chunking.table import ChunkTable
 from bench.chunking.tokens import count_tokens, count_tokens_each
 from bench.config import Candidate, Config
@@ -47,10 +48,13 @@ CONNECT_TIMEOUT_S = 3.0  # for each service's host to accept a connection
 
 def tables_without_models(config: Config, corpus: Corpus) -> tuple[dict[str, ChunkTable], list[str]]:
     """Chunk with every chunker that needs no model; name the ones that do."""
-    tables, skipped = {}, []
-    for spec in config.chunkers:
+    tables: dict[str, ChunkTable] = {}
+    skipped = []
+    for spec in config.chunkers:  # the plain ones first, whose tables the contextual ones add headers to
         if spec.model:
             skipped.append(spec.name)
+        elif spec.context:
+            tables[spec.name] = contextual(tables[spec.plain], corpus)
         else:
             tables[spec.name] = ChunkTable.chunk_corpus(corpus, spec.build())
     return tables, skipped

@@ -76,17 +76,27 @@ def progress_bar(console: Console) -> Progress:
 def chunk_all(
     config: Config, corpus: Corpus, progress: Progress, models: ModelPool, needed: set[str], phases: Phases
 ) -> dict[str, ChunkTable]:
-    """The corpus chunked by each chunker of ``needed``, a bar each."""
+    """The corpus chunked by each chunker of ``needed``, a bar each. A contextual chunker (``md256+ctx``)
+    adds its headers to its plain chunker's table, chunked once for both."""
+    from bench.chunking.context import contextual
     from bench.chunking.table import ChunkTable
 
-    tables = {}
+    wanted = {spec.plain for spec in config.chunkers if spec.name in needed}
+    plain: dict[str, ChunkTable] = {}
     for spec in config.chunkers:
-        if spec.name not in needed:
+        if spec.context or spec.name not in wanted:
             continue
         task = progress.add_task(f"chunking {spec.name}", total=len(corpus))
         chunker = spec.build(embed=models.passage_embedding(spec.model) if spec.model else None)
         with phases(f"chunk {spec.name}"):
-            tables[spec.name] = ChunkTable.chunk_corpus(corpus, chunker, functools.partial(progress.advance, task))
+            plain[spec.name] = ChunkTable.chunk_corpus(corpus, chunker, functools.partial(progress.advance, task))
+    tables: dict[str, ChunkTable] = {}
+    for spec in config.chunkers:
+        if spec.name in needed and spec.context:
+            with phases(f"chunk {spec.name}"):
+                tables[spec.name] = contextual(plain[spec.plain], corpus)
+        elif spec.name in needed:
+            tables[spec.name] = plain[spec.name]
     return tables
 
 
