@@ -61,6 +61,12 @@ if TYPE_CHECKING:
     help="Where corpus embedding runs: this process, or Ray (local, or the cluster in $RAY_ADDRESS).",
 )
 @click.option(
+    "--perturb",
+    metavar="KINDS",
+    help="Ask every question again as people type it: typos, case, punctuation, width (comma-separated; "
+    "overrides the config's perturb; '' for none).",
+)
+@click.option(
     "--questions",
     type=click.Path(path_type=Path),
     help="Questions only, no goldset yet (one a line, or JSONL): a relevance judge (--judge-model) grades "
@@ -94,6 +100,7 @@ def run(dry_run: bool, no_cache: bool, no_report: bool, chat: ChatOptions, **opt
     out = out_console()
     out.print(shootout_table(outcome.summary))
     out.print(diagnostics_table(outcome.summary))
+    _print_robustness(out, outcome.summary)
     _print_diagnosis(out, outcome.summary, outcome.records)
     if outcome.summary.recommendation:
         out.print(recommendation_line(outcome.summary), markup=False)
@@ -129,6 +136,15 @@ def _read_only(folder: Path) -> bool:
         return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
     except OSError:
         return False
+
+
+def _print_robustness(out: Console, summary: RunSummary) -> None:
+    """What typing as people type costs each candidate compared, for a run that measured it."""
+    from bench.report.robustness_view import robustness_table
+
+    table = robustness_table(summary)
+    if table is not None:
+        out.print(table)
 
 
 def _print_diagnosis(out: Console, summary: RunSummary, records: list[QuestionRecord]) -> None:
@@ -181,6 +197,7 @@ def report(run_ref: str, results: Path) -> None:
     out = out_console()
     out.print(shootout_table(run.summary, title=f"{path.name}: recomputed from stored rankings"))
     out.print(diagnostics_table(run.summary))
+    _print_robustness(out, run.summary)
     _print_diagnosis(out, run.summary, run.records)
     if run.summary.recommendation:
         out.print(recommendation_line(run.summary), markup=False)

@@ -36,10 +36,12 @@ from bench.evaluation.decision import EQUIVALENCE
 from bench.evaluation.scale import Scale, scale_from_config
 from bench.files import read_text
 from bench.inputs.formats import LIMITS, Limits
+from bench.registry import suggest
 from bench.retrieval.faiss_index import INDEXES, IndexSpec
 from bench.retrieval.fusion import FusionSpec, is_fusion
 from bench.retrieval.index_kinds import check_index_dims
 from bench.retrieval.rerankers import RerankerSpec
+from bench.text.perturb import KINDS as PERTURBATIONS
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -123,6 +125,8 @@ class Config:
     equivalence_margin: float = EQUIVALENCE  # tied with the best: shown within this share of its figure
     rerank_latency_samples: int = 10  # the same for a reranked pipeline, whose every query re-scores `top` texts
     documents: Limits = LIMITS  # [documents]: how large a document may be before it is left out
+    perturb: tuple[str, ...] = ()  # how questions are asked again as people type them (bench.text.perturb)
+    perturb_seed: int = 0
     # the file's top level as read (None: a Config built in code): the hash takes paths as written
     file: Settings | None = field(default=None, compare=False, repr=False)
 
@@ -254,6 +258,7 @@ class Config:
             **({"scale": _spec_dict(self.scale)} if file and file.scale is not None else {}),
             **({"prefer": self.prefer} if file and file.prefer is not None else {}),
             **({"equivalence_margin": self.equivalence_margin} if file and file.equivalence_margin is not None else {}),
+            **({"perturb": list(self.perturb), "perturb_seed": self.perturb_seed} if self.perturb else {}),
             "k": self.k,
             "depth": self.retrieval_depth,
             "min_overlap": self.min_overlap,
@@ -345,11 +350,24 @@ def load_config(path: str | Path) -> Config:
         prefer=file.prefer or "cost",
         equivalence_margin=file.equivalence_margin if file.equivalence_margin is not None else EQUIVALENCE,
         documents=Limits.from_settings(file.documents, where),
+        perturb=perturbations(file.perturb, f"{where}: perturb"),
+        perturb_seed=file.perturb_seed,
         file=file,
     )
     _check_depth(config, where)
     _check_index_dims(config, where)
     return config
+
+
+def perturbations(kinds: tuple[str, ...] | list[str], where: str) -> tuple[str, ...]:
+    """Perturbation kinds checked against bench.text.perturb's (with "did you mean")."""
+    for kind in kinds:
+        if kind not in PERTURBATIONS:
+            raise BenchError(
+                f"{where}: unknown perturbation {kind!r}; {suggest(kind, PERTURBATIONS)}"
+                f"known: {', '.join(PERTURBATIONS)}"
+            )
+    return tuple(kinds)
 
 
 def _chunkers(file: Settings, model_specs: Mapping[str, ModelSpec], where: str) -> tuple[ChunkerSpec, ...]:

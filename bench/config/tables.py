@@ -53,6 +53,9 @@ class Settings:
     rerankers: tuple[str, ...] = setting((), unique=True, what=_NAMES, note='e.g. rerankers = ["minilm"]')
     # chunkers compared with and without a context header (title, headings, page) on what is indexed
     contextual: tuple[str, ...] = setting((), unique=True, what=_NAMES, note='e.g. contextual = ["md256"]')
+    # every question asked again as people type it (bench.text.perturb), the drop measured per candidate
+    perturb: tuple[str, ...] = setting((), unique=True, what=_NAMES, note='e.g. perturb = ["typos", "case"]')
+    perturb_seed: int = setting(0, minimum=0, note="(0 is the default)")
     exclude: tuple[str, ...] = setting((), empty=True, what="a list of candidate-id patterns", note='e.g. ["bm25/*"]')
     k: int = setting(5, minimum=1, maximum=MAX_K)
     depth: int | None = setting(None, minimum=1, what="an integer >= k", note="or leave it out")

@@ -278,8 +278,7 @@ def _built_on(p: CandidateResult) -> str:
 def measured_text(found: list[Measured], k: int) -> str:
     """The run-level summary: each pipeline against what it is built on, best gain first."""
     shown = "; ".join(
-        f"{m.pipeline.id} {m.after:.3f} vs {_built_on(m.pipeline)} "
-        f"{m.base.id} {m.before:.3f} ({signed(m.gain)})"
+        f"{m.pipeline.id} {m.after:.3f} vs {_built_on(m.pipeline)} {m.base.id} {m.before:.3f} ({signed(m.gain)})"
         for m in found[:MAX_SHOWN]
     )
     rest = found[MAX_SHOWN:]

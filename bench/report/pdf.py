@@ -34,11 +34,14 @@ from bench.report.pdf_decision import Decision, decide, decision_section
 from bench.report.pdf_glossary import glossary_section
 from bench.report.pdf_layout import PAGE, Chart, Section, book, draw, texts
 from bench.report.plots import unset
+from bench.report.robustness_view import robustness_section
 
 log = logging.getLogger(__name__)
 
 NO_GOLDSET_FOOTER = " · no goldset: relevance graded by an uncalibrated LLM judge"
-CHARTS = ("hit_rate_curves", "first_rank", "score_gaps", "quality_vs_cost", "quality_vs_latency", "chunk_sizes")
+CHARTS = (
+    "hit_rate_curves", "first_rank", "score_gaps", "quality_vs_cost", "quality_vs_latency", "chunk_sizes", "robustness",
+)  # fmt: skip
 
 
 def write_pdf(
@@ -87,9 +90,7 @@ def _details(
     out = [sections.ranked_section(summary, cis, _roles(decision)), sections.operations_section(summary, manifest)]
     if stats.get("diagnosis"):
         out.append(sections.diagnosis_section(stats["diagnosis"]))
-    completeness = completeness_section(summary)
-    if completeness is not None:
-        out.append(completeness)
+    out += [s for s in (completeness_section(summary), robustness_section(summary)) if s is not None]
     answers = stats.get("answers")
     if answers is not None:
         out.append(answers_section(answers))

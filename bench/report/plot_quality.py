@@ -1,5 +1,6 @@
 """The charts of a run's quality: hit rate by cutoff, where the first relevant unit landed, score gaps,
-chunk sizes, the rank matrix, and one metric over earlier runs of the same corpus and goldset."""
+chunk sizes, the rank matrix, one metric over earlier runs of the same corpus and goldset, and what
+questions typed as people type them cost."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator
 from bench.core.measures import MetricName
 from bench.core.records import QuestionRecord
 from bench.core.summary import CandidateResult, RunSummary
+from bench.evaluation.robustness import ROBUSTNESS, shown
 from bench.formatting import percent
 from bench.report.plot_base import (
     NOTE_COLOUR,
@@ -354,5 +356,41 @@ def history_trends(summary: RunSummary, trends: Sequence, metric: str) -> Figure
     ax.set_xlabel("run (UTC date and time)")
     ax.set_ylabel(metric)
     ax.grid(alpha=0.3)
+    legend_outside(fig, body, ax)
+    return fig
+
+
+# --- robustness to real typing --------------------------------------------------------------------------------
+
+
+def robustness_drops(summary: RunSummary) -> Figure:
+    """Per candidate compared, each perturbation's change of the ranking metric: bars left of zero are losses."""
+    title = "Robustness to real typing"
+    rows = shown(summary.candidates)
+    if not rows:
+        return message_figure(title, "no perturbed questions in this run")
+    kinds = [key for key in rows[0].extra[ROBUSTNESS] if key != "metric"]
+    metric = rows[0].extra[ROBUSTNESS]["metric"]
+    fig, body = new_figure(
+        title,
+        f"{metric} as typed minus as written, per perturbation; * = paired Wilcoxon p < 0.05",
+        (8.0, max(3.6, 1.4 + 0.32 * len(rows) * len(kinds))),
+    )
+    ax = body.subplots()
+    height = 0.8 / len(kinds)
+    colours = ("#c44e52", "#4c72b0", "#55a868", "#8172b2")
+    for j, kind in enumerate(kinds):
+        changes = [-(c.extra[ROBUSTNESS][kind]["drop"] or 0.0) for c in rows]
+        ys = [i + j * height for i in range(len(rows))]
+        ax.barh(ys, changes, height=height * 0.9, color=colours[j % len(colours)], label=kind, gid=kind)
+        for y, value, c in zip(ys, changes, rows):
+            if c.extra[ROBUSTNESS][kind]["wilcoxon_p"] < 0.05:
+                ax.text(value, y, " *" if value >= 0 else "* ", va="center", ha="left" if value >= 0 else "right")
+    ax.set_yticks([i + height * (len(kinds) - 1) / 2 for i in range(len(rows))])
+    ax.set_yticklabels([short_label(c.id, 40) for c in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_xlabel(f"change of {metric}")
+    ax.grid(axis="x", alpha=0.3)
     legend_outside(fig, body, ax)
     return fig

@@ -28,6 +28,7 @@ from matplotlib.text import Text
 from bench import files
 from bench.core.records import QuestionRecord
 from bench.core.summary import RunSummary
+from bench.evaluation import robustness
 from bench.report import fonts
 from bench.report.plot_base import DPI
 from bench.report.plot_quality import (
@@ -36,6 +37,7 @@ from bench.report.plot_quality import (
     history_trends,
     hit_rate_curves,
     rank_matrix_heatmap,
+    robustness_drops,
     score_gaps,
 )
 from bench.report.plot_tradeoff import quality_vs_cost, quality_vs_latency
@@ -48,6 +50,7 @@ FILES = {
     "quality_vs_latency": "quality_vs_latency.png",
     "chunk_sizes": "chunk_sizes.png",
     "rank_matrix": "rank_matrix.png",
+    "robustness": "robustness.png",  # only when the run asked perturbed questions
     "history": "history.png",  # only when earlier runs of the same corpus and goldset exist
 }
 
@@ -62,6 +65,7 @@ _BUILDERS = {  # name → figure from (summary, records, rank_matrix); the costl
     "chunk_sizes": lambda s, r, m: chunk_sizes(s),
     "quality_vs_cost": lambda s, r, m: quality_vs_cost(s),
     "quality_vs_latency": lambda s, r, m: quality_vs_latency(s),
+    "robustness": lambda s, r, m: robustness_drops(s),
 }
 
 
@@ -70,7 +74,7 @@ def figures(
 ) -> dict[str, Figure]:
     """Every plot of a run by name, as figures to inspect or draw elsewhere."""
     with fonts_for(summary, rank_matrix):
-        return {name: _BUILDERS[name](summary, records, rank_matrix) for name in names(rank_matrix)}
+        return {name: _BUILDERS[name](summary, records, rank_matrix) for name in names(rank_matrix, summary)}
 
 
 def drawn(
@@ -115,9 +119,10 @@ def _strings(value: object) -> Iterator[str]:
             yield from _strings(getattr(value, f.name))
 
 
-def names(rank_matrix: tuple | None) -> list[str]:
-    """The plots of a run, the costliest to draw first."""
-    return [n for n in _BUILDERS if n != "rank_matrix" or rank_matrix is not None]
+def names(rank_matrix: tuple | None, summary: RunSummary | None = None) -> list[str]:
+    """The plots of a run, the costliest to draw first (robustness only for a run that measured it)."""
+    robust = summary is not None and bool(robustness.shown(summary.candidates))
+    return [n for n in _BUILDERS if (n != "rank_matrix" or rank_matrix is not None) and (n != "robustness" or robust)]
 
 
 def png_bytes(fig: Figure) -> bytes:
@@ -166,4 +171,6 @@ def write_plots(
     folder: Path, summary: RunSummary, records: Sequence[QuestionRecord], rank_matrix: tuple | None = None
 ) -> dict[str, Path]:
     """Render and save every plot of a run under ``folder`` (created); returns name → path."""
-    return {name: save(folder, name, drawn(name, summary, records, rank_matrix)[1]) for name in names(rank_matrix)}
+    return {
+        name: save(folder, name, drawn(name, summary, records, rank_matrix)[1]) for name in names(rank_matrix, summary)
+    }

@@ -50,7 +50,7 @@ def write_reports(folder: Path, run: StoredRun | None = None) -> Written:
     trends = history_for_report(folder.parent, summary, manifest, mrr)
     answers = AnswerLayer.load(folder)  # `bench answers score` wrote it there; None when it never ran
     jobs: dict[str, Callable[[], object]] = {
-        f"plot:{name}": partial(plots.drawn, name, summary, records, matrix) for name in plots.names(matrix)
+        f"plot:{name}": partial(plots.drawn, name, summary, records, matrix) for name in plots.names(matrix, summary)
     }
     if any(len(t.points) >= 2 for t in trends):
         jobs["plot:history"] = partial(plots.drawn_history, summary, trends, mrr)

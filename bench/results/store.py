@@ -32,6 +32,7 @@ except ImportError:  # Windows: abandoned staging folders are left for the user 
 MANIFEST, SUMMARY, PER_QUESTION = "manifest.json", "summary.json", "per_question.jsonl"
 # The answer layer, scored after the run (`bench answers score`) and read beside it.
 ANSWERS_SUMMARY, ANSWERS_PER_QUESTION = "answers_summary.json", "answers_per_question.jsonl"
+PERTURBED_QUESTIONS = "perturbed_questions.jsonl"  # every question as each perturbation asked it
 JUDGMENTS = "judgments.jsonl"  # a relevance judge's grades of units (bench judge, runs with questions only)
 TEXTS = "texts.jsonl"  # the text of every unit a ranking or an expected list names, once each
 PARTIAL = ".partial"  # suffix of a staging folder, ``.<run_id>.partial``

@@ -3,6 +3,7 @@ in one place. The command line and the Python API each build one; the run and th
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -35,6 +36,7 @@ class RunOptions:
     engine: str = "local"  # where corpus embedding runs (bench.engines)
     questions: Path | None = None  # questions only, no goldset: a relevance judge grades what is retrieved
     judge: ChatSettings | None = None  # the relevance judge a run with questions only asks
+    perturb: tuple[str, ...] | None = None  # how questions are asked again as typed (None: the config's)
 
     def __post_init__(self) -> None:
         # the Python API is given strings and lists where the command line gives paths and tuples
@@ -45,6 +47,8 @@ class RunOptions:
                 object.__setattr__(self, name, Path(getattr(self, name)))
         for name in ("only", "skip"):
             object.__setattr__(self, name, _patterns(getattr(self, name)))
+        if isinstance(self.perturb, str):  # "typos,case" as the command line gives it
+            object.__setattr__(self, "perturb", tuple(k.strip() for k in self.perturb.split(",") if k.strip()))
 
     @classmethod
     def of(cls, run: RunOptions | Config | str | Path, **changes: Any) -> RunOptions:
@@ -60,10 +64,13 @@ class RunOptions:
 
     def load_config(self) -> Config:
         """The config with this run's overrides applied and validated (a BenchError when it is wrong)."""
-        from bench.config import load_config
+        from bench.config import load_config, perturbations
 
         config = load_config(self.config) if isinstance(self.config, Path) else self.config
-        return config.with_overrides(k=self.k, results=self.results, cache_override=self.cache_dir)
+        changed = config.with_overrides(k=self.k, results=self.results, cache_override=self.cache_dir)
+        if self.perturb is None:
+            return changed
+        return dataclasses.replace(changed, perturb=perturbations(self.perturb, "--perturb"))
 
 
 def _patterns(value: str | Sequence[str]) -> tuple[str, ...]:

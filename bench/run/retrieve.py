@@ -132,6 +132,39 @@ def run_candidate(candidate: CandidateRun, run: RunContext) -> tuple[list[Retrie
     return records, figures
 
 
+def run_perturbed(candidate: CandidateRun, run: RunContext, asked: dict[str, list[str]]) -> dict[str, list[Retrieved]]:
+    """Every question asked again in each perturbed form (``asked``: kind → the questions as typed),
+    ranked and graded as the originals are; expected units unscored (only the metrics are kept)."""
+    cand, retriever, table = candidate.cand, candidate.retriever, candidate.table
+    doc_unit = run.goldset.unit != CHUNK
+    out: dict[str, list[Retrieved]] = {}
+    for kind, texts in asked.items():
+        with run.phases(f"search {kind} {cand.id}"):
+            queries = retriever.encode(texts)
+            rankings = (
+                _document_rankings(retriever, queries, table, run.depth)
+                if doc_unit
+                else retriever.search(queries, run.depth)
+            )
+        out[kind] = [
+            Retrieved(
+                candidate=cand.id,
+                question_id=question.id,
+                question=text,
+                tags=list(question.tags),
+                ranking=_entries(units, scores, judgment.grade_of(units), table, doc_unit),
+                expected=_entries(
+                    judgment.units, np.full(len(judgment.units), np.nan), judgment.grades, table, doc_unit
+                ),
+                evidence=[EvidenceSpan(doc=e.doc, start=e.start, end=e.end, grade=e.grade) for e in question.evidence],
+            )
+            for question, text, judgment, (units, scores) in zip(
+                run.goldset.questions, texts, candidate.judgments, rankings
+            )
+        ]
+    return out
+
+
 def _stage_figures(
     part: Part, table: ChunkTable, questions: list[str], query_ms: float | None, corpus_seconds: float | None
 ) -> Figures:

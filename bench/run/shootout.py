@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress
 
-from bench import measure
+from bench import files, measure
 from bench.chunking.sizes import chunk_sizes
 from bench.chunking.table import ChunkTable
 from bench.config import Candidate, Config
@@ -34,6 +34,7 @@ from bench.evaluation import scale
 from bench.evaluation.holes import holes
 from bench.evaluation.judged import JUDGE_ONLY_ORDER
 from bench.evaluation.relevance import Judgment, grade_units
+from bench.evaluation.robustness import ROBUSTNESS
 from bench.evaluation.scoring import rank_candidates, score_candidate
 from bench.inputs.corpus import Corpus
 from bench.inputs.corpus_stats import corpus_languages
@@ -47,7 +48,7 @@ from bench.results.schema import StoredRun, UnitText
 from bench.retrieval.retrievers import BuildStats
 from bench.retrieval.stores.base import StoreFault
 from bench.retrieval.stores.hosts import StoreHosts
-from bench.run import indexing_time, retrieve
+from bench.run import indexing_time, perturbed, retrieve
 from bench.run.dry_run import run_lock
 from bench.run.models import ModelPool, language_findings, unknown_token_findings
 from bench.run.options import RunOptions
@@ -105,6 +106,7 @@ class _Shared:
     tables: dict[str, ChunkTable]
     judgments: dict[str, list[Judgment]]
     timed: list[str]  # the questions whose encoding and search are timed one at a time
+    asked: dict[str, list[str]]  # each perturbation kind: every question as people type it
     built: BuiltStages
     warned: set[tuple[str, str]] = field(default_factory=set)  # (model, chunker) truncation was warned about
     corpus_seconds: dict[tuple[str, str, str], float | None] = field(default_factory=dict)  # embedding the corpus
@@ -147,7 +149,7 @@ def run_shootout(run: RunOptions | Config, console: Console | None = None, **cha
                 shared.built.close()
             if failed and not results:
                 raise failed[0][1]
-            stored = _finish(inputs, shared.tables, staging, results, records, failed)
+            stored = _finish(inputs, shared, staging, results, records, failed)
         done = _in_place(inputs, stored)
     if failed:
         raise _not_run(failed, done.path)
@@ -221,7 +223,9 @@ def _chunk_and_judge(inputs: _Inputs, progress: Progress) -> _Shared:
     with phases("judge relevance"):
         judgments = {name: grade_units(inputs.goldset, table, config.min_overlap) for name, table in tables.items()}
     timed = [q.text for q in inputs.goldset.questions[: config.latency_samples]]
-    return _Shared(progress, tables, judgments, timed, BuiltStages(config, inputs.candidates))
+    kinds = () if inputs.options.questions is not None else config.perturb  # perturbed forms need a goldset
+    asked = perturbed.as_typed(inputs.goldset, kinds, config.perturb_seed)
+    return _Shared(progress, tables, judgments, timed, asked, BuiltStages(config, inputs.candidates))
 
 
 def _one_candidate(
@@ -249,9 +253,9 @@ def _one_candidate(
         [shared.corpus_seconds[part.key] for part in config.parts(cand)],
     )
     depth = config.retrieval_depth
-    retrieved, measured = retrieve.run_candidate(
-        asked, retrieve.RunContext(inputs.goldset, depth, phases, models.timing)
-    )
+    context = retrieve.RunContext(inputs.goldset, depth, phases, models.timing)
+    retrieved, measured = retrieve.run_candidate(asked, context)
+    typed = retrieve.run_perturbed(asked, context, shared.asked) if shared.asked else {}
     ops = Operating.from_dict({**measured, **models.corpus_speed_kept(cand)})
     ops = ops.merged(scale.at_scale(ops, cand.search or "", len(inputs.corpus), config.scale))
     shared.built.release_after(position)
@@ -264,6 +268,11 @@ def _one_candidate(
             unit=inputs.goldset.unit,
             min_overlap=config.min_overlap,
         )
+        if typed:  # the same questions as people type them: what the candidate loses
+            scored, robust = perturbed.scored(
+                scored, typed, k=config.k, depth=depth, gain=config.ndcg_gain, unit=inputs.goldset.unit,
+                min_overlap=config.min_overlap,
+            )  # fmt: skip
     result = CandidateResult(
         id=cand.id,
         model=cand.model,
@@ -276,6 +285,7 @@ def _one_candidate(
         curve=scores.curve,
         diagnostics=scores.diagnostics,
         ops=ops,
+        extra={ROBUSTNESS: robust} if typed else {},
     )
     return result, scored
 
@@ -303,7 +313,7 @@ def _built_part(inputs: _Inputs, shared: _Shared, part: Candidate, table: ChunkT
 
 def _finish(
     inputs: _Inputs,
-    tables: dict[str, ChunkTable],
+    shared: _Shared,
     staging: Path,
     results: list[CandidateResult],
     records: list[QuestionRecord],
@@ -312,7 +322,7 @@ def _finish(
     """The candidates ranked, the recommendation made, and the run written to ``staging``."""
     config, goldset, phases = inputs.config, inputs.goldset, inputs.phases
     with phases("measure chunk sizes"):
-        sizes = {name: chunk_sizes(table) for name, table in tables.items()}
+        sizes = {name: chunk_sizes(table) for name, table in shared.tables.items()}
     texts = _unit_texts(records, inputs.corpus)
     summary = RunSummary(
         k=config.k,
@@ -337,6 +347,8 @@ def _finish(
         manifest = _manifest(inputs, failed)
         run = _finished(StoredRun(staging, summary, manifest, records, texts, labels), phases)
         schema.save_run(staging, run)
+        if shared.asked:
+            files.write_jsonl(staging / store.PERTURBED_QUESTIONS, perturbed.listed(goldset, shared.asked))
     return run
 
 
