@@ -26,15 +26,15 @@ _ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
 
 
 def _neighbours() -> dict[str, str]:
-    """Each letter's neighbours on a QWERTY keyboard: left and right on its row, and the keys above and
-    below that touch it."""
+    """Each letter's neighbours on a QWERTY keyboard: left and right on its row, and the two keys above
+    and the two below that touch it (each row sits half a key right of the one above)."""
     out: dict[str, str] = {}
     for r, row in enumerate(_ROWS):
         for i, ch in enumerate(row):
             near = [row[j] for j in (i - 1, i + 1) if 0 <= j < len(row)]
-            for other in (r - 1, r + 1):
+            for other, columns in ((r - 1, (i, i + 1)), (r + 1, (i - 1, i))):
                 if 0 <= other < len(_ROWS):
-                    near += [_ROWS[other][j] for j in (i - 1, i, i + 1) if 0 <= j < len(_ROWS[other])]
+                    near += [_ROWS[other][j] for j in columns if 0 <= j < len(_ROWS[other])]
             out[ch] = "".join(dict.fromkeys(near))
     return out
 
