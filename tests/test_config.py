@@ -85,8 +85,10 @@ def test_the_bundled_configs_load():
     cfg = load_config(REPO / "bench.toml")
     assert cfg.corpus.is_dir() and cfg.goldset.is_file()
     # 3 models x 3 chunkers, MiniLM's binary codes per chunker, e5-small and int8 MiniLM on md256, the
-    # hybrid per chunker (and by three weightings on md256) and BM25 on md256 reranked
-    assert len(cfg.candidates()) == 9 + 3 + 1 + 1 + 3 + 3 + 1
+    # hybrid per chunker (and by three weightings on md256), BM25 on md256 reranked, and the three
+    # models on md256+ctx and rec256+ctx
+    assert len(cfg.candidates()) == 9 + 3 + 1 + 1 + 3 + 3 + 1 + 6
+    assert cfg.perturb == ("typos", "case", "punctuation")
     models = {c.model for c in cfg.candidates()}
     assert models == {"minilm", "static", "bm25", "e5-small", "minilm-int8", "minilm+bm25"}
     full = load_config(REPO / "bench-full.toml")

@@ -25,9 +25,30 @@ def test_default_shootout_ranks_every_kind_of_pipeline(default_run):
     summary = json.loads((run / "summary.json").read_text())
     cands = {c["id"]: c for c in summary["candidates"]}
     single = [
-        c for c in cands.values() if c["model"] in {"minilm", "static", "bm25"} and not c["pipeline"].get("reranker")
+        c
+        for c in cands.values()
+        if c["model"] in {"minilm", "static", "bm25"} and not c["pipeline"].get("reranker") and "+ctx" not in c["id"]
     ]
     assert len(single) == 12  # 3 models x 3 chunkers, and MiniLM's binary codes per chunker
+    contextual = [c for c in cands.values() if c["chunker"].endswith("+ctx")]
+    assert len(contextual) == 6 and all(c["quality"]["mrr@5"] > 0.3 for c in contextual)
+    records = [json.loads(line) for line in (run / "per_question.jsonl").read_text().splitlines()]
+    expected = {(r["candidate"], r["question_id"]): [u["id"] for u in r["expected"]] for r in records}
+    for (cid, qid), units in expected.items():  # the same units judged as under the plain chunker
+        if "+ctx" in cid:
+            assert units == expected[(cid.replace("+ctx", ""), qid)]
+    # every question asked again as typed: every candidate loses to typos, the static model (whole
+    # words looked up) most; MiniLM and BM25 read lower case, BM25 no punctuation, so those change nothing
+    typed = [json.loads(line) for line in (run / "perturbed_questions.jsonl").read_text().splitlines()]
+    assert len(typed) == 170 * 3 and sum(t["changed"] for t in typed if t["kind"] == "typos") == 170
+    robust = {cid: c["robustness"] for cid, c in cands.items()}
+    assert all(r["typos"]["drop"] > 0 for r in robust.values())
+    static_drops = [r["typos"]["drop"] for cid, r in robust.items() if cid.startswith("static/")]
+    minilm_drops = [robust[f"minilm/{ch}/flat"]["typos"]["drop"] for ch in ("tok256", "rec256", "md256")]
+    assert min(static_drops) > max(minilm_drops)
+    assert all(robust[cid]["case"]["drop"] == 0 for cid in robust if cid.split("/")[0] in ("minilm", "bm25"))
+    assert all(r["punctuation"]["drop"] == 0 for cid, r in robust.items() if cid.startswith("bm25/") and ">" not in cid)
+    assert "Robustness to real typing" in result.stdout
     assert {"minilm+bm25/md256/flat@rrf", "bm25/md256/inverted>minilm@20", "minilm/md256/bin@rescore=100"} <= set(cands)
     for c in single:
         # a broken model ranks near chance (mrr@5 ~0.02 on ~220 chunks); both retrievers do far better
@@ -56,7 +77,8 @@ def test_default_shootout_ranks_every_kind_of_pipeline(default_run):
     assert "minilm/" in result.stdout and "mrr@5" in result.stdout
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["locked"] is True  # the bundled goldset is reviewed and locked
-    for name in ("report.pdf", "inspector.html", "rank_matrix.csv", "statistics.json", "plots/rank_matrix.png"):
+    for name in ("report.pdf", "inspector.html", "rank_matrix.csv", "statistics.json", "plots/rank_matrix.png",
+                 "plots/robustness.png"):  # fmt: skip
         assert (run / name).stat().st_size > 0, name  # what `make run` hands over
 
 
