@@ -17,16 +17,20 @@ import numpy as np
 
 from bench.chunking.table import ChunkTable
 from bench.inputs.corpus import Corpus, pages_label
+from bench.text.scripts import collapse_spaces, shorten
 
 CONTEXT_SUFFIX = "+ctx"
 SEPARATOR = " › "  # between the title and each heading of the path
+# A heading longer than this (a paragraph a PDF's layout made a heading) is cut: the header names the
+# section, it does not repeat it (columns: a Chinese character counts two).
+MAX_HEADING_WIDTH = 80
 # A markdown heading line (the text every extractor writes): its level and its words.
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
 
 
 def header(title: str, path: list[str], pages: str) -> str:
     """The line indexed above a chunk: ``Travel policy › Refunds (p. 4)``."""
-    parts = [title, *(h for h in path if h != title)]
+    parts = [shorten(collapse_spaces(p), MAX_HEADING_WIDTH) for p in [title, *(h for h in path if h != title)]]
     line = SEPARATOR.join(p for p in parts if p)
     return f"{line} ({pages})" if pages else line
 

@@ -36,6 +36,8 @@ def test_the_heading_path_is_the_headings_above_each_start():
     assert header("Travel policy", ["Travel policy", "Refunds"], "") == "Travel policy › Refunds"
     assert header("handbook.pdf", ["Costs"], "p. 4–5") == "handbook.pdf › Costs (p. 4–5)"
     assert header("", [], "") == ""
+    long = "5.1 Investment of Deferred Amounts. The Committee shall establish the same investment options"
+    assert header("10-K.pdf", [long], "p. 113") == f"10-K.pdf › {long[:79].rstrip()}… (p. 113)"
 
 
 def test_a_contextual_table_indexes_the_header_and_keeps_the_units(tmp_path: Path):
