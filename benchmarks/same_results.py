@@ -5,8 +5,11 @@
 Compares summary.json and per_question.jsonl value by value and rank_matrix.csv byte for byte,
 leaving out what is measured rather than computed (durations, latencies, memory, cache state of
 the latency timings) and what differs by nature (run id, timestamps). Keys only the new run has
-are listed apart: adding keys is allowed, renaming or dropping one is a difference. Exit 0 when
-the results are the same, 1 otherwise.
+are listed apart: adding keys is allowed, renaming or dropping one is a difference. Candidates are
+matched by id and records by candidate and question: candidates only the new run has (a grid that
+grew) are listed apart, and then ranks, the recommendation's comparisons, the holes and the rank
+matrix, which they change by nature, are not compared (the best and the pick are shown). Exit 0 when the
+results are the same, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -78,21 +81,47 @@ def main() -> None:
     args = parser.parse_args()
     out: list[str] = []
     added: set[str] = set()
-    summaries = [_without_measurements(json.loads((run / "summary.json").read_text())) for run in (args.old, args.new)]
-    differences(*summaries, "summary", out, added)
+    old, new = (_without_measurements(json.loads((run / "summary.json").read_text())) for run in (args.old, args.new))
+    by_id = {c["id"]: c for c in new["candidates"]}
+    grown = sorted(set(by_id) - {c["id"] for c in old["candidates"]})
+    for candidate in old["candidates"]:
+        if candidate["id"] not in by_id:
+            out.append(f"summary.candidates: {candidate['id']} dropped")
+            continue
+        mine = by_id[candidate["id"]]
+        if grown:  # a rank moves when candidates are added
+            candidate, mine = {**candidate, "rank": None}, {**mine, "rank": None}
+        differences(candidate, mine, f"summary.candidates[{candidate['id']}]", out, added)
+    by_grid = {"recommendation", "holes"}  # run-level figures over all candidates: more candidates, other figures
+    rest = [key for key in sorted(set(old) | set(new)) if key != "candidates" and (key not in by_grid or not grown)]
+    differences(
+        {k: old.get(k) for k in rest if k in old}, {k: new.get(k) for k in rest if k in new}, "summary", out, added
+    )
     records = [
-        [json.loads(line) for line in (run / "per_question.jsonl").read_text().splitlines()]
+        {
+            (r["candidate"], r["question_id"]): r
+            for r in map(json.loads, (run / "per_question.jsonl").read_text().splitlines())
+        }
         for run in (args.old, args.new)
     ]
-    differences(*records, "per_question", out, added)
+    for key, record in records[0].items():
+        if key not in records[1]:
+            out.append(f"per_question {key}: dropped")
+        else:
+            differences(record, records[1][key], f"per_question[{key[0]} {key[1]}]", out, added)
     matrices = [run / "rank_matrix.csv" for run in (args.old, args.new)]
     same_matrix = all(m.is_file() for m in matrices) and matrices[0].read_bytes() == matrices[1].read_bytes()
-    print(f"summary.json and per_question.jsonl ({len(records[1])} records): {len(out)} differences")
+    print(f"summary.json and per_question.jsonl ({len(records[0])} records of the old run): {len(out)} differences")
     for line in out[:20]:
         print(f"  {line}")
     print(f"keys only the new run has: {', '.join(sorted(added)) or 'none'}")
-    print(f"rank_matrix.csv byte for byte the same: {same_matrix}")
-    sys.exit(1 if out or not same_matrix else 0)
+    if grown:
+        pick = [(run.get("recommendation") or {}).get(key) for run in (old, new) for key in ("best", "pick")]
+        print(f"candidates only the new run has ({len(grown)}): {', '.join(grown)}")
+        print(f"best and pick: {pick[0]}, {pick[1]} -> {pick[2]}, {pick[3]} (ranks and comparisons not compared)")
+    else:
+        print(f"rank_matrix.csv byte for byte the same: {same_matrix}")
+    sys.exit(1 if out or not (same_matrix or grown) else 0)
 
 
 if __name__ == "__main__":
