@@ -22,7 +22,9 @@ from bench.cli.chat_options import ChatOptions, chat_options
     help="Units a person judged that the judge grades too, to measure how far it agrees.",
 )
 @click.option(
-    "--cache-dir", type=click.Path(path_type=Path), help="Where replies are kept; overrides the run's cache folder."
+    "--cache-dir",
+    type=click.Path(path_type=Path),
+    help="Where replies are kept (default: $BENCH_CACHE_DIR, else the user cache folder).",
 )
 @chat_options("--judge-model", "The chat model that grades, by the name its server knows it.")
 def judge(
@@ -38,14 +40,10 @@ def judge(
     from bench.judging.judge_run import Judging, judge_run
     from bench.report.judge_text import judge_lines
     from bench.report.writer import write_reports
-    from bench.results import schema, store
+    from bench.results import store
 
     folder = store.find_run(run_ref, results)
-    config = schema.load_manifest(folder).config or {}
-    configured = Path(config["cache_dir"]) if config.get("cache_dir") else None
-    judging = Judging(
-        chat.settings(), paths.cache_root(configured, cache_dir), rubric, calibrate, console=err_console()
-    )
+    judging = Judging(chat.settings(), paths.cache_root(None, cache_dir), rubric, calibrate, console=err_console())
     report = judge_run(folder, results, judging)
     out = out_console()
     for line in judge_lines(report.run.summary):

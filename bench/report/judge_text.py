@@ -11,7 +11,7 @@ from bench.formatting import usd
 
 
 def trust(section: JsonObject) -> str:
-    """ "calibrated (κ 0.72 on 60 units)" or "uncalibrated (why)"."""
+    """Whether the judge may be trusted, in words: calibrated with its κ, or uncalibrated and why."""
     cal = section.get("calibration") or {}
     if cal.get("status") == CALIBRATED:
         return f"calibrated (κ {cal['kappa']:.2f} on {cal['pairs']} units a person judged)"
