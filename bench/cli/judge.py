@@ -24,7 +24,7 @@ from bench.cli.chat_options import ChatOptions, chat_options
 @click.option(
     "--cache-dir",
     type=click.Path(path_type=Path),
-    help="Where replies are kept (default: $BENCH_CACHE_DIR, else the user cache folder).",
+    help="Where replies are kept; overrides $BENCH_CACHE_DIR and the run's config's cache_dir.",
 )
 @chat_options("--judge-model", "The chat model that grades, by the name its server knows it.")
 def judge(
@@ -43,7 +43,8 @@ def judge(
     from bench.results import store
 
     folder = store.find_run(run_ref, results)
-    judging = Judging(chat.settings(), paths.cache_root(None, cache_dir), rubric, calibrate, console=err_console())
+    cache = paths.cache_root(_configured_cache(folder), cache_dir)
+    judging = Judging(chat.settings(), cache, rubric, calibrate, console=err_console())
     report = judge_run(folder, results, judging)
     out = out_console()
     for line in judge_lines(report.run.summary):
@@ -51,3 +52,16 @@ def judge(
     with err_console().status("writing report.pdf and inspector.html"):
         write_reports(report.run.path, report.run)
     out.print(f"judgments: {report.run.path / store.JUDGMENTS} ({report.judged.tally.summary()})")
+
+
+def _configured_cache(folder: Path) -> Path | None:
+    """The cache folder the run's config names, when that config can still be read where the run read it."""
+    from bench.config import load_config
+    from bench.errors import BenchError
+    from bench.results import schema
+
+    config_path = schema.load_manifest(folder).config_path
+    try:
+        return load_config(Path(config_path)).cache_dir if config_path else None
+    except BenchError:
+        return None
