@@ -275,10 +275,22 @@ def _built_on(p: CandidateResult) -> str:
     return "best part" if kind(p) == "fusion" else "plain chunker"
 
 
+def _extra_cost(m: Measured) -> str:
+    """What a context header adds to the monthly cost at [scale] (more tokens embedded), where both are known."""
+    if plain_twin(m.pipeline) is None:
+        return ""
+    after, before = m.pipeline.ops.cost.monthly_cost_usd, m.base.ops.cost.monthly_cost_usd
+    if after is None or before is None:
+        return ""
+    extra = after - before
+    return f", {'+' if extra >= 0 else '−'}{usd(abs(extra))} a month"
+
+
 def measured_text(found: list[Measured], k: int) -> str:
     """The run-level summary: each pipeline against what it is built on, best gain first."""
     shown = "; ".join(
-        f"{m.pipeline.id} {m.after:.3f} vs {_built_on(m.pipeline)} {m.base.id} {m.before:.3f} ({signed(m.gain)})"
+        f"{m.pipeline.id} {m.after:.3f} vs {_built_on(m.pipeline)} {m.base.id} {m.before:.3f} "
+        f"({signed(m.gain)}{_extra_cost(m)})"
         for m in found[:MAX_SHOWN]
     )
     rest = found[MAX_SHOWN:]
