@@ -18,12 +18,12 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from bench.core.measures import metric_key
-from bench.core.records import EvidenceSpan, RankedUnit, Retrieved, UnitLabel
+from bench.core.records import EvidenceSpan, QuestionRecord, RankedUnit, Retrieved, UnitLabel
 from bench.core.sections import JsonObject
 from bench.core.summary import CandidateResult
 from bench.evaluation.answers import MIN_CALIBRATION_CLAIMS, MIN_CALIBRATION_KAPPA, agreement, calibrates
 from bench.evaluation.holes import covered
-from bench.evaluation.scoring import rank_candidates, score_candidate
+from bench.evaluation.scoring import RANK_ORDER, rank_candidates, score_candidate
 from bench.inputs.goldset import DOCUMENT
 
 JUDGE_GRADES = (0, 1, 2, 3)
@@ -123,7 +123,7 @@ def relevant_pool(
     return {q: list(units.values()) for q, units in found.items()}
 
 
-def with_judge(
+def with_judge(  # noqa: PLR0913 - the run's scoring settings, one by one as score_candidate takes them
     candidates: Sequence[CandidateResult],
     records: Sequence[Retrieved],
     labels: Sequence[UnitLabel],
@@ -133,9 +133,11 @@ def with_judge(
     gain: str,
     unit: str,
     min_overlap: float,
-) -> tuple[dict[str, list[Retrieved]], list[CandidateResult]]:
-    """Every candidate's records regraded with the judge's labels, and the candidates scored and ranked
-    on them (by mrr@k then recall@k, as the goldset's figures are)."""
+    order: tuple[str, str] = RANK_ORDER,
+) -> tuple[dict[str, list[QuestionRecord]], list[CandidateResult]]:
+    """Every candidate's records regraded with the judge's labels and scored, and the candidates scored
+    on them (judged@k counting the judge's labels) and ranked by ``order`` (mrr@k then recall@k, as
+    the goldset's figures are, unless told otherwise)."""
     keyed = by_key(labels, unit)
     by_candidate: dict[str, list[Retrieved]] = {}
     for rec in records:
@@ -144,14 +146,19 @@ def with_judge(
     for cand in candidates:
         chunkers.setdefault(cand.chunker, []).extend(by_candidate.get(cand.id, []))
     pools = {name: relevant_pool(recs, keyed, unit) for name, recs in chunkers.items()}
-    regraded_records, scored = {}, []
+    scored_records, scored = {}, []
     for cand in candidates:
-        regraded_records[cand.id] = regraded(by_candidate.get(cand.id, []), keyed, pools[cand.chunker], unit)
-        _, scores = score_candidate(
-            regraded_records[cand.id], k=k, depth=depth, gain=gain, unit=unit, min_overlap=min_overlap
+        mine = regraded(by_candidate.get(cand.id, []), keyed, pools[cand.chunker], unit)
+        scored_records[cand.id], scores = score_candidate(
+            mine, k=k, depth=depth, gain=gain, unit=unit, min_overlap=min_overlap
         )
-        scored.append(dataclasses.replace(cand, quality=scores.quality, curve=scores.curve, rank=None))
-    return regraded_records, rank_candidates(scored, k)
+        diagnostics = dataclasses.replace(
+            scores.diagnostics, judged_at_k=judged_at_k(scored_records[cand.id], keyed, k, unit)
+        )
+        scored.append(
+            dataclasses.replace(cand, quality=scores.quality, curve=scores.curve, diagnostics=diagnostics, rank=None)
+        )
+    return scored_records, rank_candidates(scored, k, order)
 
 
 def calibration_pairs(
@@ -205,31 +212,31 @@ def calibration(
     return out
 
 
+def tallies(labels: Sequence[UnitLabel]) -> JsonObject:
+    """How many units the judge was asked about, graded, and found relevant."""
+    return {
+        "labels": len(labels),
+        "graded": sum(label.grade is not None for label in labels),
+        "relevant": sum(relevance_grade(label.grade) > 0 for label in labels),
+    }
+
+
 def view(
     goldset_ranked: Sequence[CandidateResult],
     judged_ranked: Sequence[CandidateResult],
-    judged_records: Mapping[str, Sequence[Retrieved]],
     labels: Sequence[UnitLabel],
-    unit_kind: str,
     k: int,
 ) -> JsonObject:
-    """summary.json's ``judge`` figures for a run with a goldset: each candidate's metrics and rank with
-    the judge's grades and its judged@k, and the best both ways (whether they differ)."""
-    keyed = by_key(labels, unit_kind)
+    """summary.json's ``judge`` figures for a run with a goldset: each candidate's metrics, rank and
+    judged@k with the judge's grades (``with_judge``), and the best both ways (whether they differ)."""
     mrr, recall = metric_key("mrr", k), metric_key("recall", k)
     best_goldset = goldset_ranked[0].id if goldset_ranked else None
     best_judged = judged_ranked[0].id if judged_ranked else None
     return {
         "mode": GOLDSET_AND_JUDGE,
-        "labels": len(labels),
-        "graded": sum(label.grade is not None for label in labels),
-        "relevant": sum(relevance_grade(label.grade) > 0 for label in labels),
+        **tallies(labels),
         "candidates": {
-            c.id: {
-                "rank": c.rank,
-                "quality": c.quality.to_dict(),
-                "judged_at_k": judged_at_k(judged_records.get(c.id, []), keyed, k, unit_kind),
-            }
+            c.id: {"rank": c.rank, "quality": c.quality.to_dict(), "judged_at_k": c.diagnostics.judged_at_k}
             for c in judged_ranked
         },
         "headline": [mrr, recall],

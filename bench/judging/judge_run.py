@@ -23,7 +23,6 @@ from bench.core.summary import CandidateResult, RunSummary
 from bench.embedders import paths
 from bench.errors import BenchError
 from bench.evaluation import judged
-from bench.evaluation.scoring import rank_candidates, score_candidate
 from bench.judging.relevance_judge import CALIBRATION_UNITS, Judged, judge_units, load_rubric, pooled
 from bench.llm.http_api import redact_url
 from bench.llm.prompts import Template
@@ -96,14 +95,14 @@ def judge_run(ref: str | Path, results: Path, judging: Judging) -> JudgeReport:
     template = judging.template()
     texts = {(t.doc_id, t.start, t.end): t.text for t in run.texts}
     labels, done = judging.ask(run.records, texts, summary.unit, summary.k, run.judgments, template)
-    judged_records, judged_ranked = judged.with_judge(
+    _, judged_ranked = judged.with_judge(
         summary.candidates, run.records, labels, k=summary.k, depth=summary.depth, gain=summary.ndcg_gain,
         unit=summary.unit, min_overlap=summary.min_overlap,
     )  # fmt: skip
     keyed = judged.by_key(labels, summary.unit)
     pairs = judged.calibration_pairs(run.records, keyed, summary.unit)
     section = {
-        **judged.view(summary.candidates, judged_ranked, judged_records, labels, summary.unit, summary.k),
+        **judged.view(summary.candidates, judged_ranked, labels, summary.k),
         "holes": judged.graded_holes(summary.holes or [], keyed, summary.unit),
         "calibration": judged.calibration(pairs),
         "judge": judging.describe(template, done, summary.k),
@@ -125,32 +124,15 @@ def judge_only(
     nDCG@k then precision@k, its records regraded, the labels and summary.json's judge."""
     template = judging.template()
     labels, done = judging.ask(records, texts, summary.unit, summary.k, [], template)
-    keyed = judged.by_key(labels, summary.unit)
-    regraded, _ = judged.with_judge(
+    # the judge's relevant units join the records as expected units and evidence, marked "by": "judge"
+    regraded, ranked = judged.with_judge(
         candidates, records, labels, k=summary.k, depth=summary.depth, gain=summary.ndcg_gain, unit=summary.unit,
-        min_overlap=summary.min_overlap,
+        min_overlap=summary.min_overlap, order=judged.JUDGE_ONLY_ORDER,
     )  # fmt: skip
-    scored_records: list[QuestionRecord] = []
-    scored: list[CandidateResult] = []
-    for cand in candidates:
-        # the judge's relevant units join the records as expected units and evidence, marked "by": "judge"
-        mine, scores = score_candidate(
-            regraded[cand.id], k=summary.k, depth=summary.depth, gain=summary.ndcg_gain, unit=summary.unit,
-            min_overlap=summary.min_overlap,
-        )  # fmt: skip
-        scored_records.extend(mine)
-        diagnostics = dataclasses.replace(
-            scores.diagnostics, judged_at_k=judged.judged_at_k(mine, keyed, summary.k, summary.unit)
-        )
-        scored.append(
-            dataclasses.replace(cand, quality=scores.quality, curve=scores.curve, diagnostics=diagnostics, rank=None)
-        )
-    ranked = rank_candidates(scored, summary.k, judged.JUDGE_ONLY_ORDER)
+    scored_records = [rec for cand in candidates for rec in regraded[cand.id]]
     section: JsonObject = {
         "mode": judged.JUDGE_ONLY,
-        "labels": len(labels),
-        "graded": sum(x.grade is not None for x in labels),
-        "relevant": sum(judged.relevance_grade(x.grade) > 0 for x in labels),
+        **judged.tallies(labels),
         "rank_by": [f"{name}@{summary.k}" for name in judged.JUDGE_ONLY_ORDER],
         "calibration": {"status": judged.UNCALIBRATED, "pairs": 0, "why": NO_GOLDSET},
         "judge": judging.describe(template, done, summary.k),

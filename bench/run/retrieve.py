@@ -20,7 +20,7 @@ from bench.embedders import QUERY
 from bench.evaluation import costs
 from bench.evaluation.prices import Price, hourly_usd
 from bench.evaluation.relevance import Judgment
-from bench.inputs.goldset import CHUNK, Goldset
+from bench.inputs.goldset import CHUNK, Goldset, Question
 from bench.retrieval import rerankers
 from bench.retrieval.faiss_index import compression_ratio
 from bench.retrieval.pipelines import FusedRetriever, RerankedRetriever, RerankQueries
@@ -72,34 +72,19 @@ def run_candidate(candidate: CandidateRun, run: RunContext) -> tuple[list[Retrie
             _document_rankings(retriever, queries, table, depth) if doc_unit else retriever.search(queries, depth)
         )
     with phases(f"collect rankings {cand.id}"):
-        records = []
-        for qi, (question, judgment, (units, scores)) in enumerate(
-            zip(goldset.questions, candidate.judgments, rankings)
-        ):
-            expected_scores = _expected_scores(retriever, queries, qi, judgment, table, doc_unit)
-            records.append(
-                Retrieved(
-                    candidate=cand.id,
-                    question_id=question.id,
-                    question=question.text,
-                    tags=list(question.tags),
-                    ranking=_entries(units, scores, judgment.grade_of(units), table, doc_unit),
-                    expected=_entries(judgment.units, expected_scores, judgment.grades, table, doc_unit),
-                    evidence=[
-                        EvidenceSpan(
-                            doc=e.doc,
-                            start=e.start,
-                            end=e.end,
-                            grade=e.grade,
-                            extra={
-                                **({"pages": e.pages} if e.pages else {}),
-                                **({"matched": e.matched, "similarity": e.similarity} if e.matched else {}),
-                            },
-                        )
-                        for e in question.evidence
-                    ],
-                )
+        records = [
+            _record(
+                cand.id,
+                question,
+                question.text,
+                judgment,
+                ranked,
+                _expected_scores(retriever, queries, qi, judgment, table, doc_unit),
+                table,
+                doc_unit,
             )
+            for qi, (question, judgment, ranked) in enumerate(zip(goldset.questions, candidate.judgments, rankings))
+        ]
     with phases(f"recall vs exact {cand.id}"):
         recall = retriever.recall_against_exact(queries, depth)
     n_timed = min(len(questions), candidate.latency_samples)
@@ -146,23 +131,50 @@ def run_perturbed(candidate: CandidateRun, run: RunContext, asked: dict[str, lis
                 if doc_unit
                 else retriever.search(queries, run.depth)
             )
+        unscored = [np.full(len(judgment.units), np.nan) for judgment in candidate.judgments]
         out[kind] = [
-            Retrieved(
-                candidate=cand.id,
-                question_id=question.id,
-                question=text,
-                tags=list(question.tags),
-                ranking=_entries(units, scores, judgment.grade_of(units), table, doc_unit),
-                expected=_entries(
-                    judgment.units, np.full(len(judgment.units), np.nan), judgment.grades, table, doc_unit
-                ),
-                evidence=[EvidenceSpan(doc=e.doc, start=e.start, end=e.end, grade=e.grade) for e in question.evidence],
-            )
-            for question, text, judgment, (units, scores) in zip(
-                run.goldset.questions, texts, candidate.judgments, rankings
+            _record(cand.id, question, text, judgment, ranked, none, table, doc_unit)
+            for question, text, judgment, none, ranked in zip(
+                run.goldset.questions, texts, candidate.judgments, unscored, rankings
             )
         ]
     return out
+
+
+def _record(
+    cid: str,
+    question: Question,
+    text: str,
+    judgment: Judgment,
+    ranked: tuple[np.ndarray, np.ndarray],
+    expected_scores: np.ndarray,
+    table: ChunkTable,
+    doc_unit: bool,
+) -> Retrieved:
+    """One question as asked (``text``: as written, or a perturbed form) and ranked (``ranked``: units and
+    their scores), graded by its judgment."""
+    units, scores = ranked
+    return Retrieved(
+        candidate=cid,
+        question_id=question.id,
+        question=text,
+        tags=list(question.tags),
+        ranking=_entries(units, scores, judgment.grade_of(units), table, doc_unit),
+        expected=_entries(judgment.units, expected_scores, judgment.grades, table, doc_unit),
+        evidence=[
+            EvidenceSpan(
+                doc=e.doc,
+                start=e.start,
+                end=e.end,
+                grade=e.grade,
+                extra={
+                    **({"pages": e.pages} if e.pages else {}),
+                    **({"matched": e.matched, "similarity": e.similarity} if e.matched else {}),
+                },
+            )
+            for e in question.evidence
+        ],
+    )
 
 
 def _stage_figures(
