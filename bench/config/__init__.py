@@ -10,6 +10,7 @@ import fnmatch
 import functools
 import hashlib
 import json
+import os
 import re
 import tomllib
 from collections.abc import Mapping
@@ -28,6 +29,7 @@ from bench.config.tables import (
     model_specs_from,
     reranker_specs_from,
 )
+from bench.core.chat_use import BASE_URL_ENV, ChatEndpoint, ChatUse
 from bench.core.summary import LEXICAL_INDEX
 from bench.core.tables import read_field, read_table
 from bench.embedders import MODELS, ModelSpec
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
     from bench.evaluation.prices import Price
+    from bench.llm.settings import ChatSettings
 
 
 @functools.total_ordering
@@ -127,6 +130,7 @@ class Config:
     documents: Limits = LIMITS  # [documents]: how large a document may be before it is left out
     perturb: tuple[str, ...] = ()  # how questions are asked again as people type them (bench.text.perturb)
     perturb_seed: int = 0
+    llm: ChatEndpoint = field(default_factory=ChatEndpoint)  # [llm]: where the steps that ask a model send
     # the file's top level as read (None: a Config built in code): the hash takes paths as written
     file: Settings | None = field(default=None, compare=False, repr=False)
 
@@ -145,6 +149,26 @@ class Config:
 
     def index(self, name: str) -> IndexSpec:
         return self.index_specs[name]
+
+    def chat(self, use: ChatUse, what: str) -> ChatSettings:
+        """How a step (``what``: its table, "[query.hyde]") asks its model: [llm]'s endpoint (else
+        $BENCH_LLM_BASE_URL), the step's model and prices, the run's budget."""
+        from bench.llm.settings import ChatSettings
+
+        llm = self.llm
+        base_url = llm.base_url or os.environ.get(BASE_URL_ENV, "").strip()
+        if not base_url:
+            raise BenchError(
+                f"{self.path}: {what} asks {use.model!r}, but no chat endpoint is given; set [llm] base_url "
+                f'= "http://127.0.0.1:8000/v1" (an OpenAI-compatible server) or ${BASE_URL_ENV}'
+            )
+        return ChatSettings(
+            base_url, use.model, api_key_env=llm.api_key_env, concurrency=llm.concurrency,
+            max_cost=None if llm.max_cost is None else float(llm.max_cost), price_in=float(use.price_in),
+            price_out=float(use.price_out),
+            price_cached_in=None if use.price_cached_in is None else float(use.price_cached_in),
+            max_attempts=llm.max_attempts, timeout_s=float(llm.timeout_s),
+        )  # fmt: skip
 
     def candidates(self, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> list[Candidate]:
         """The grid: models × chunkers × indexes × query settings, then each fusion per chunker and
@@ -352,6 +376,7 @@ def load_config(path: str | Path) -> Config:
         documents=Limits.from_settings(file.documents, where),
         perturb=perturbations(file.perturb, f"{where}: perturb"),
         perturb_seed=file.perturb_seed,
+        llm=read_table(ChatEndpoint, file.llm, f"{where}: [llm]"),
         file=file,
     )
     _check_depth(config, where)

@@ -79,6 +79,11 @@ class Settings:
     fusion: Mapping[str, object] = setting(default_factory=dict, what='tables like [fusion."minilm+bm25"]')
     reranker: Mapping[str, object] = setting(default_factory=dict, what="tables like [reranker.minilm]")
     scale: Mapping[str, object] | None = setting(None, what="a table", note="e.g. [scale] queries_per_month = 100000")
+    # the chat endpoint of the steps that ask a model (bench.core.chat_use), and those steps
+    llm: Mapping[str, object] | None = setting(
+        None, what="a table", note='e.g. [llm] base_url = "http://127.0.0.1:8000/v1"'
+    )
+    query: Mapping[str, object] = setting(default_factory=dict, what="tables like [query.hyde]")
     documents: Mapping[str, object] = setting(
         default_factory=dict, what="a table", note="e.g. [documents] max_pages = 5000"
     )

@@ -12,6 +12,7 @@ waits for them first, since they may cost less than their estimates.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -144,8 +145,10 @@ class _Calls:
 
     def _send(self, request: Request) -> Row:
         asker = self.asker
+        started = time.perf_counter()
         reply = asker.client.complete(request.messages, self.abort)
-        return asker.log.add(request.key, reply, model=asker.client.model, **request.about)
+        seconds = round(time.perf_counter() - started, 4)  # the call as the caller waited for it, retries included
+        return asker.log.add(request.key, reply, model=asker.client.model, seconds=seconds, **request.about)
 
     def next_row(self) -> tuple[Request, Row]:
         """The first pending request and its row (a call's once it is back), counted in the tally."""

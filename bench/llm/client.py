@@ -39,19 +39,26 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     estimated: bool = False  # the server sent no usage: counted by estimate_tokens
+    cached_prompt_tokens: int = 0  # of prompt_tokens, those the server read from its prompt cache
 
     def to_dict(self) -> dict[str, int | bool]:
-        return {
+        out: dict[str, int | bool] = {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "estimated": self.estimated,
         }
+        if self.cached_prompt_tokens:
+            out["cached_prompt_tokens"] = self.cached_prompt_tokens
+        return out
 
     @classmethod
     def from_dict(cls, d: object) -> Usage:
         if not isinstance(d, dict):
             return cls(estimated=True)
-        return cls(int(d.get("prompt_tokens", 0)), int(d.get("completion_tokens", 0)), bool(d.get("estimated", False)))
+        return cls(
+            int(d.get("prompt_tokens", 0)), int(d.get("completion_tokens", 0)), bool(d.get("estimated", False)),
+            int(d.get("cached_prompt_tokens", 0)),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +77,15 @@ def estimate_tokens(text: str) -> int:
         return (len(text) + 3) // 4
     other = len(text) - len(text.encode("ascii", "ignore"))
     return (len(text) - other + 3) // 4 + other
+
+
+def _cached(usage: dict[str, object]) -> int:
+    """Prompt tokens read from the server's prompt cache (OpenAI's ``prompt_tokens_details.cached_tokens``)."""
+    details = usage.get("prompt_tokens_details")
+    try:
+        return int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
+    except (TypeError, ValueError):
+        return 0
 
 
 def json_in_reply(text: str) -> object | None:
@@ -224,7 +240,7 @@ class ChatClient(EndpointCounters):
         usage = obj.get("usage")
         try:
             prompt, completion = int(usage["prompt_tokens"]), int(usage["completion_tokens"])
-            return Reply(str(content), Usage(prompt, completion), str(refusal))
+            return Reply(str(content), Usage(prompt, completion, cached_prompt_tokens=_cached(usage)), str(refusal))
         except (KeyError, TypeError, ValueError):
             sent = sum(estimate_tokens(m.get("content", "")) for m in messages)
             return Reply(str(content), Usage(sent, estimate_tokens(str(content)), estimated=True), str(refusal))

@@ -50,13 +50,17 @@ def reply_text(row: Row) -> str:
 
 @dataclass(frozen=True)
 class Prices:
-    """USD per million tokens, of the prompt and of the reply."""
+    """USD per million tokens, of the prompt and of the reply; prompt tokens read from the server's
+    prompt cache at ``cached_input`` (None: at ``input``)."""
 
     input: float = 0.0
     output: float = 0.0
+    cached_input: float | None = None
 
     def cost(self, usage: Usage) -> float:
-        return (usage.prompt_tokens * self.input + usage.completion_tokens * self.output) / 1e6
+        cached = usage.cached_prompt_tokens if self.cached_input is not None else 0
+        fresh = usage.prompt_tokens - cached
+        return (fresh * self.input + cached * (self.cached_input or 0.0) + usage.completion_tokens * self.output) / 1e6
 
 
 @dataclass
@@ -69,6 +73,7 @@ class Tally:
     skipped: int = 0  # not sent: the budget would not allow it
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
     estimated: bool = False
     cost: float = 0.0
     cost_sent: float = 0.0
@@ -79,6 +84,7 @@ class Tally:
         cost = prices.cost(usage)
         self.prompt_tokens += usage.prompt_tokens
         self.completion_tokens += usage.completion_tokens
+        self.cached_prompt_tokens += usage.cached_prompt_tokens
         self.estimated = self.estimated or usage.estimated
         self.cost += cost
         if sent:

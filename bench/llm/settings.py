@@ -26,6 +26,7 @@ class ChatSettings:
     max_cost: float | None = None
     price_in: float = 0.0
     price_out: float = 0.0
+    price_cached_in: float | None = None  # prompt tokens read from the server's prompt cache
     temperature: float = 0.0
     max_tokens: int | None = None  # None: what the use needs (an answer is longer than a verdict)
     max_attempts: int = 6
@@ -33,7 +34,7 @@ class ChatSettings:
 
     @property
     def prices(self) -> Prices:
-        return Prices(self.price_in, self.price_out)
+        return Prices(self.price_in, self.price_out, self.price_cached_in)
 
     def check(self) -> None:
         if self.concurrency < 1:
