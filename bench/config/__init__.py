@@ -43,6 +43,7 @@ from bench.retrieval.faiss_index import INDEXES, IndexSpec
 from bench.retrieval.fusion import FusionSpec, is_fusion
 from bench.retrieval.index_kinds import check_index_dims
 from bench.retrieval.rerankers import RerankerSpec
+from bench.retrieval.rewrites import QUERY_MARK, RewriteSpec, rewrite_spec_from_config
 from bench.text.perturb import KINDS as PERTURBATIONS
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ class Candidate:
     search: str | None = None  # None: the index has a single query setting
     reranker: str | None = None
     top: int | None = None  # set with ``reranker``
+    query: str | None = None  # the [query.NAME] its questions are rewritten by (a first stage only)
 
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, Candidate):
@@ -75,14 +77,18 @@ class Candidate:
         return self._order < other._order
 
     @property
-    def _order(self) -> tuple[str, str, str, str, str, int]:
+    def _order(self) -> tuple[str, str, str, str, str, int, str]:
         """Field by field, a part left out before any given one."""
-        return (self.model, self.chunker, self.index, self.search or "", self.reranker or "", self.top or 0)
+        return (
+            self.model, self.chunker, self.index, self.search or "", self.reranker or "", self.top or 0,
+            self.query or "",
+        )  # fmt: skip
 
     @property
     def id(self) -> str:
         base = f"{self.model}/{self.chunker}/{self.index}"
         base = f"{base}@{self.search}" if self.search else base
+        base = f"{base}{QUERY_MARK}{self.query}" if self.query else base
         return f"{base}>{self.reranker}@{self.top}" if self.reranker else base
 
     @property
@@ -93,6 +99,11 @@ class Candidate:
     @property
     def first_stage(self) -> Candidate:
         return replace(self, reranker=None, top=None)
+
+    @property
+    def as_written(self) -> Candidate:
+        """The same pipeline asked the questions as written."""
+        return replace(self, query=None)
 
     @property
     def fused(self) -> bool:
@@ -114,6 +125,7 @@ class Config:
     exclude: tuple[str, ...] = ()  # glob patterns on candidate ids
     fusions: tuple[FusionSpec, ...] = ()  # hybrid first stages, from `fusions` and [fusion."A+B"]
     rerankers: tuple[RerankerSpec, ...] = ()  # from `rerankers` and [reranker.NAME]
+    rewrites: tuple[RewriteSpec, ...] = ()  # [query.NAME]: questions rewritten by a chat model
     cache_override: Path | None = None  # --cache-dir: beats $BENCH_CACHE_DIR and cache_dir
     priced: frozenset[str] = frozenset()  # models whose [model.NAME] table sets price_per_mtok
     recommend_margin: float = 0.02  # kept as the recommendation's `margin`; a paired test decides ties
@@ -172,7 +184,8 @@ class Config:
 
     def candidates(self, only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> list[Candidate]:
         """The grid: models × chunkers × indexes × query settings, then each fusion per chunker and
-        variant, each reranked variant right after its first stage; less ``exclude`` and ``skip``,
+        variant, each reranked and each rewritten variant right after its first stage; less ``exclude``
+        and ``skip``,
         within ``only``.
 
         A lexical model uses its own inverted index, once per chunker. Patterns are globs on ids.
@@ -190,12 +203,7 @@ class Config:
             index = LEXICAL_INDEX if all(self.model(m).lexical for m in fusion.models) else self.fusion_index(fusion)
             for chunker in self.chunkers:
                 first += [Candidate(fusion.name, chunker.name, index, label) for label, _ in fusion.variants()]
-        grid = []
-        for cand in first:
-            grid.append(cand)
-            for reranker in self.rerankers:
-                if self._reranks(reranker, cand):
-                    grid += [replace(cand, reranker=reranker.name, top=top) for top in reranker.top]
+        grid = [c for cand in first for c in (cand, *self._built_on(cand))]
         drop = (*self.exclude, *skip)
         grid = [c for c in grid if not any(fnmatch.fnmatchcase(c.id, p) for p in drop)]
         if only:
@@ -203,6 +211,17 @@ class Config:
         if not grid:
             raise BenchError(f"{self.path}: no candidate is left after exclude, --only and --skip; loosen them")
         return grid
+
+    def _built_on(self, cand: Candidate) -> list[Candidate]:
+        """The pipelines that add a step to first stage ``cand``: each reranker's, then each rewrite's."""
+        out = []
+        for reranker in self.rerankers:
+            if self._reranks(reranker, cand):
+                out += [replace(cand, reranker=reranker.name, top=top) for top in reranker.top]
+        for rewrite in self.rewrites:
+            if not rewrite.over or any(fnmatch.fnmatchcase(cand.id, p) for p in rewrite.over):
+                out.append(replace(cand, query=rewrite.name))
+        return out
 
     def _reranks(self, reranker: RerankerSpec, cand: Candidate) -> bool:
         """Whether ``reranker`` reranks first stage ``cand``: its ``over`` patterns (every first stage
@@ -224,9 +243,12 @@ class Config:
     def reranker(self, name: str) -> RerankerSpec:
         return next(r for r in self.rerankers if r.name == name)
 
+    def rewrite(self, name: str) -> RewriteSpec:
+        return next(r for r in self.rewrites if r.name == name)
+
     def parts(self, cand: Candidate) -> list[Candidate]:
         """The single-model first stages a candidate is made of (itself, when it is one)."""
-        cand = cand.first_stage
+        cand = cand.first_stage.as_written
         if not cand.fused:
             return [cand]
         fusion = self.fusion(cand.model)
@@ -279,6 +301,7 @@ class Config:
             "exclude": list(self.exclude),
             **({"fusions": {f.name: _spec_dict(f) for f in self.fusions}} if self.fusions else {}),
             **({"rerankers": {r.name: _spec_dict(r) for r in self.rerankers}} if self.rerankers else {}),
+            **({"queries": {r.name: _rewrite_dict(r) for r in self.rewrites}} if self.rewrites else {}),
             **({"scale": _spec_dict(self.scale)} if file and file.scale is not None else {}),
             **({"prefer": self.prefer} if file and file.prefer is not None else {}),
             **({"equivalence_margin": self.equivalence_margin} if file and file.equivalence_margin is not None else {}),
@@ -324,6 +347,13 @@ def _spec_dict(spec: DataclassInstance) -> dict[str, object]:
     return parsed
 
 
+def _rewrite_dict(spec: RewriteSpec) -> dict[str, object]:
+    """A rewrite as the hash sees it: its prompt by version and content, not by where the file is."""
+    template = spec.template()
+    out = {key: value for key, value in _spec_dict(spec).items() if key != "prompt"}
+    return {**out, "prompt": {"version": template.version, "sha256": template.sha256}}
+
+
 def load_config(path: str | Path) -> Config:
     path = Path(path)
     if not path.is_file():
@@ -359,6 +389,7 @@ def load_config(path: str | Path) -> Config:
         exclude=file.exclude,
         fusions=tuple(fusions),
         rerankers=tuple(rerankers),
+        rewrites=tuple(rewrite_spec_from_config(name, table, base) for name, table in file.query.items()),
         priced=frozenset(
             name for name, table in file.model.items() if isinstance(table, Mapping) and "price_per_mtok" in table
         ),

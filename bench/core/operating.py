@@ -18,7 +18,7 @@ from typing import Any, Literal, TypeAlias
 
 from bench.core.sections import JsonObject
 
-Step = Literal["query_embed", "search", "rerank"]
+Step = Literal["rewrite", "query_embed", "search", "rerank"]
 Stat = Literal["mean", "p50", "p95", "p99"]
 
 
@@ -42,6 +42,12 @@ class Cost:
     monthly_compute_usd: float | None = None
     monthly_cost_usd: float | None = None
     monthly_cost_includes: list[str] | None = None  # the parts [scale] prices: embedding, storage, compute
+    # a question rewritten by a chat model ([query.NAME]) before it is searched: included in cost_per_1k_queries_usd
+    rewrite_model: str | None = None
+    rewrite_price_source: str | None = None
+    rewrite_cost_per_1k_queries_usd: float | None = None
+    rewrite_tokens_per_query: float | None = None  # prompt and reply
+    rewrites_failed: int | None = None  # replies that gave no rewrite: those questions were searched as asked
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +70,13 @@ class Latency:
     rerank_ms_p50: float | None = None
     rerank_ms_p95: float | None = None
     rerank_ms_p99: float | None = None
+    # the chat call that rewrites a question ([query.NAME]), as measured against its endpoint when sent
+    rewrite_ms_mean: float | None = None
+    rewrite_ms_p50: float | None = None
+    rewrite_ms_p95: float | None = None
+    rewrite_ms_p99: float | None = None
+    rewrite_calls_timed: int | None = None
+    rewrite_endpoint: str | None = None  # "a server on this machine": not a provider's latency
     end_to_end_ms_p50: float | None = None
     end_to_end_ms_p95: float | None = None
     qps_single_thread: float | None = None
@@ -77,8 +90,9 @@ class Latency:
     timing_busy: bool | None = None  # a timing was taken on a busy machine (and not kept for later runs)
 
     def cpu_ms(self, step: Step) -> float | None:
-        """One step's mean CPU milliseconds per query (None in runs that predate them)."""
-        return getattr(self, f"{step}_cpu_ms_mean")
+        """One step's mean CPU milliseconds per query (None in runs that predate them; a rewrite runs
+        on its endpoint, not here)."""
+        return None if step == "rewrite" else getattr(self, f"{step}_cpu_ms_mean")
 
     def ms(self, step: Step, stat: Stat) -> float | None:
         """One step's milliseconds at one statistic (``search``, ``p95``)."""

@@ -32,11 +32,24 @@ class Reranker(Section):
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
+class QueryRewrite(Section):
+    """How a chat model rewrites each question before it is searched ([query.NAME])."""
+
+    name: str | None = None
+    kind: str | None = None  # "hyde", "multi" or "rewrite"
+    model: str | None = None
+    prompt: str | None = None  # the prompt file's version
+    n: int | None = None  # multi: rewrites of each question
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
 class Pipeline(Section):
-    _nested: ClassVar[dict[str, type[Section]]] = {"fusion": Fusion, "reranker": Reranker}
+    _nested: ClassVar[dict[str, type[Section]]] = {"fusion": Fusion, "reranker": Reranker, "query": QueryRewrite}
 
     kind: str | None = None  # "dense", "lexical" or "fusion"
     parts: list[str] = field(default_factory=list)
     fusion: Fusion | None = None
     reranker: Reranker | None = None
     first_stage: str | None = None
+    query: QueryRewrite | None = None
+    as_written: str | None = None  # a rewritten candidate: the same pipeline asked the questions as written

@@ -36,3 +36,8 @@ def extracted_dir(root: Path) -> Path:
 def judge_dir(root: Path) -> Path:
     """A relevance judge's replies, by what was sent and to which model: any run asking again sends nothing."""
     return root / "judge"
+
+
+def rewrites_dir(root: Path) -> Path:
+    """Questions rewritten by chat models ([query.NAME]), by what was sent and to which model."""
+    return root / "rewrites"

@@ -127,7 +127,7 @@ def candidate_costs(price: Price, usage: Usage, hourly: float | None) -> RunCost
     return figures
 
 
-QUERY_STEPS: tuple[Step, ...] = ("query_embed", "search", "rerank")  # what one query goes through, in order
+QUERY_STEPS: tuple[Step, ...] = ("rewrite", "query_embed", "search", "rerank")  # what one query goes through, in order
 
 
 def latency_ms(candidate: CandidateResult, stat: Stat = "p95") -> float | None:
@@ -138,7 +138,7 @@ def latency_ms(candidate: CandidateResult, stat: Stat = "p95") -> float | None:
 
 
 def end_to_end_ms(candidate: CandidateResult | Operating, stat: Stat = "p95") -> float | None:
-    """Query latency end to end: embedding the question, searching the index and reranking, in ms;
+    """Query latency end to end: rewriting the question, embedding it, searching the index and reranking, in ms;
     ``stat`` one of p50, p95, p99, mean (for a percentile, the sum of each step's: a bound on the whole's).
     ``candidate`` is a candidate or its operating figures.
 

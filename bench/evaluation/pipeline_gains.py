@@ -2,7 +2,8 @@
 
 A candidate is a single-model first stage (dense or lexical), a fusion of several, or either with a reranker
 re-scoring its top N; over a contextual chunker (``md256+ctx``), a first stage is measured against the same
-one over the plain chunker. The diagnosis recommends a reranker or a fusion from measurement: when the run holds one
+one over the plain chunker, and one asked questions a chat model rewrote (``~hyde``) against itself asked
+them as written. The diagnosis recommends a reranker or a fusion from measurement: when the run holds one
 built on a candidate, its change on the ranking metric (mrr@k) is quoted; when not, the bench.toml line that
 would measure it. Runs written before ``pipeline`` was stored leave it empty: the candidate is then its own one
 part, lexical or dense, with no reranker.
@@ -56,8 +57,13 @@ def parts(c: CandidateResult) -> list[str]:
 
 
 def is_single(c: CandidateResult, which: str) -> bool:
-    """One model of kind ``which`` ("dense" or "lexical") and no reranker: a pure first stage."""
-    return kind(c) == which and not is_reranked(c)
+    """One model of kind ``which`` ("dense" or "lexical"), no reranker, the questions as written: a pure first stage."""
+    return kind(c) == which and not is_reranked(c) and as_written(c) is None
+
+
+def as_written(c: CandidateResult) -> str | None:
+    """The id of the same pipeline asked the questions as written, for one whose questions a chat model rewrites."""
+    return c.pipeline.get("as_written") if c.pipeline.get("query") else None
 
 
 def score_scale(c: CandidateResult) -> Literal["cosine", "relative", "fused"]:
@@ -124,6 +130,17 @@ def plain_twin(c: CandidateResult) -> str | None:
     return c.id.replace(f"/{c.chunker}/", f"/{c.chunker.removesuffix(CONTEXT_SUFFIX)}/", 1)
 
 
+def technique(c: CandidateResult) -> tuple[str, str] | None:
+    """For a pipeline that adds a technique to another in the run's grid (a rewrite of its questions, a
+    context header on its chunks): that pipeline's id, and the technique in words."""
+    query = c.pipeline.query
+    if (written := as_written(c)) is not None and query is not None:
+        return written, f"rewrites each question with a chat model ({query.kind}, [query.{query.name}])"
+    if (twin := plain_twin(c)) is not None:
+        return twin, "indexes each chunk with its context header"
+    return None
+
+
 def measured(candidates: Sequence[CandidateResult], k: int) -> list[Measured]:
     """Every reranked candidate against its first stage, every fusion against its best part and every
     contextual chunker's candidate against its plain twin, best gain first."""
@@ -135,6 +152,8 @@ def measured(candidates: Sequence[CandidateResult], k: int) -> list[Measured]:
             continue
         if is_reranked(p):
             bases = [by_id[s] for s in [first_stage(p)] if s in by_id]
+        elif (written := as_written(p)) is not None:
+            bases = [by_id[written]] if written in by_id else []
         elif kind(p) == "fusion":
             bases = [by_id[s] for s in parts(p) if s in by_id]
         elif (twin := plain_twin(p)) is not None:
@@ -272,18 +291,24 @@ def _add(key: str, name: str, listed: bool) -> str:
 def _built_on(p: CandidateResult) -> str:
     if is_reranked(p):
         return "first stage"
+    if as_written(p) is not None:
+        return "as written"
     return "best part" if kind(p) == "fusion" else "plain chunker"
 
 
 def _extra_cost(m: Measured) -> str:
-    """What a context header adds to the monthly cost at [scale] (more tokens embedded), where both are known."""
-    if plain_twin(m.pipeline) is None:
+    """What a context header (more tokens embedded) or a rewrite (a chat call per query) adds to the
+    monthly cost at [scale], and a rewrite to the latency, where both are known."""
+    if plain_twin(m.pipeline) is None and as_written(m.pipeline) is None:
         return ""
+    slower = ""
+    if as_written(m.pipeline) is not None and (rewrite := m.pipeline.ops.latency.rewrite_ms_p50) is not None:
+        slower = f", +{ms(rewrite)} ms p50"
     after, before = m.pipeline.ops.cost.monthly_cost_usd, m.base.ops.cost.monthly_cost_usd
     if after is None or before is None:
-        return ""
+        return slower
     extra = after - before
-    return f", {'+' if extra >= 0 else '−'}{usd(abs(extra))} a month"
+    return f"{slower}, {'+' if extra >= 0 else '−'}{usd(abs(extra))} a month"
 
 
 def measured_text(found: list[Measured], k: int) -> str:

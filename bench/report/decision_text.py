@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from bench.core.records import QuestionRecord
 from bench.core.sections import JsonObject, as_number
 from bench.core.summary import CandidateResult, RunSummary
+from bench.evaluation import pipeline_gains
 from bench.evaluation.decision import (
     ALPHA,
     COST_TOLERANCE,
@@ -71,8 +72,38 @@ def line(rec: Recommendation, candidates: Candidates) -> str:
         return f"no recommendation: no candidate has a {rec.metric} score"
     pick = candidates[rec.pick]
     chosen = selection_line(rec) if rec.selection is not None and rec.selection.large else ""
-    parts = (reason(rec, candidates), monthly_line(pick), needed_line(rec, candidates), chosen)
+    parts = (
+        reason(rec, candidates), technique_line(rec, candidates), monthly_line(pick), needed_line(rec, candidates),
+        chosen,
+    )  # fmt: skip
     return " ".join(part for part in parts if part)
+
+
+def technique_line(rec: Recommendation, candidates: Candidates) -> str:
+    """What the pick's technique (a question rewrite, a context header) gains over the same pipeline
+    without it, by the run's test where the pick is the best, and what it adds to latency and cost."""
+    assert rec.pick is not None
+    pick = candidates[rec.pick]
+    found = pipeline_gains.technique(pick)
+    if found is None or found[0] not in candidates:
+        return ""
+    base_id, words = found
+    base, metric = candidates[base_id], rec.metric
+    gain = _score(pick, metric) - _score(base, metric)
+    row = rec.comparison(base_id) if rec.pick == rec.best else None
+    test = f", {_p(row.p_holm)} after Holm" if row is not None else ""
+    tied = " (tied with it: the technique is not shown to help)" if base_id in rec.tied else ""
+    extra = []
+    if (rewrite := as_number(pick.ops.latency.rewrite_ms_p50)) is not None:
+        extra.append(f"+{rewrite:,.0f} ms p50 per query")
+    after, before = as_number(pick.ops.cost.monthly_cost_usd), as_number(base.ops.cost.monthly_cost_usd)
+    if after is not None and before is not None:
+        extra.append(f"{'+' if after >= before else '−'}{usd(abs(after - before))} a month")
+    cost = f", for {' and '.join(extra)}" if extra else ""
+    return (
+        f"It {words}: {metric} {pipeline_gains.signed(gain)} over {base_id} ({_score(base, metric):.3f}{test})"
+        f"{tied}{cost}."
+    )
 
 
 def selection_line(rec: Recommendation) -> str:

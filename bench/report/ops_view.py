@@ -1,6 +1,7 @@
 """A candidate's operating figures as every report states them: one end-to-end latency (query
-embedding + search, + reranking when the pipeline reranks) with its parts, queries per second on
-one thread, monthly cost at the configured scale, and the scale itself in one line.
+embedding + search, + reranking when the pipeline reranks, + the chat call when it rewrites questions)
+with its parts, queries per second on one thread, monthly cost at the configured scale, and the scale
+itself in one line.
 
 Runs that predate a figure get it derived from what they stored (end-to-end latency from its
 parts, queries per second from the mean end-to-end latency); a figure that cannot be derived
@@ -18,7 +19,9 @@ from bench.evaluation.costs import latency_ms
 from bench.formatting import ms, size, usd
 
 MISSING = "–"
-STEPS: tuple[tuple[Step, str], ...] = (("query_embed", "embed"), ("search", "search"), ("rerank", "rerank"))
+STEPS: tuple[tuple[Step, str], ...] = (
+    ("rewrite", "rewrite"), ("query_embed", "embed"), ("search", "search"), ("rerank", "rerank"),
+)  # fmt: skip
 SCALE_HINT = "monthly cost: set [scale] in bench.toml (documents, queries_per_month, replicas, prices)"
 
 
@@ -28,7 +31,7 @@ def latency(c: CandidateResult, stat: Stat = "p95") -> float | None:
 
 
 def latency_parts(c: CandidateResult, stat: Stat = "p95") -> list[tuple[str, float]]:
-    """(step, ms) of each step that applies: embed, search, rerank."""
+    """(step, ms) of each step that applies: rewrite, embed, search, rerank."""
     return [(label, v) for step, label in STEPS if (v := as_number(c.ops.latency.ms(step, stat))) is not None]
 
 

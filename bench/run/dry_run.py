@@ -36,6 +36,7 @@ from bench.llm import http_api
 from bench.llm.client import estimate_tokens
 from bench.retrieval.rerankers import reranker_costs
 from bench.retrieval.stores.hosts import store_problem
+from bench.run import rewriting
 from bench.run.models import language_findings
 from bench.run.options import RunOptions
 from bench.run.progress import print_warnings, read_corpus, warn
@@ -87,9 +88,11 @@ def plan(
     tables: dict[str, ChunkTable],
     goldset: Goldset,
     documents: int | None = None,
+    rewrite_per_1k: dict[str, float] | None = None,
 ) -> list[PlannedCandidate]:
     """Token counts are cl100k tokens: the billing unit of OpenAI models, an estimate for others.
-    ``documents``: the corpus's, for the monthly projection to ``[scale]``."""
+    ``documents``: the corpus's, for the monthly projection to ``[scale]``; ``rewrite_per_1k``: each
+    [query.NAME]'s estimated price per 1,000 queries."""
     question_tokens = sum(count_tokens(q.text) for q in goldset.questions)
     corpus_tokens = {name: int(count_tokens_each(table.iter_texts()).sum()) for name, table in tables.items()}
     mean_question = question_tokens / len(goldset.questions) if goldset.questions else None
@@ -99,6 +102,8 @@ def plan(
         table = tables.get(cand.chunker)
         price = _price_per_mtok(config, cand)
         per_1k = _plus(costs.cost_per_1k_queries_usd(mean_question, price), _rerank_per_1k(config, cand))
+        if cand.query:
+            per_1k = _plus(per_1k, (rewrite_per_1k or {}).get(cand.query))
         index_cost = costs.index_cost_usd(corpus_tokens.get(cand.chunker), price)
         planned.append(
             PlannedCandidate(
@@ -161,7 +166,10 @@ def dry_run(run: RunOptions | Config, console: Console | None = None, **changes:
     problems = [lock] if lock else []
     problems += service_problems(config, candidates)
     if options.judge is not None:
-        problems += judge_problems(options.judge)
+        problems += chat_problems(options.judge, "relevance judge", "--llm-base-url")
+    rewrites = sorted({c.query for c in candidates if c.query})
+    for name in rewrites:
+        problems += _rewrite_problems(config, name)
     if problems:
         raise BenchError("\n".join(problems))
     used = dict.fromkeys(part.index for c in candidates for part in config.parts(c) if part.index in config.index_specs)
@@ -171,22 +179,33 @@ def dry_run(run: RunOptions | Config, console: Console | None = None, **changes:
     tables, _ = tables_without_models(config, corpus)
     if options.judge is not None:
         console.print(judge_estimate(options.judge, goldset, candidates, tables, config.k))
-    return plan(config, candidates, tables, goldset, documents=len(corpus))
+    questions = [q.text for q in goldset.questions]
+    estimates = {name: rewriting.estimate(config, name, questions, root) for name in rewrites}
+    for estimated in estimates.values():
+        console.print(escape(estimated.line(config.llm.max_cost)))
+    per_1k = {name: e.per_1k_queries for name, e in estimates.items()}
+    return plan(config, candidates, tables, goldset, documents=len(corpus), rewrite_per_1k=per_1k)
 
 
-def judge_problems(chat: ChatSettings) -> list[str]:
-    """What would stop a run's relevance judge at its first request: its key not set (a loopback URL
-    needs none), a host that accepts no connection. Nothing is sent."""
+def chat_problems(chat: ChatSettings, what: str, fix: str) -> list[str]:
+    """What would stop a chat model's first request: its key not set (a loopback URL needs none), a host
+    that accepts no connection. Nothing is sent."""
     try:
         client = chat.client(1)
     except BenchError as e:
         return [str(e)]
     why = http_api.unreachable(client.url, CONNECT_TIMEOUT_S)
     if why:
-        return [
-            f"relevance judge: cannot connect to {client.shown_url} ({why}); start the server or fix --llm-base-url"
-        ]
+        return [f"{what}: cannot connect to {client.shown_url} ({why}); start the server or fix {fix}"]
     return []
+
+
+def _rewrite_problems(config: Config, name: str) -> list[str]:
+    try:
+        chat = config.chat(config.rewrite(name), f"[query.{name}]")
+    except BenchError as e:
+        return [str(e)]
+    return chat_problems(chat, f"[query.{name}]", "base_url in [llm]")
 
 
 def judge_estimate(

@@ -25,7 +25,9 @@ from bench.errors import BenchError
 from bench.retrieval.pipelines import FusedRetriever, RerankedRetriever
 from bench.retrieval.rerankers import Reranker, load_reranker
 from bench.retrieval.retrievers import BM25Retriever, DenseRetriever, Retriever
+from bench.retrieval.rewrites import RewrittenRetriever
 from bench.retrieval.stores.hosts import StoreHosts
+from bench.run.rewriting import Rewritten
 from bench.text.languages import UNDETERMINED, LanguageMix, describe, language_name, spread
 
 
@@ -71,6 +73,8 @@ class ModelPool:
         reranker. A fusion encodes each question with every part in turn: its time per question is
         the sum of its parts' times for that question, each measured (or kept) once per model."""
         name = cand.model
+        if cand.query:  # the rewritten texts, encoded as the questions' own are: timed for this candidate
+            return self._rewritten_latency(cand, retriever, questions)
         if name not in self._latency:
             first = retriever.first if isinstance(retriever, RerankedRetriever) else retriever
             parts = first.parts if isinstance(first, FusedRetriever) else [first]
@@ -87,6 +91,20 @@ class ModelPool:
                 "timing_busy": any(t.busy for t in timed),
             }
         return self._latency[name]
+
+    def _rewritten_latency(self, cand: Candidate, retriever: Retriever, questions: list[str]) -> Figures:
+        """Encoding what a rewritten question is searched as (a passage, several queries), never kept:
+        the texts are the chat model's."""
+        timings = _query_embed_seconds(retriever, questions)
+        self.timing.add(f"query encoding {cand.id}", timings)
+        return {
+            **measure.latency_summary("query_embed", timings.wall),
+            "query_embed_cpu_ms_mean": float(np.mean(timings.cpu)) * 1000 if timings.cpu else None,
+            "query_embed_measured": self.measured_at,
+            "query_embed_from_cache": False,
+            "timing_contention": timings.contention,
+            "timing_busy": timings.busy,
+        }
 
     def corpus_speed_kept(self, cand: Candidate) -> Figures:
         """Whether the corpus embedding speed of ``cand``'s models was read from an earlier run's timing
@@ -143,11 +161,16 @@ class ModelPool:
             self._rerankers[name] = load_reranker(spec, embedder, self.cache, self.config.batch_size)
         return self._rerankers[name]
 
-    def pipeline(self, cand: Candidate, parts: list[Retriever], table: ChunkTable) -> Retriever:
-        """The candidate's retriever over its built single-model ``parts`` (``config.parts(cand)``)."""
+    def pipeline(
+        self, cand: Candidate, parts: list[Retriever], table: ChunkTable, rewritten: Rewritten | None = None
+    ) -> Retriever:
+        """The candidate's retriever over its built single-model ``parts`` (``config.parts(cand)``), asked
+        the questions as ``rewritten`` gives them where the candidate rewrites its questions."""
         first = parts[0]
         if cand.fused:
             first = FusedRetriever(self.config.fusion(cand.model), self.config.fusion_settings(cand), parts, table)
+        if rewritten is not None:
+            return RewrittenRetriever(first, rewritten.by_question, table)
         if cand.reranker and cand.top:
             return RerankedRetriever(first, self.reranker(cand.reranker), cand.top, table)
         return first

@@ -14,12 +14,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from bench import measure
 from bench.inputs.corpus import Corpus, load_corpus
 from bench.inputs.formats import LIMITS, Limits
 
 if TYPE_CHECKING:
     from bench.chunking.table import ChunkTable
-    from bench.config import Config
+    from bench.config import Candidate, Config
     from bench.measure import Phases
     from bench.retrieval.retrievers import BuildStats, Retriever
     from bench.run.models import ModelPool
@@ -105,3 +106,28 @@ def build_with_progress(progress: Progress, retriever: Retriever, table: ChunkTa
     verb = "indexing" if retriever.lexical else "embedding"
     task = progress.add_task(f"{verb} {label}", total=len(table))
     return retriever.build(table, functools.partial(progress.advance, task))
+
+
+def record_build(phases: Phases, name: str, build: BuildStats, seconds: float) -> None:
+    """A build as its parts: embedding (dense models), the index, and the rest (token counts)."""
+    table = name.rsplit("/", 1)[0]
+    if build.dims is not None:
+        phases.add(f"embed {table}", build.embed_seconds, build.rss_mb.get("embed"))
+    phases.add(f"index {name}", build.index_build_seconds, build.rss_mb.get("index"))
+    rest = seconds - build.embed_seconds - build.index_build_seconds
+    if build.dims is not None:
+        phases.add(f"count tokens {table}", rest, build.rss_mb.get("count tokens"))
+
+
+def warn_truncation(console: Console, cand: Candidate, max_tokens: int | None, build: BuildStats) -> None:
+    """Chunks longer than the model reads lose their tail silently; say so, with the share lost."""
+    if build.chunk_tokens is None or not max_tokens:
+        return
+    figures = measure.token_figures(build.chunk_tokens, max_tokens)
+    if figures["truncated_chunks"]:
+        console.print(
+            f"[yellow]warning:[/] {cand.model}/{cand.chunker}: {figures['truncated_chunks']} of "
+            f"{len(build.chunk_tokens)} chunks exceed {cand.model}'s {max_tokens} tokens; "
+            f"{figures['truncated_token_share']:.1%} of the corpus tokens are never embedded "
+            f"(use smaller chunks)"
+        )

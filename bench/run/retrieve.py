@@ -26,6 +26,7 @@ from bench.retrieval.faiss_index import compression_ratio
 from bench.retrieval.pipelines import FusedRetriever, RerankedRetriever, RerankQueries
 from bench.retrieval.rerankers import RerankerSpec
 from bench.retrieval.retrievers import BuildStats, DenseRetriever, Queries, Retriever
+from bench.run.rewriting import Rewritten, with_rewrite
 from bench.run.stages import Part
 
 
@@ -56,6 +57,7 @@ class CandidateRun:
     reranker: RerankerSpec | None = None
     reranker_model_price: Price | None = None  # a bi-encoder reranker's model's price per token
     corpus_embed_seconds: list[float | None] | None = None  # per part, embedding the whole corpus; None: unknown
+    rewritten: Rewritten | None = None  # the questions as a chat model rewrote them ([query.NAME])
 
 
 def run_candidate(candidate: CandidateRun, run: RunContext) -> tuple[list[Retrieved], Figures]:
@@ -111,6 +113,8 @@ def run_candidate(candidate: CandidateRun, run: RunContext) -> tuple[list[Retrie
             figures["cost_per_1k_queries_usd"], rerank["rerank_cost_per_1k_queries_usd"]
         )
         figures["run_cost_usd"] = _plus(figures["run_cost_usd"], rerank["rerank_run_cost_usd"])
+    if candidate.rewritten is not None:
+        figures = with_rewrite(figures, candidate.rewritten)
     figures["peak_rss_mb"] = round(measure.peak_rss_mb(), 1)
     for key in OPERATING_KEYS:  # every candidate carries every figure; None where it does not apply
         figures.setdefault(key, None)

@@ -45,14 +45,23 @@ from bench.inputs.questions import questions_only
 from bench.report.decision_text import recommendation
 from bench.results import schema, store
 from bench.results.schema import StoredRun, UnitText
-from bench.retrieval.retrievers import BuildStats
 from bench.retrieval.stores.base import StoreFault
 from bench.retrieval.stores.hosts import StoreHosts
 from bench.run import indexing_time, perturbed, retrieve
 from bench.run.dry_run import run_lock
 from bench.run.models import ModelPool, language_findings, unknown_token_findings
 from bench.run.options import RunOptions
-from bench.run.progress import build_with_progress, chunk_all, print_warnings, progress_bar, read_corpus, warn
+from bench.run.progress import (
+    build_with_progress,
+    chunk_all,
+    print_warnings,
+    progress_bar,
+    read_corpus,
+    record_build,
+    warn,
+    warn_truncation,
+)
+from bench.run.rewriting import Rewritten, rewrite_questions
 from bench.run.stages import BuiltStages, Part, pipeline_description
 from bench.version import __version__
 
@@ -107,6 +116,7 @@ class _Shared:
     judgments: dict[str, list[Judgment]]
     timed: list[str]  # the questions whose encoding and search are timed one at a time
     asked: dict[str, list[str]]  # each perturbation kind: every question as people type it
+    rewrites: dict[str, Rewritten]  # each [query.NAME] the candidates use: every question as its model rewrote it
     built: BuiltStages
     warned: set[tuple[str, str]] = field(default_factory=set)  # (model, chunker) truncation was warned about
     corpus_seconds: dict[tuple[str, str, str], float | None] = field(default_factory=dict)  # embedding the corpus
@@ -225,7 +235,11 @@ def _chunk_and_judge(inputs: _Inputs, progress: Progress) -> _Shared:
     timed = [q.text for q in inputs.goldset.questions[: config.latency_samples]]
     kinds = () if inputs.options.questions is not None else config.perturb  # perturbed forms need a goldset
     asked = perturbed.as_typed(inputs.goldset, kinds, config.perturb_seed)
-    return _Shared(progress, tables, judgments, timed, asked, BuiltStages(config, inputs.candidates))
+    names = sorted({c.query for c in inputs.candidates if c.query})
+    root = paths.cache_root(config.cache_dir, config.cache_override)
+    with phases("rewrite questions"):
+        rewrites = rewrite_questions(config, names, [q.text for q in inputs.goldset.questions], root, inputs.console)
+    return _Shared(progress, tables, judgments, timed, asked, rewrites, BuiltStages(config, inputs.candidates))
 
 
 def _one_candidate(
@@ -236,7 +250,8 @@ def _one_candidate(
     config, phases, models = inputs.config, inputs.phases, inputs.models
     table = shared.tables[cand.chunker]
     parts = [_built_part(inputs, shared, part, table) for part in config.parts(cand)]
-    retriever = models.pipeline(cand, [p.retriever for p in parts], table)
+    rewritten = shared.rewrites[cand.query] if cand.query else None
+    retriever = models.pipeline(cand, [p.retriever for p in parts], table, rewritten)
     reranker = config.reranker(cand.reranker) if cand.reranker else None
     with phases(f"time queries {cand.model}"):
         latency = models.query_latency(cand, retriever, shared.timed)
@@ -251,11 +266,14 @@ def _one_candidate(
         reranker,
         config.price(reranker.model) if reranker and reranker.model else None,
         [shared.corpus_seconds[part.key] for part in config.parts(cand)],
+        rewritten,
     )
     depth = config.retrieval_depth
     context = retrieve.RunContext(inputs.goldset, depth, phases, models.timing)
     retrieved, measured = retrieve.run_candidate(asked, context)
-    typed = retrieve.run_perturbed(asked, context, shared.asked) if shared.asked else {}
+    retrieved = rewritten.searched(retrieved) if rewritten else retrieved
+    # a rewritten question's perturbed forms would need rewrites of their own: those candidates are not perturbed
+    typed = retrieve.run_perturbed(asked, context, shared.asked) if shared.asked and not cand.query else {}
     ops = Operating.from_dict({**measured, **models.corpus_speed_kept(cand)})
     ops = ops.merged(scale.at_scale(ops, cand.search or "", len(inputs.corpus), config.scale))
     shared.built.release_after(position)
@@ -298,9 +316,9 @@ def _built_part(inputs: _Inputs, shared: _Shared, part: Candidate, table: ChunkT
         retriever = models.retriever(part)
         t0 = time.perf_counter()
         stats = build_with_progress(shared.progress, retriever, table, "/".join(part.key))
-        _record_build(phases, "/".join(part.key), stats, time.perf_counter() - t0)
+        record_build(phases, "/".join(part.key), stats, time.perf_counter() - t0)
         if (part.model, part.chunker) not in shared.warned:
-            _warn_truncation(inputs.console, part, config.model(part.model).max_tokens, stats)
+            warn_truncation(inputs.console, part, config.model(part.model).max_tokens, stats)
             shared.warned.add((part.model, part.chunker))
         shared.built.add(part.key, retriever, stats)
         shared.corpus_seconds[part.key] = indexing_time.corpus_embed_seconds(
@@ -344,7 +362,7 @@ def _finish(
     )  # fmt: skip
     summary = dataclasses.replace(summary, recommendation=chosen, holes=holes(records, config.k))
     with phases("write results"):
-        manifest = _manifest(inputs, failed)
+        manifest = _manifest(inputs, failed, shared.rewrites)
         run = _finished(StoredRun(staging, summary, manifest, records, texts, labels), phases)
         schema.save_run(staging, run)
         if shared.asked:
@@ -368,9 +386,9 @@ def _judged_only(
     return dataclasses.replace(summary, candidates=ranked, judge=section), regraded, labels
 
 
-def _manifest(inputs: _Inputs, failed: list[tuple[Candidate, StoreFault]]) -> Manifest:
+def _manifest(inputs: _Inputs, failed: list[tuple[Candidate, StoreFault]], rewrites: dict[str, Rewritten]) -> Manifest:
     """What the run was given and where it ran: config, corpus, goldset, lock, versions, machine,
-    the vector stores and the candidates a store's failure left out."""
+    the vector stores, the chat models asked and the candidates a store's failure left out."""
     config, corpus, goldset = inputs.config, inputs.corpus, inputs.goldset
     return Manifest(
         run_id=inputs.run_id,
@@ -402,7 +420,10 @@ def _manifest(inputs: _Inputs, failed: list[tuple[Candidate, StoreFault]]) -> Ma
         languages=inputs.languages,
         timing=inputs.models.timing.manifest(),
         stores=dict(inputs.models.hosts.servers) or None,
-        extra={"not_run": [{"candidate": c.id, "error": str(e)} for c, e in failed]} if failed else {},
+        extra={
+            **({"not_run": [{"candidate": c.id, "error": str(e)} for c, e in failed]} if failed else {}),
+            **({"llm": {"rewrites": {n: r.describe() for n, r in rewrites.items()}}} if rewrites else {}),
+        },
     )
 
 
@@ -457,17 +478,6 @@ def _unit_texts(records: list[QuestionRecord], corpus: Corpus) -> list[UnitText]
     return texts
 
 
-def _record_build(phases: measure.Phases, name: str, build: BuildStats, seconds: float) -> None:
-    """A build as its parts: embedding (dense models), the index, and the rest (token counts)."""
-    table = name.rsplit("/", 1)[0]
-    if build.dims is not None:
-        phases.add(f"embed {table}", build.embed_seconds, build.rss_mb.get("embed"))
-    phases.add(f"index {name}", build.index_build_seconds, build.rss_mb.get("index"))
-    rest = seconds - build.embed_seconds - build.index_build_seconds
-    if build.dims is not None:
-        phases.add(f"count tokens {table}", rest, build.rss_mb.get("count tokens"))
-
-
 def _unknown_tokens(languages: dict, models: ModelPool, table: ChunkTable, console: Console) -> None:
     """Each model's share of unknown word pieces over a sample of ``table``, into ``languages``."""
     found, warnings = unknown_token_findings(models, list(languages["models"]), table)
@@ -475,17 +485,3 @@ def _unknown_tokens(languages: dict, models: ModelPool, table: ChunkTable, conso
         languages["models"][name]["unknown_tokens"] = figures
     languages["warnings"].extend(warnings)
     warn(console, warnings)
-
-
-def _warn_truncation(console: Console, cand: Candidate, max_tokens: int | None, build: BuildStats) -> None:
-    """Chunks longer than the model reads lose their tail silently; say so, with the share lost."""
-    if build.chunk_tokens is None or not max_tokens:
-        return
-    figures = measure.token_figures(build.chunk_tokens, max_tokens)
-    if figures["truncated_chunks"]:
-        console.print(
-            f"[yellow]warning:[/] {cand.model}/{cand.chunker}: {figures['truncated_chunks']} of "
-            f"{len(build.chunk_tokens)} chunks exceed {cand.model}'s {max_tokens} tokens; "
-            f"{figures['truncated_token_share']:.1%} of the corpus tokens are never embedded "
-            f"(use smaller chunks)"
-        )

@@ -76,4 +76,12 @@ def pipeline_description(config: Config, cand: Candidate) -> JsonObject:
             **({"model": spec.model} if spec.model else {}),
         }
         out["first_stage"] = cand.first_stage.id
+    if cand.query:
+        rewrite = config.rewrite(cand.query)
+        template = rewrite.template()
+        out["query"] = {
+            "name": rewrite.name, "kind": rewrite.kind, "model": rewrite.model, "prompt": template.version,
+            **({"n": rewrite.n} if rewrite.kind == "multi" else {}),
+        }  # fmt: skip
+        out["as_written"] = cand.as_written.id
     return out
