@@ -117,6 +117,9 @@ class CandidateView:
     ceiling: float | None  # achievable precision@k
     units: float | None  # mean relevant units per question
     baseline: CandidateResult | None  # plain BM25 on the same chunker, for a single dense model
+    # for a candidate whose questions a chat model rewrites, whether the run holds it asked as written,
+    # whose findings speak for its model and chunks (the rewrite's own effect is a pipeline finding)
+    twin_in_run: bool = False
 
     @classmethod
     def of(cls, summary: RunSummary, data: CandidateResult, records: list[QuestionRecord]) -> CandidateView:
@@ -132,6 +135,7 @@ class CandidateView:
             ceiling=ceiling,
             units=units,
             baseline=_baseline(summary.candidates, data),
+            twin_in_run=pipeline_gains.as_written(data) in {c.id for c in summary.candidates},
         )
 
     def metric(self, name: str) -> float | None:
@@ -199,7 +203,7 @@ def _too_broad(c: CandidateView) -> Finding | None:
 def _mismatch(c: CandidateView) -> Finding | None:
     """Recall and precision both low (``low``), or a single dense model no better than BM25 on its chunker."""
     recall, precision = c.metric("recall"), c.metric("precision")
-    if recall is None or precision is None:
+    if recall is None or precision is None or c.twin_in_run:
         return None
     share = precision / c.ceiling if c.ceiling else (0.0 if precision == 0 else None)
     low = recall < LOW_RECALL and share is not None and share < LOW_PRECISION_SHARE
@@ -276,7 +280,7 @@ def _truncation(c: CandidateView) -> Finding | None:
     indexing = c.data.ops.indexing
     n, cut = indexing.n_chunks, indexing.truncated_chunks
     lost = indexing.truncated_token_share or 0.0
-    if not n or cut is None:
+    if not n or cut is None or c.twin_in_run:
         return None
     share = cut / n
     if share < TRUNCATED_CHUNK_SHARE and lost < TRUNCATED_TOKEN_SHARE:
@@ -287,7 +291,7 @@ def _truncation(c: CandidateView) -> Finding | None:
 
 def _misses(c: CandidateView) -> Finding | None:
     n, missed = c.diagnostics.n_questions, c.diagnostics.missed
-    if not n or missed is None or missed / n < MISS_SHARE:
+    if not n or missed is None or missed / n < MISS_SHARE or c.twin_in_run:
         return None
     return c.finding("warning", Misses(missed=missed, n_questions=n, share=missed / n))
 

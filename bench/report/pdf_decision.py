@@ -78,7 +78,7 @@ def decide(summary: RunSummary, manifest: Manifest, stats: dict) -> Decision | N
         test=rec.test,
         alpha=rec.alpha,
         n=n if isinstance(n, int) else None,
-        reason=decision_text.reason(rec, ids),
+        reason=" ".join(x for x in (decision_text.reason(rec, ids), decision_text.technique_line(rec, ids)) if x),
         questions_needed=rec.questions_needed,
         p_value=as_number(rec.p_value),
         undecided=[u for u in rec.undecided if u in ids] if rec.equivalence is not None else None,
