@@ -30,6 +30,9 @@ DOM contract (tests and other tools rely on it):
   (the document, its pages such as "p. 4–5" where it has pages, and the characters) and ``.unit-text``; then
   ``div.missed`` listing ``li.missed-unit[data-span]`` with ``.position`` ("rank N" or "not retrieved"),
   ``.score`` ("score 0.412") and ``.kth`` ("k-th 0.520": the score of rank k, what it needed; "–" unscored).
+- a candidate whose questions a chat model rewrites has, under its verdict, ``div.searched`` with one
+  ``.searched-text`` per text searched for the question (HyDE's question and passage, each multi-query
+  rewrite, the rewrite).
 - a long text shows ``.unit-preview`` (the window around its highlighted evidence, ``…`` where cut) in place
   of ``.unit-text`` until ``button.more`` expands the entry; a long text without evidence is clamped.
 - ``data-span`` is ``doc_id:start-end``, the same for a unit wherever it appears.
@@ -183,6 +186,7 @@ def _result(record: QuestionRecord, k: int, tables: _Tables, labels: dict[Key, U
             [tables.unit(e), _score(e.score), e.grade, _judged(record, e, labels, unit_kind)] for e in record.ranking
         ],
         "expected": [[tables.unit(e), _score(e.score), e.grade, ranks.get(_span(e))] for e in record.expected],
+        **({"searched": list(searched)} if isinstance(searched := record.extra.get("searched"), list) else {}),
     }
 
 

@@ -97,7 +97,8 @@ def shootout_table(summary: RunSummary, title: str = "") -> Group:
 
 OPS_NOTE = (
     "storage: vectors and index on every replica; indexing: embedding and building the index on one machine; "
-    "q/s: queries a second one after another on one thread; $/M q: API and reranker bills per million queries"
+    "q/s: queries a second one after another on one thread; "
+    "$/M q: API, reranker and chat-model bills per million queries"
 )
 
 

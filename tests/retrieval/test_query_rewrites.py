@@ -16,7 +16,7 @@ from bench.report.decision_text import recommendation
 from bench.results import schema
 from bench.retrieval.rewrites import RewriteSpec, read_reply
 from tests.answers.chat_server import ChatServer, quick_retries
-from tests.helpers import CONFIG, QUESTIONS, finished_runs, run_cli, write_project
+from tests.helpers import CONFIG, QUESTIONS, finished_runs, headless_chromium, run_cli, write_project
 
 KEY_ENV = "BENCH_TEST_REWRITE_KEY"
 KEY = "sk-rewrite-test-NEVER-SHOWN-31cc"
@@ -265,3 +265,26 @@ def test_the_diagnosis_and_the_decision_name_the_technique_its_gain_and_its_cost
         r"hash/tok24/flat \(0\.667, p = [\d.]+ after Holm\).*for \+\d+ ms p50 per query and \+\$12\.00 a month\.",
         chosen["line"],
     ), chosen["line"]
+
+
+def test_the_inspector_shows_what_each_question_was_searched_as(served, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    root, run, *_ = served
+    done = run_cli("report", str(run.path), cwd=root)
+    assert done.returncode == 0, done.stderr
+    with headless_chromium() as driver:
+        driver.get((run.path / "inspector.html").resolve().as_uri())
+        Select(driver.find_element(By.ID, "candidate-a")).select_by_value("hash/tok24/flat~hyde")
+        Select(driver.find_element(By.ID, "candidate-b")).select_by_value("hash/tok24/flat")
+        shown = driver.execute_script(
+            """return [...document.querySelectorAll('.question')].map(q => ({qid: q.dataset.qid,
+                 columns: [...q.querySelectorAll('.candidate-column')].map(c => [c.dataset.candidate,
+                   [...c.querySelectorAll('.searched-text')].map(t => t.textContent)])}))"""
+        )
+    q1 = next(q for q in shown if q["qid"] == "q1")
+    assert q1["columns"] == [
+        ["hash/tok24/flat~hyde", [f"{QUESTIONS[0][1]}\n\n{QUESTIONS[0][3]}"]],
+        ["hash/tok24/flat", []],  # asked as written: nothing to show
+    ]

@@ -196,6 +196,12 @@
     name.append(el("span", "side", side), cand.id);
     col.append(name, verdict(res));
     if (!res) return col;
+    if (res.searched) {
+      const box = el("div", "searched");
+      box.append(el("p", "searched-head", "searched as (rewritten by a chat model):"));
+      res.searched.forEach((text) => box.append(el("p", "searched-text", text)));
+      col.append(box);
+    }
     const ranking = el("ol", "ranking");
     res.ranking.forEach((item, i) => ranking.append(entry(qi, i + 1, item, res.first)));
     col.append(ranking, missedBox(qi, res));
