@@ -32,7 +32,8 @@ ALLOWED = {
     "evaluation": {"inputs", "chunking", "embedders"},
     "results": {"inputs", "evaluation"},
     "report": {"inputs", "chunking", "embedders", "evaluation", "results"},
-    "config": {"inputs", "chunking", "embedders", "retrieval", "evaluation"},
+    # the config builds the chat settings of the pipeline steps that ask a model
+    "config": {"inputs", "chunking", "embedders", "retrieval", "evaluation", "llm"},
     # a run writes its reports once its results are in place, and its recommendation in words
     "run": {
         "inputs",
