@@ -49,6 +49,7 @@ from bench.retrieval.retrievers import BuildStats
 from bench.retrieval.stores.base import StoreFault
 from bench.retrieval.stores.hosts import StoreHosts
 from bench.run import indexing_time, perturbed, retrieve
+from bench.run.contexts import Situating
 from bench.run.dry_run import run_lock
 from bench.run.models import ModelPool, language_findings, unknown_token_findings
 from bench.run.options import RunOptions
@@ -108,6 +109,7 @@ class _Shared:
     timed: list[str]  # the questions whose encoding and search are timed one at a time
     asked: dict[str, list[str]]  # each perturbation kind: every question as people type it
     built: BuiltStages
+    situating: Situating  # the contexts a chat model wrote for situated chunkers, and what they cost
     warned: set[tuple[str, str]] = field(default_factory=set)  # (model, chunker) truncation was warned about
     corpus_seconds: dict[tuple[str, str, str], float | None] = field(default_factory=dict)  # embedding the corpus
 
@@ -217,7 +219,9 @@ def _chunk_and_judge(inputs: _Inputs, progress: Progress) -> _Shared:
     over the first chunking, and every chunk judged against the goldset's evidence."""
     config, phases = inputs.config, inputs.phases
     needed = {c.chunker for c in inputs.candidates}
-    tables = chunk_all(config, inputs.corpus, progress, inputs.models, needed, phases)
+    root = paths.cache_root(config.cache_dir, config.cache_override)
+    situating = Situating(config, root, progress, inputs.console)
+    tables = chunk_all(config, inputs.corpus, progress, inputs.models, needed, phases, situating)
     with phases("count unknown tokens"):
         _unknown_tokens(inputs.languages, inputs.models, next(iter(tables.values())), inputs.console)
     with phases("judge relevance"):
@@ -225,7 +229,7 @@ def _chunk_and_judge(inputs: _Inputs, progress: Progress) -> _Shared:
     timed = [q.text for q in inputs.goldset.questions[: config.latency_samples]]
     kinds = () if inputs.options.questions is not None else config.perturb  # perturbed forms need a goldset
     asked = perturbed.as_typed(inputs.goldset, kinds, config.perturb_seed)
-    return _Shared(progress, tables, judgments, timed, asked, BuiltStages(config, inputs.candidates))
+    return _Shared(progress, tables, judgments, timed, asked, BuiltStages(config, inputs.candidates), situating)
 
 
 def _one_candidate(
@@ -251,6 +255,7 @@ def _one_candidate(
         reranker,
         config.price(reranker.model) if reranker and reranker.model else None,
         [shared.corpus_seconds[part.key] for part in config.parts(cand)],
+        shared.situating.figures.get(cand.chunker),
     )
     depth = config.retrieval_depth
     context = retrieve.RunContext(inputs.goldset, depth, phases, models.timing)
@@ -344,7 +349,7 @@ def _finish(
     )  # fmt: skip
     summary = dataclasses.replace(summary, recommendation=chosen, holes=holes(records, config.k))
     with phases("write results"):
-        manifest = _manifest(inputs, failed)
+        manifest = _manifest(inputs, failed, shared.situating)
         run = _finished(StoredRun(staging, summary, manifest, records, texts, labels), phases)
         schema.save_run(staging, run)
         if shared.asked:
@@ -368,10 +373,13 @@ def _judged_only(
     return dataclasses.replace(summary, candidates=ranked, judge=section), regraded, labels
 
 
-def _manifest(inputs: _Inputs, failed: list[tuple[Candidate, StoreFault]]) -> Manifest:
+def _manifest(inputs: _Inputs, failed: list[tuple[Candidate, StoreFault]], situating: Situating) -> Manifest:
     """What the run was given and where it ran: config, corpus, goldset, lock, versions, machine,
-    the vector stores and the candidates a store's failure left out."""
+    the vector stores, the candidates a store's failure left out and what chat models were asked."""
     config, corpus, goldset = inputs.config, inputs.corpus, inputs.goldset
+    extra: dict[str, object] = {"not_run": [{"candidate": c.id, "error": str(e)} for c, e in failed]} if failed else {}
+    if situating.spent:
+        extra["llm"] = {"contexts": situating.spent}
     return Manifest(
         run_id=inputs.run_id,
         bench_version=__version__,
@@ -402,7 +410,7 @@ def _manifest(inputs: _Inputs, failed: list[tuple[Candidate, StoreFault]]) -> Ma
         languages=inputs.languages,
         timing=inputs.models.timing.manifest(),
         stores=dict(inputs.models.hosts.servers) or None,
-        extra={"not_run": [{"candidate": c.id, "error": str(e)} for c, e in failed]} if failed else {},
+        extra=extra,
     )
 
 
