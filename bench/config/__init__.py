@@ -342,7 +342,7 @@ def _context_dict(spec: ContextSpec) -> dict[str, object]:
     from bench.chunking.situate import load_prompt
 
     out = {key: value for key, value in _spec_dict(spec).items() if key not in ("name", "prompt")}
-    prompt = load_prompt(Path(spec.prompt) if spec.prompt else None)
+    prompt = load_prompt(spec.prompt_path)
     return {**out, "prompt": {"version": prompt.version, "sha256": prompt.sha256}}
 
 

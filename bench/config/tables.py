@@ -320,6 +320,11 @@ class ContextSpec(ChatUse):
         8000, minimum=256, note="(a longer document is sent as the window of about this many tokens around the chunk)"
     )
 
+    @property
+    def prompt_path(self) -> Path | None:
+        """Its own prompt file (relative paths are resolved as the file is read); None: the shipped one."""
+        return Path(self.prompt) if self.prompt else None
+
 
 def context_specs(
     tables: Mapping[str, object], chunkers: tuple[ChunkerSpec, ...], where: str, base: Path

@@ -40,3 +40,4 @@ class Pipeline(Section):
     fusion: Fusion | None = None
     reranker: Reranker | None = None
     first_stage: str | None = None
+    plain_chunker: str | None = None  # a contextual chunker's (md256+ctx, md256+situated): md256, cutting its chunks

@@ -118,10 +118,15 @@ def _measured(base: CandidateResult, pipelines: list[CandidateResult], k: int) -
 
 
 def plain_twin(c: CandidateResult) -> str | None:
-    """The id of the same candidate over the plain chunker, for a single stage over a contextual one."""
-    if not c.chunker.endswith(CONTEXT_SUFFIX) or is_reranked(c) or kind(c) == "fusion":
+    """The id of the same candidate over the plain chunker, for a single stage over a contextual one
+    (a header's, ``md256+ctx``, or a chat model's, ``md256+situated``; runs that predate
+    ``plain_chunker`` name only the first)."""
+    plain = c.pipeline.plain_chunker
+    if plain is None and c.chunker.endswith(CONTEXT_SUFFIX):
+        plain = c.chunker.removesuffix(CONTEXT_SUFFIX)
+    if plain is None or is_reranked(c) or kind(c) == "fusion":
         return None
-    return c.id.replace(f"/{c.chunker}/", f"/{c.chunker.removesuffix(CONTEXT_SUFFIX)}/", 1)
+    return c.id.replace(f"/{c.chunker}/", f"/{plain}/", 1)
 
 
 def measured(candidates: Sequence[CandidateResult], k: int) -> list[Measured]:
@@ -276,7 +281,8 @@ def _built_on(p: CandidateResult) -> str:
 
 
 def _extra_cost(m: Measured) -> str:
-    """What a context header adds to the monthly cost at [scale] (more tokens embedded), where both are known."""
+    """What a context adds to the monthly cost at [scale] (more tokens embedded, the contexts written
+    again at each re-indexing), where both are known."""
     if plain_twin(m.pipeline) is None:
         return ""
     after, before = m.pipeline.ops.cost.monthly_cost_usd, m.base.ops.cost.monthly_cost_usd

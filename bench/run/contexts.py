@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from bench.config.tables import ChunkerSpec, ContextSpec
     from bench.core.operating import Figures
     from bench.inputs.corpus import Corpus
+    from bench.llm.client import ChatClient
+    from bench.llm.prompts import Template
 
 REPLIES = Path("contexts") / "replies.jsonl"  # under the cache folder: the replies paid for
 FIX_BUDGET = "raise --max-cost or [llm] max_cost; what was paid for is kept and a rerun resumes"
@@ -58,7 +60,7 @@ class Situating:
         """The table of every situated chunker in ``needed``, over its plain chunker's table."""
         out: dict[str, ContextualTable] = {}
         for spec in self.config.contexts:
-            chunkers = [c for c in self.config.chunkers if c.situated and c.context == spec.name and c.name in needed]
+            chunkers = situated_chunkers(self.config, spec, needed)
             if chunkers:
                 out.update(self._situate(spec, chunkers, plain, corpus))
         return out
@@ -71,23 +73,12 @@ class Situating:
         chat = dataclasses.replace(chat, max_cost=None if budget is None else max(0.0, float(budget) - self._paid))
         client = chat.client(MAX_TOKENS, json_mode=False)
         asker = chat.asker(client, self.log)
-        prompt = load_prompt(Path(spec.prompt) if spec.prompt else None)
+        prompt = load_prompt(spec.prompt_path)
         keys: dict[str, list[str]] = {c.name: [] for c in chunkers}  # per chunk of each chunker: its request
-
-        def planned() -> Iterator[Request]:
-            seen: set[str] = set()  # a chunk asked twice (the same text, window and prompt) is sent once
-            for c in chunkers:
-                for ask in requests(plain[c.plain], corpus, prompt, spec.window_tokens):
-                    key = client.request_key(ask.messages)
-                    keys[c.name].append(key)
-                    if key not in seen:
-                        seen.add(key)
-                        about = {"doc_id": ask.doc_id, "start": ask.start, "end": ask.end, "prompt": prompt.version}
-                        yield Request(key, ask.messages, about)
-
+        planned = planned_requests(client, prompt, spec, [(c.name, plain[c.plain]) for c in chunkers], corpus, keys)
         chunks = sum(len(plain[c.plain]) for c in chunkers)
         logged = set(asker.log.entries)  # what an earlier run paid for: found, not sent
-        rows = self._ask(asker, planned(), f"situating {chunks:,} chunks with {spec.model}", chunks)
+        rows = self._ask(asker, planned, f"situating {chunks:,} chunks with {spec.model}", chunks)
         tally = asker.tally
         self._paid += tally.cost
         if tally.skipped:
@@ -159,6 +150,33 @@ class Situating:
                     f"refused, {len(missing) - refused} empty); they are indexed without one"
                 ],
             )
+
+
+def situated_chunkers(config: Config, spec: ContextSpec, needed: set[str]) -> list[ChunkerSpec]:
+    """The chunkers of ``needed`` whose contexts ``spec`` writes."""
+    return [c for c in config.chunkers if c.situated and c.context == spec.name and c.name in needed]
+
+
+def planned_requests(
+    client: ChatClient,
+    prompt: Template,
+    spec: ContextSpec,
+    tables: list[tuple[str, ChunkTable]],
+    corpus: Corpus,
+    keys: dict[str, list[str]],
+) -> Iterator[Request]:
+    """Every chunk's request, made as it is sent (a document's text is not held once per chunk); the
+    key of each chunk's is appended to ``keys[chunker]`` on the way. A chunk asked twice (the same
+    text, window and prompt) is sent once."""
+    seen: set[str] = set()
+    for name, table in tables:
+        for ask in requests(table, corpus, prompt, spec.window_tokens):
+            key = client.request_key(ask.messages)
+            keys[name].append(key)
+            if key not in seen:
+                seen.add(key)
+                about = {"doc_id": ask.doc_id, "start": ask.start, "end": ask.end, "prompt": prompt.version}
+                yield Request(key, ask.messages, about)
 
 
 def _figures(spec: ContextSpec, rows: dict[str, Row], logged: set[str], prices: Prices) -> Figures:

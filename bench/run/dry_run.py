@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import urllib.parse
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from bench.chunking.context import contextual
+from bench.chunking.situate import MAX_TOKENS, load_prompt
 from bench.chunking.table import ChunkTable
 from bench.chunking.tokens import count_tokens, count_tokens_each
 from bench.config import Candidate, Config
@@ -34,8 +36,11 @@ from bench.inputs.questions import questions_only
 from bench.judging import relevance_judge
 from bench.llm import http_api
 from bench.llm.client import estimate_tokens
+from bench.llm.replies import ReplyLog
 from bench.retrieval.rerankers import reranker_costs
 from bench.retrieval.stores.hosts import store_problem
+from bench.run.contexts import REPLIES as CONTEXT_REPLIES
+from bench.run.contexts import planned_requests, situated_chunkers
 from bench.run.models import language_findings
 from bench.run.options import RunOptions
 from bench.run.progress import print_warnings, read_corpus, warn
@@ -53,6 +58,8 @@ def tables_without_models(config: Config, corpus: Corpus) -> tuple[dict[str, Chu
     for spec in config.chunkers:  # the plain ones first, whose tables the contextual ones add headers to
         if spec.model:
             skipped.append(spec.name)
+        elif spec.situated:  # its contexts are written by a chat model only when the run asks it
+            tables[spec.name] = tables[spec.plain]
         elif spec.context:
             tables[spec.name] = contextual(tables[spec.plain], corpus)
         else:
@@ -162,6 +169,7 @@ def dry_run(run: RunOptions | Config, console: Console | None = None, **changes:
     problems += service_problems(config, candidates)
     if options.judge is not None:
         problems += judge_problems(options.judge)
+    problems += context_problems(config, {c.chunker for c in candidates})
     if problems:
         raise BenchError("\n".join(problems))
     used = dict.fromkeys(part.index for c in candidates for part in config.parts(c) if part.index in config.index_specs)
@@ -169,6 +177,8 @@ def dry_run(run: RunOptions | Config, console: Console | None = None, **changes:
     if stores:
         raise EnvironmentFault("\n".join(stores))
     tables, _ = tables_without_models(config, corpus)
+    for line in context_estimates(config, corpus, tables, {c.chunker for c in candidates}, root):
+        console.print(line, markup=False, soft_wrap=True)
     if options.judge is not None:
         console.print(judge_estimate(options.judge, goldset, candidates, tables, config.k))
     return plan(config, candidates, tables, goldset, documents=len(corpus))
@@ -187,6 +197,62 @@ def judge_problems(chat: ChatSettings) -> list[str]:
             f"relevance judge: cannot connect to {client.shown_url} ({why}); start the server or fix --llm-base-url"
         ]
     return []
+
+
+def context_problems(config: Config, chunkers: set[str]) -> list[str]:
+    """What would stop the contexts of the situated chunkers a run uses at their first request: no
+    endpoint, a key not set (a loopback URL needs none), a host that accepts no connection."""
+    problems = []
+    for spec in config.contexts:
+        if not situated_chunkers(config, spec, chunkers):
+            continue
+        what = f"[context.{spec.name}]"
+        try:
+            client = config.chat(spec, what).client(MAX_TOKENS, json_mode=False)
+        except BenchError as e:
+            problems.append(f"{what}: {e}")
+            continue
+        why = http_api.unreachable(client.url, CONNECT_TIMEOUT_S)
+        if why:
+            problems.append(
+                f"{what}: cannot connect to {client.shown_url} ({why}); start the server or fix [llm] base_url"
+            )
+    return problems
+
+
+def context_estimates(
+    config: Config, corpus: Corpus, tables: dict[str, ChunkTable], chunkers: set[str], cache_root: Path
+) -> list[str]:
+    """For each [context.NAME] the run uses: its chunks, the replies the cache holds, and the prompt
+    and reply tokens and dollars of the rest, as if no prompt were read from a server's cache (an
+    upper bound: a document's requests share their prefix). Nothing is sent."""
+    lines = []
+    log = ReplyLog(cache_root / CONTEXT_REPLIES)
+    for spec in config.contexts:
+        used = situated_chunkers(config, spec, chunkers)
+        if not used:
+            continue
+        chat = config.chat(spec, f"[context.{spec.name}]")
+        client = chat.client(MAX_TOKENS, json_mode=False)
+        keys: dict[str, list[str]] = {c.name: [] for c in used}
+        found = prompt = asked = 0
+        plain = [(c.name, tables[c.plain]) for c in used]
+        for request in planned_requests(client, load_prompt(spec.prompt_path), spec, plain, corpus, keys):
+            if request.key in log.entries:
+                found += 1
+            else:
+                asked += 1
+                prompt += sum(estimate_tokens(m["content"]) for m in request.messages)
+        reply = asked * MAX_TOKENS
+        cost = (prompt * chat.price_in + reply * chat.price_out) / 1e6
+        chunks = sum(len(k) for k in keys.values())
+        budget = f"; max cost {usd(chat.max_cost)} stops before that" if chat.max_cost is not None else ""
+        lines.append(
+            f"[context.{spec.name}] {spec.model}: {chunks:,} chunks of {', '.join(c.plain for c in used)}, "
+            f"{found:,} replies in the cache, {asked:,} to ask: about {prompt:,} prompt and at most {reply:,} reply "
+            f"tokens, at most {usd(cost)} (no prompt caching assumed: an upper bound){budget}"
+        )
+    return lines
 
 
 def judge_estimate(

@@ -76,4 +76,7 @@ def pipeline_description(config: Config, cand: Candidate) -> JsonObject:
             **({"model": spec.model} if spec.model else {}),
         }
         out["first_stage"] = cand.first_stage.id
+    chunker = config.chunker(cand.chunker)
+    if chunker.context:
+        out["plain_chunker"] = chunker.plain
     return out
