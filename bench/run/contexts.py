@@ -78,7 +78,7 @@ class Situating:
         planned = planned_requests(client, prompt, spec, [(c.name, plain[c.plain]) for c in chunkers], corpus, keys)
         chunks = sum(len(plain[c.plain]) for c in chunkers)
         logged = set(asker.log.entries)  # what an earlier run paid for: found, not sent
-        rows = self._ask(asker, planned, f"situating {chunks:,} chunks with {spec.model}", chunks)
+        rows = self._ask(asker, planned, keys, f"situating {chunks:,} chunks with {spec.model}", chunks)
         tally = asker.tally
         self._paid += tally.cost
         if tally.skipped:
@@ -115,7 +115,9 @@ class Situating:
         }
         return out
 
-    def _ask(self, asker: Asker, planned: Iterator[Request], label: str, chunks: int) -> dict[str, Row]:
+    def _ask(
+        self, asker: Asker, planned: Iterator[Request], keys: dict[str, list[str]], label: str, chunks: int
+    ) -> dict[str, Row]:
         """Every request's row, by key, with a line of progress; those the budget leaves are counted in
         the tally as skipped, unless the log holds them."""
         task = self.progress.add_task(label, total=chunks)
@@ -127,11 +129,16 @@ class Situating:
             self.progress.update(task, completed=len(rows), description=shown)
             return False
 
-        if asker.in_order(planned, read) == "budget":
-            for request in planned:  # what the budget left: from the log where an earlier run paid for it
-                if request.key in asker.log.entries:
-                    rows[request.key] = asker.log.entries[request.key]
-                    asker.tally.add(rows[request.key], asker.prices, sent=False)
+        ended = asker.in_order(planned, read)
+        for _ in planned:  # the budget ended the stream: plan the rest, to count what it left
+            pass
+        if ended == "budget":
+            for key in dict.fromkeys(key for table_keys in keys.values() for key in table_keys):
+                if key in rows:
+                    continue
+                if key in asker.log.entries:  # an earlier run paid for it
+                    rows[key] = asker.log.entries[key]
+                    asker.tally.add(rows[key], asker.prices, sent=False)
                 else:
                     asker.tally.skipped += 1
         else:
