@@ -255,7 +255,8 @@ def test_a_budget_that_leaves_chunks_without_context_stops_before_indexing(tmp_p
         _project(tmp_path, server.base_url, concurrency=1)
         short = run_cli("run", "bench.toml", "--max-cost", "1.5", cwd=tmp_path)
         assert short.returncode == 2, short.stderr
-        (line,) = [x for x in short.stderr.splitlines() if x.strip()][-1:]
+        (line,) = [x for x in short.stderr.splitlines() if "error" in x]
+        assert short.stderr.strip().endswith(line)
         chunks = len(load_and_chunk(tmp_path))
         sent = len(server.received)
         assert 0 < sent < chunks
