@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,17 +76,19 @@ class PlannedCandidate:
     question_tokens: int
     price_per_mtok: float | None
     monthly_embedding_usd: float | None = None  # at [scale]: re-indexing and queries, reranking included
+    context_cost_usd: float = 0.0  # at most, a chat model writing the chunker's contexts ([context.NAME])
 
     @property
     def index_cost_usd(self) -> float | None:
-        return costs.index_cost_usd(self.corpus_tokens, self.price_per_mtok)
+        return _plus(costs.index_cost_usd(self.corpus_tokens, self.price_per_mtok), self.context_cost_usd)
 
     @property
     def run_cost_usd(self) -> float | None:
-        """What a cold run would bill: the corpus and every question once."""
+        """What a cold run would bill: the corpus and every question once, and the contexts."""
         if self.corpus_tokens is None:
             return None
-        return costs.run_cost_usd(self.corpus_tokens + self.question_tokens, self.price_per_mtok)
+        embedding = costs.run_cost_usd(self.corpus_tokens + self.question_tokens, self.price_per_mtok)
+        return _plus(embedding, self.context_cost_usd)
 
 
 def plan(
@@ -94,9 +97,11 @@ def plan(
     tables: dict[str, ChunkTable],
     goldset: Goldset,
     documents: int | None = None,
+    context_usd: Mapping[str, float] | None = None,
 ) -> list[PlannedCandidate]:
     """Token counts are cl100k tokens: the billing unit of OpenAI models, an estimate for others.
-    ``documents``: the corpus's, for the monthly projection to ``[scale]``."""
+    ``documents``: the corpus's, for the monthly projection to ``[scale]``; ``context_usd``: per
+    situated chunker, what writing its contexts costs at most (``context_estimates``)."""
     question_tokens = sum(count_tokens(q.text) for q in goldset.questions)
     corpus_tokens = {name: int(count_tokens_each(table.iter_texts()).sum()) for name, table in tables.items()}
     mean_question = question_tokens / len(goldset.questions) if goldset.questions else None
@@ -106,7 +111,8 @@ def plan(
         table = tables.get(cand.chunker)
         price = _price_per_mtok(config, cand)
         per_1k = _plus(costs.cost_per_1k_queries_usd(mean_question, price), _rerank_per_1k(config, cand))
-        index_cost = costs.index_cost_usd(corpus_tokens.get(cand.chunker), price)
+        context = (context_usd or {}).get(cand.chunker, 0.0)
+        index_cost = _plus(costs.index_cost_usd(corpus_tokens.get(cand.chunker), price), context)
         planned.append(
             PlannedCandidate(
                 candidate=cand,
@@ -115,6 +121,7 @@ def plan(
                 question_tokens=question_tokens,
                 price_per_mtok=price,
                 monthly_embedding_usd=scale.monthly_embedding_usd(index_cost, per_1k, factor, config.scale),
+                context_cost_usd=context,
             )
         )
     return planned
@@ -177,11 +184,12 @@ def dry_run(run: RunOptions | Config, console: Console | None = None, **changes:
     if stores:
         raise EnvironmentFault("\n".join(stores))
     tables, _ = tables_without_models(config, corpus)
-    for line in context_estimates(config, corpus, tables, {c.chunker for c in candidates}, root):
+    lines, context_usd = context_estimates(config, corpus, tables, {c.chunker for c in candidates}, root)
+    for line in lines:
         console.print(line, markup=False, soft_wrap=True)
     if options.judge is not None:
         console.print(judge_estimate(options.judge, goldset, candidates, tables, config.k))
-    return plan(config, candidates, tables, goldset, documents=len(corpus))
+    return plan(config, candidates, tables, goldset, documents=len(corpus), context_usd=context_usd)
 
 
 def judge_problems(chat: ChatSettings) -> list[str]:
@@ -222,11 +230,12 @@ def context_problems(config: Config, chunkers: set[str]) -> list[str]:
 
 def context_estimates(
     config: Config, corpus: Corpus, tables: dict[str, ChunkTable], chunkers: set[str], cache_root: Path
-) -> list[str]:
-    """For each [context.NAME] the run uses: its chunks, the replies the cache holds, and the prompt
-    and reply tokens and dollars of the rest, as if no prompt were read from a server's cache (an
-    upper bound: a document's requests share their prefix). Nothing is sent."""
-    lines = []
+) -> tuple[list[str], dict[str, float]]:
+    """For each [context.NAME] the run uses, a line: its chunks, the replies the cache holds, and the
+    prompt and reply tokens and dollars of the rest, as if no prompt were read from a server's cache
+    (an upper bound: a document's requests share their prefix). And per situated chunker, what its
+    contexts cost at most, all of them, as the index cost counts them. Nothing is sent."""
+    lines, whole = [], {}
     log = ReplyLog(cache_root / CONTEXT_REPLIES)
     for spec in config.contexts:
         used = situated_chunkers(config, spec, chunkers)
@@ -235,24 +244,33 @@ def context_estimates(
         chat = config.chat(spec, f"[context.{spec.name}]")
         client = chat.client(MAX_TOKENS, json_mode=False)
         keys: dict[str, list[str]] = {c.name: [] for c in used}
-        found = prompt = asked = 0
+        tokens: dict[str, int] = {}  # every request's prompt tokens, by key
         plain = [(c.name, tables[c.plain]) for c in used]
         for request in planned_requests(client, load_prompt(spec.prompt_path), spec, plain, corpus, keys):
-            if request.key in log.entries:
-                found += 1
-            else:
-                asked += 1
-                prompt += sum(estimate_tokens(m["content"]) for m in request.messages)
-        reply = asked * MAX_TOKENS
-        cost = (prompt * chat.price_in + reply * chat.price_out) / 1e6
-        chunks = sum(len(k) for k in keys.values())
-        budget = f"; max cost {usd(chat.max_cost)} stops before that" if chat.max_cost is not None else ""
+            tokens[request.key] = sum(estimate_tokens(m["content"]) for m in request.messages)
+        for c in used:
+            distinct = set(keys[c.name])
+            whole[c.name] = _at_most(chat, sum(tokens[k] for k in distinct), len(distinct))
+        ask = [k for k in tokens if k not in log.entries]
+        prompt, reply = sum(tokens[k] for k in ask), len(ask) * MAX_TOKENS
+        cost = _at_most(chat, prompt, len(ask))
+        budget = ""
+        if chat.max_cost is not None:
+            over = cost > chat.max_cost
+            budget = f"; {'over' if over else 'within'} the budget ({usd(chat.max_cost)})"
+            budget += ": the run would stop before indexing" if over else ""
         lines.append(
-            f"[context.{spec.name}] {spec.model}: {chunks:,} chunks of {', '.join(c.plain for c in used)}, "
-            f"{found:,} replies in the cache, {asked:,} to ask: about {prompt:,} prompt and at most {reply:,} reply "
-            f"tokens, at most {usd(cost)} (no prompt caching assumed: an upper bound){budget}"
+            f"[context.{spec.name}] {spec.model}: {sum(len(k) for k in keys.values()):,} chunks of "
+            f"{', '.join(c.plain for c in used)}, {len(tokens) - len(ask):,} replies in the cache, {len(ask):,} to "
+            f"ask: about {prompt:,} prompt and at most {reply:,} reply tokens, at most {usd(cost)} "
+            f"(no prompt caching assumed: an upper bound){budget}"
         )
-    return lines
+    return lines, whole
+
+
+def _at_most(chat: ChatSettings, prompt_tokens: int, asks: int) -> float:
+    """Dollars of ``asks`` requests of ``prompt_tokens`` in all, each replying its most tokens."""
+    return (prompt_tokens * chat.price_in + asks * MAX_TOKENS * chat.price_out) / 1e6
 
 
 def judge_estimate(

@@ -5,15 +5,18 @@ index cost and the monthly cost at [scale]."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from bench.chunking.situate import window
 from bench.config import load_config
 from bench.retrieval.retrievers import BM25Retriever, DenseRetriever
+from bench.run.dry_run import dry_run
 from tests.answers.chat_server import ChatServer, quick_retries
 from tests.helpers import finished_runs, next_second, run_cli
 
@@ -300,6 +303,13 @@ def test_the_dry_run_estimates_and_sends_nothing(tmp_path: Path):
         assert reply == 150 * chunks and prompt > 100 * chunks
         assert float(found.group(3)) == pytest.approx((prompt * 1000 + reply * 2000) / 1e6, rel=0.05)
         assert "no prompt caching assumed: an upper bound" in line
+        planned = {p.candidate.id: p for p in dry_run(tmp_path / "bench.toml", Console(file=io.StringIO()))}
+        assert server.received == []
+        assert planned["bm25/rec16/inverted"].index_cost_usd == 0  # the contexts' upper bound joins the index cost
+        assert planned["bm25/rec16+situated/inverted"].index_cost_usd == pytest.approx(float(found.group(3)), rel=0.05)
+        assert planned["bm25/rec16+situated/inverted"].monthly_embedding_usd > 0
+        short = run_cli("run", "bench.toml", "--dry-run", "--max-cost", "0.5", cwd=tmp_path)
+        assert "over the budget ($0.50): the run would stop before indexing" in short.stderr
     (tmp_path / "bench.toml").write_text(
         (tmp_path / "bench.toml").read_text().replace(server.base_url, "http://127.0.0.1:9/v1")
     )
