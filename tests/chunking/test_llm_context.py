@@ -356,3 +356,22 @@ def test_a_long_document_is_sent_as_a_window_around_the_chunk():
     assert window(text, 20_050, 20_150, 2000) == (lo, hi)  # a neighbour is sent the same window
     assert window("short", 0, 5, 2000) == (0, 5)
     assert window(text, 0, 100, 2000)[0] == 0 and window(text, len(text) - 100, len(text), 2000)[1] == len(text)
+
+
+def test_a_prompt_of_ones_own_is_read_beside_the_config(tmp_path: Path):
+    toml = _project(tmp_path, "http://127.0.0.1:9/v1")
+    shipped = load_config(toml)
+    mine = (Path(__file__).parents[2] / "bench" / "chunking" / "prompts" / "situate_v1.md").read_text()
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "mine.md").write_text(mine.replace("version: situate-v1", "version: mine-v1"))
+    toml.write_text(toml.read_text() + 'prompt = "prompts/mine.md"\n')
+    config = load_config(toml)
+    assert config.resolved()["contexts"]["situated"]["prompt"]["version"] == "mine-v1"
+    assert config.hash != shipped.hash and "prompts/mine.md" not in json.dumps(config.resolved())
+    (tmp_path / "prompts" / "mine.md").write_text(mine.replace("{chunk}", "the chunk"))
+    done = run_cli("run", "bench.toml", "--dry-run", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "bench: error: bench.toml: [context.situated] prompt: prompts/mine.md: section "
+        "'## user' lacks {chunk}; put it where the text goes"
+    ]
