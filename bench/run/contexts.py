@@ -56,6 +56,17 @@ class Situating:
         self.spent: dict[str, dict[str, object]] = {}
         self._paid = 0.0  # by the [context.NAME] tables asked so far: the budget is the run's
 
+    def priced(self, chunker: str, figures: Figures) -> Figures:
+        """A candidate's figures with its chunker's ``context_*`` ones: indexing this corpus means
+        writing its contexts too (once per pipeline, however many stages it has)."""
+        context = self.figures.get(chunker)
+        if not context:
+            return figures
+        index = figures.get("index_cost_usd")
+        cost = context["context_cost_usd"]
+        both = index + cost if isinstance(index, int | float) and isinstance(cost, int | float) else None
+        return {**figures, **context, "index_cost_usd": both}
+
     def tables(self, plain: dict[str, ChunkTable], corpus: Corpus, needed: set[str]) -> dict[str, ContextualTable]:
         """The table of every situated chunker in ``needed``, over its plain chunker's table."""
         out: dict[str, ContextualTable] = {}

@@ -56,7 +56,6 @@ class CandidateRun:
     reranker: RerankerSpec | None = None
     reranker_model_price: Price | None = None  # a bi-encoder reranker's model's price per token
     corpus_embed_seconds: list[float | None] | None = None  # per part, embedding the whole corpus; None: unknown
-    context: Figures | None = None  # a situated chunker's contexts (bench.run.contexts): what writing them cost
 
 
 def run_candidate(candidate: CandidateRun, run: RunContext) -> tuple[list[Retrieved], Figures]:
@@ -105,9 +104,6 @@ def run_candidate(candidate: CandidateRun, run: RunContext) -> tuple[list[Retrie
         "timing_cores": measure.cores(),
         **_contention(candidate.query_latency, timed.search),
     }
-    if candidate.context:  # indexing this corpus means writing its contexts too, once per pipeline
-        figures.update(candidate.context)
-        figures["index_cost_usd"] = _plus(figures["index_cost_usd"], candidate.context["context_cost_usd"])
     if candidate.reranker is not None and isinstance(retriever, RerankedRetriever):
         rerank = _rerank_figures(candidate.reranker, retriever, queries, timed, n_timed, candidate.reranker_model_price)
         figures.update(rerank)

@@ -219,8 +219,7 @@ def _chunk_and_judge(inputs: _Inputs, progress: Progress) -> _Shared:
     over the first chunking, and every chunk judged against the goldset's evidence."""
     config, phases = inputs.config, inputs.phases
     needed = {c.chunker for c in inputs.candidates}
-    root = paths.cache_root(config.cache_dir, config.cache_override)
-    situating = Situating(config, root, progress, inputs.console)
+    situating = Situating(config, paths.cache_root(config.cache_dir, config.cache_override), progress, inputs.console)
     tables = chunk_all(config, inputs.corpus, progress, inputs.models, needed, phases, situating)
     with phases("count unknown tokens"):
         _unknown_tokens(inputs.languages, inputs.models, next(iter(tables.values())), inputs.console)
@@ -255,11 +254,11 @@ def _one_candidate(
         reranker,
         config.price(reranker.model) if reranker and reranker.model else None,
         [shared.corpus_seconds[part.key] for part in config.parts(cand)],
-        shared.situating.figures.get(cand.chunker),
     )
     depth = config.retrieval_depth
     context = retrieve.RunContext(inputs.goldset, depth, phases, models.timing)
     retrieved, measured = retrieve.run_candidate(asked, context)
+    measured = shared.situating.priced(cand.chunker, measured)  # a situated chunker's contexts join its index cost
     typed = retrieve.run_perturbed(asked, context, shared.asked) if shared.asked else {}
     ops = Operating.from_dict({**measured, **models.corpus_speed_kept(cand)})
     ops = ops.merged(scale.at_scale(ops, cand.search or "", len(inputs.corpus), config.scale))
@@ -377,9 +376,8 @@ def _manifest(inputs: _Inputs, failed: list[tuple[Candidate, StoreFault]], situa
     """What the run was given and where it ran: config, corpus, goldset, lock, versions, machine,
     the vector stores, the candidates a store's failure left out and what chat models were asked."""
     config, corpus, goldset = inputs.config, inputs.corpus, inputs.goldset
-    extra: dict[str, object] = {"not_run": [{"candidate": c.id, "error": str(e)} for c, e in failed]} if failed else {}
-    if situating.spent:
-        extra["llm"] = {"contexts": situating.spent}
+    extra = {"not_run": [{"candidate": c.id, "error": str(e)} for c, e in failed]} if failed else {}
+    llm = {"contexts": situating.spent} if situating.spent else {}  # what each step that asks a chat model spent
     return Manifest(
         run_id=inputs.run_id,
         bench_version=__version__,
@@ -410,7 +408,7 @@ def _manifest(inputs: _Inputs, failed: list[tuple[Candidate, StoreFault]], situa
         languages=inputs.languages,
         timing=inputs.models.timing.manifest(),
         stores=dict(inputs.models.hosts.servers) or None,
-        extra=extra,
+        extra={**extra, **({"llm": llm} if llm else {})},
     )
 
 
