@@ -25,14 +25,15 @@ ALLOWED = {
     "inputs": set(),
     # asking chat models, and the HTTP plumbing every OpenAI-compatible client shares (llm.http_api)
     "llm": set(),
-    "chunking": {"inputs"},
+    # a chunk's context may be written by a chat model (chunking.situate: its prompt, its token estimate)
+    "chunking": {"inputs", "llm"},
     "embedders": {"inputs", "chunking", "llm"},
     "engines": {"embedders"},
     "retrieval": {"inputs", "chunking", "embedders", "llm"},  # an HTTP reranker is an OpenAI-compatible client
     "evaluation": {"inputs", "chunking", "embedders"},
     "results": {"inputs", "evaluation"},
     "report": {"inputs", "chunking", "embedders", "evaluation", "results"},
-    # the config builds the chat settings of the pipeline steps that ask a model
+    # a step that asks a chat model gets its settings from the config (Config.chat)
     "config": {"inputs", "chunking", "embedders", "retrieval", "evaluation", "llm"},
     # a run writes its reports once its results are in place, and its recommendation in words
     "run": {

@@ -19,7 +19,8 @@ from bench.chunking.table import ChunkTable
 from bench.inputs.corpus import Corpus, pages_label
 from bench.text.scripts import collapse_spaces, shorten
 
-CONTEXT_SUFFIX = "+ctx"
+HEADERS = "ctx"  # the context of a header-only contextual chunker: md256+ctx
+CONTEXT_SUFFIX = "+" + HEADERS
 SEPARATOR = " › "  # between the title and each heading of the path
 # A heading longer than this (a paragraph a PDF's layout made a heading) is cut: the header names the
 # section, it does not repeat it (columns: a Chinese character counts two).
@@ -50,16 +51,17 @@ def heading_paths(text: str, starts: np.ndarray) -> list[list[str]]:
 
 
 class ContextualTable(ChunkTable):
-    """A chunk table whose texts (what is embedded, indexed and counted) carry their header; its
-    arrays (ids, documents, spans) are the plain table's."""
+    """A chunk table whose texts (what is embedded, indexed and counted) carry a prefix — a header,
+    or a context a chat model wrote (``bench.chunking.situate``); its arrays (ids, documents, spans)
+    are the plain table's."""
 
     def __init__(self, plain: ChunkTable, headers: list[str], header_of: np.ndarray) -> None:
         super().__init__(
             plain.doc_ids, plain.doc, plain.start, plain.end, plain.ids, plain._document_text, plain.headings
         )
         self.plain = plain
-        self.headers = headers  # each distinct header once
-        self.header_of = header_of  # int32 per chunk: its header's position in ``headers``
+        self.headers = headers  # each distinct prefix once ("": none)
+        self.header_of = header_of  # int32 per chunk: its prefix's position in ``headers``
 
     def text(self, i: int) -> str:
         return self._with_header(i, self.plain.text(i))

@@ -74,7 +74,7 @@ if TYPE_CHECKING:
 )
 @chat_options(
     "--judge-model", "With --questions: the chat model that grades relevance, by the name its server knows it.",
-    required=False, max_cost_help=STOP_BEFORE,
+    required=False, max_cost_help=f"The run's budget for chat calls (overrides [llm] max_cost). {STOP_BEFORE}",
 )  # fmt: skip
 def run(dry_run: bool, no_cache: bool, no_report: bool, chat: ChatOptions, **options: Any) -> None:
     """Run the shootout described by CONFIG (default bench.toml)."""
@@ -84,7 +84,9 @@ def run(dry_run: bool, no_cache: bool, no_report: bool, chat: ChatOptions, **opt
 
     judge = chat.settings(needed_by="--questions") if options.get("questions") is not None else None
     # every other option is a RunOptions field of the same name
-    run_options = RunOptions(use_cache=not no_cache, reports=not no_report, judge=judge, **options)
+    run_options = RunOptions(
+        use_cache=not no_cache, reports=not no_report, judge=judge, max_cost=chat.max_cost, **options
+    )
     cfg = run_options.load_config()
     _refuse_before_running(cfg, run_options, writes=not dry_run)
     run_options = dataclasses.replace(run_options, config=cfg)

@@ -20,9 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from bench.config.tables import (
     ChunkerSpec,
+    ContextSpec,
     Settings,
     canonical,
     chunker_specs_from,
+    context_specs,
     contextual_specs,
     fusion_specs_from,
     index_specs_from,
@@ -143,6 +145,7 @@ class Config:
     perturb: tuple[str, ...] = ()  # how questions are asked again as people type them (bench.text.perturb)
     perturb_seed: int = 0
     llm: ChatEndpoint = field(default_factory=ChatEndpoint)  # [llm]: where the steps that ask a model send
+    contexts: tuple[ContextSpec, ...] = ()  # [context.NAME]: chunks a chat model situates in their document
     # the file's top level as read (None: a Config built in code): the hash takes paths as written
     file: Settings | None = field(default=None, compare=False, repr=False)
 
@@ -278,6 +281,10 @@ class Config:
     def chunker(self, name: str) -> ChunkerSpec:
         return next(c for c in self.chunkers if c.name == name)
 
+    def context(self, name: str) -> ContextSpec:
+        """The [context.NAME] table a situated chunker's contexts are written by."""
+        return next(c for c in self.contexts if c.name == name)
+
     def resolved(self) -> dict[str, object]:
         """The settings that decide results, as plain JSON data (paths as given in the file): the
         manifest's ``config``, and what the hash is of. ``scale`` and ``prefer`` only when the file
@@ -293,10 +300,11 @@ class Config:
                     "kind": c.kind,
                     **dict(c.params),
                     **({"model": c.model} if c.model else {}),
-                    **({"context": "title, headings, pages"} if c.context else {}),
+                    **({"context": _context_said(c)} if c.context else {}),
                 }
                 for c in self.chunkers
             },
+            **({"contexts": {c.name: _context_dict(c) for c in self.contexts}} if self.contexts else {}),
             "indexes": {i: _spec_dict(self.index(i)) for i in self.indexes},
             "exclude": list(self.exclude),
             **({"fusions": {f.name: _spec_dict(f) for f in self.fusions}} if self.fusions else {}),
@@ -354,6 +362,20 @@ def _rewrite_dict(spec: RewriteSpec) -> dict[str, object]:
     return {**out, "prompt": {"version": template.version, "sha256": template.sha256}}
 
 
+def _context_said(chunker: ChunkerSpec) -> str:
+    return f"[context.{chunker.context}]" if chunker.situated else "title, headings, pages"
+
+
+def _context_dict(spec: ContextSpec) -> dict[str, object]:
+    """What decides a [context.NAME]'s contexts and their price: the model, its prices, the chunkers,
+    the window and the prompt by its version and content (not its path); never an endpoint or key."""
+    from bench.chunking.situate import load_prompt
+
+    out = {key: value for key, value in _spec_dict(spec).items() if key not in ("name", "prompt")}
+    prompt = load_prompt(spec.prompt_path)
+    return {**out, "prompt": {"version": prompt.version, "sha256": prompt.sha256}}
+
+
 def load_config(path: str | Path) -> Config:
     path = Path(path)
     if not path.is_file():
@@ -370,6 +392,8 @@ def load_config(path: str | Path) -> Config:
     index_specs = index_specs_from(file.index, where)
     indexes = [canonical(i, index_specs, INDEXES, "indexes", where) for i in file.indexes]
     chunkers = _chunkers(file, model_specs, where)
+    contexts, situated = context_specs(file.context, chunkers, where, base)
+    chunkers += situated
     fusions = fusion_specs_from(file, model_specs, index_specs, where)
     rerankers = reranker_specs_from(file, model_specs, where, base)
     used = set(models) | {c.model for c in chunkers if c.model}
@@ -408,8 +432,14 @@ def load_config(path: str | Path) -> Config:
         perturb=perturbations(file.perturb, f"{where}: perturb"),
         perturb_seed=file.perturb_seed,
         llm=read_table(ChatEndpoint, file.llm, f"{where}: [llm]"),
+        contexts=contexts,
         file=file,
     )
+    for spec in contexts:  # a prompt file that is missing or lacks a placeholder: found before anything runs
+        try:
+            _context_dict(spec)
+        except BenchError as e:
+            raise BenchError(f"{where}: [context.{spec.name}] prompt: {e}") from None
     _check_depth(config, where)
     _check_index_dims(config, where)
     return config

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from bench.chunking import Chunker, make_chunker
-from bench.chunking.context import CONTEXT_SUFFIX
+from bench.chunking.context import CONTEXT_SUFFIX, HEADERS
 from bench.chunking.semantic import Embed
+from bench.core.chat_use import ChatUse
 from bench.core.tables import read_table, setting
 from bench.embedders import LOADERS, MODELS, ModelSpec
 from bench.embedders.base import ANY_LANGUAGE
@@ -84,6 +85,8 @@ class Settings:
         None, what="a table", note='e.g. [llm] base_url = "http://127.0.0.1:8000/v1"'
     )
     query: Mapping[str, object] = setting(default_factory=dict, what="tables like [query.hyde]")
+    # chunkers whose chunks a chat model situates in their document (bench.chunking.situate)
+    context: Mapping[str, object] = setting(default_factory=dict, what="tables like [context.situated]")
     documents: Mapping[str, object] = setting(
         default_factory=dict, what="a table", note="e.g. [documents] max_pages = 5000"
     )
@@ -109,12 +112,19 @@ class ChunkerSpec:
     kind: str
     params: tuple[tuple[str, object], ...]
     model: str | None = None
-    context: bool = False  # indexed with its context header: "md256+ctx", cut as "md256" is
+    # what is indexed before each chunk: None, its header ("ctx": "md256+ctx") or the context a
+    # [context.NAME] table's model writes (NAME: "md256+situated"); cut as "md256" is
+    context: str | None = None
 
     @property
     def plain(self) -> str:
-        """The chunker that cuts the same chunks: itself, or the one a contextual chunker adds a header to."""
-        return self.name.removesuffix(CONTEXT_SUFFIX) if self.context else self.name
+        """The chunker that cuts the same chunks: itself, or the one a contextual chunker adds to."""
+        return self.name.removesuffix(f"+{self.context}") if self.context else self.name
+
+    @property
+    def situated(self) -> bool:
+        """Its contexts are written by a chat model ([context.NAME]), not read from the document."""
+        return self.context is not None and self.context != HEADERS
 
     def build(self, embed: Embed | None = None) -> Chunker:
         params = dict(self.params)  # checked by make_chunker
@@ -295,8 +305,54 @@ def contextual_specs(chunkers: tuple[ChunkerSpec, ...], names: tuple[str, ...], 
     for name in names:
         if name not in known:
             raise BenchError(f"{where}: contextual: no chunker {name!r}; {suggest(name, known)}name a [chunkers.NAME]")
-        out.append(replace(known[name], name=name + CONTEXT_SUFFIX, context=True))
+        out.append(replace(known[name], name=name + CONTEXT_SUFFIX, context=HEADERS))
     return tuple(out)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextSpec(ChatUse):
+    """[context.NAME]: the chunkers whose chunks a chat model situates in their document, the model
+    and its prices (``ChatUse``), the prompt, and how much of a long document is sent."""
+
+    name: str  # the table's NAME: "md256+NAME" is the chunker it makes of "md256"
+    chunkers: tuple[str, ...] = setting(unique=True, what=_NAMES, note='e.g. chunkers = ["md256"]')
+    window_tokens: int = setting(
+        8000, minimum=256, note="(a longer document is sent as the window of about this many tokens around the chunk)"
+    )
+
+    @property
+    def prompt_path(self) -> Path | None:
+        """Its own prompt file (relative paths are resolved as the file is read); None: the shipped one."""
+        return Path(self.prompt) if self.prompt else None
+
+
+def context_specs(
+    tables: Mapping[str, object], chunkers: tuple[ChunkerSpec, ...], where: str, base: Path
+) -> tuple[tuple[ContextSpec, ...], tuple[ChunkerSpec, ...]]:
+    """``[context.NAME]`` tables, and the chunkers they make: "md256+NAME" for each chunker named. A
+    prompt file, given relative, is relative to the config file's folder (``base``)."""
+    known = {c.name: c for c in chunkers if not c.context}
+    specs, made = [], []
+    for name, table in tables.items():
+        at = f"{where}: [context.{name}]"
+        if not name or name == HEADERS or any(c in name for c in "/+@>"):
+            raise BenchError(
+                f"{at}: the name may not be {HEADERS!r} (the header-only contexts) "
+                "nor contain '/', '+', '@' or '>' (they join pipeline ids); rename the table"
+            )
+        spec = read_table(ContextSpec, table, at, 'chunkers = ["md256"] and model = "gpt-4o-mini"', name=name)
+        for chunker in spec.chunkers:
+            if chunker not in known:
+                raise BenchError(
+                    f"{at}: chunkers: no chunker {chunker!r}; {suggest(chunker, known)}the chunkers: {', '.join(known)}"
+                )
+            if f"{chunker}+{name}" in {c.name for c in chunkers}:
+                raise BenchError(f"{at}: a chunker is named {chunker}+{name!s} already; rename it or the table")
+            made.append(replace(known[chunker], name=f"{chunker}+{name}", context=name))
+        if spec.prompt is not None and not Path(spec.prompt).expanduser().is_absolute():
+            spec = replace(spec, prompt=str(base / spec.prompt))
+        specs.append(spec)
+    return tuple(specs), tuple(made)
 
 
 def _chunker_spec(name: str, body: object, where: str) -> ChunkerSpec:

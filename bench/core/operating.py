@@ -48,6 +48,16 @@ class Cost:
     rewrite_cost_per_1k_queries_usd: float | None = None
     rewrite_tokens_per_query: float | None = None  # prompt and reply
     rewrites_failed: int | None = None  # replies that gave no rewrite: those questions were searched as asked
+    # contexts a chat model wrote for the chunker's chunks ([context.NAME]): the whole corpus's, each
+    # request priced at its usage as billed when sent; context_cost_usd is part of index_cost_usd
+    context_model: str | None = None
+    context_cost_usd: float | None = None
+    context_calls_sent: int | None = None  # by this run; the others were found in the reply log
+    context_calls_cached: int | None = None
+    context_tokens_in: int | None = None
+    context_tokens_cached: int | None = None  # of context_tokens_in, read from the server's prompt cache
+    context_tokens_out: int | None = None
+    contexts_failed: int | None = None  # chunks indexed without a context (an empty reply, a refusal)
 
 
 @dataclass(frozen=True, kw_only=True)

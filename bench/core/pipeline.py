@@ -53,3 +53,4 @@ class Pipeline(Section):
     first_stage: str | None = None
     query: QueryRewrite | None = None
     as_written: str | None = None  # a rewritten candidate: the same pipeline asked the questions as written
+    plain_chunker: str | None = None  # a contextual chunker's (md256+ctx, md256+situated): md256, cutting its chunks

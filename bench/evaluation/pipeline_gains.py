@@ -124,21 +124,29 @@ def _measured(base: CandidateResult, pipelines: list[CandidateResult], k: int) -
 
 
 def plain_twin(c: CandidateResult) -> str | None:
-    """The id of the same candidate over the plain chunker, for a single stage over a contextual one."""
-    if not c.chunker.endswith(CONTEXT_SUFFIX) or is_reranked(c) or kind(c) == "fusion":
+    """The id of the same candidate over the plain chunker, for a single stage over a contextual one
+    (a header's, ``md256+ctx``, or a chat model's, ``md256+situated``; runs that predate
+    ``plain_chunker`` name only the first)."""
+    plain = c.pipeline.plain_chunker
+    if plain is None and c.chunker.endswith(CONTEXT_SUFFIX):
+        plain = c.chunker.removesuffix(CONTEXT_SUFFIX)
+    if plain is None or is_reranked(c) or kind(c) == "fusion":
         return None
-    return c.id.replace(f"/{c.chunker}/", f"/{c.chunker.removesuffix(CONTEXT_SUFFIX)}/", 1)
+    return c.id.replace(f"/{c.chunker}/", f"/{plain}/", 1)
 
 
 def technique(c: CandidateResult) -> tuple[str, str] | None:
     """For a pipeline that adds a technique to another in the run's grid (a rewrite of its questions, a
-    context header on its chunks): that pipeline's id, and the technique in words."""
+    context on its chunks): that pipeline's id, and the technique in words."""
     query = c.pipeline.query
     if (written := as_written(c)) is not None and query is not None:
         return written, f"rewrites each question with a chat model ({query.kind}, [query.{query.name}])"
-    if (twin := plain_twin(c)) is not None:
-        return twin, "indexes each chunk with its context header"
-    return None
+    if (twin := plain_twin(c)) is None:
+        return None
+    if c.chunker.endswith(CONTEXT_SUFFIX):
+        return twin, "indexes each chunk with its context header (title, headings, pages)"
+    situated = c.chunker.rsplit("+", 1)[-1]
+    return twin, f"indexes each chunk with a context a chat model wrote ([context.{situated}])"
 
 
 def measured(candidates: Sequence[CandidateResult], k: int) -> list[Measured]:

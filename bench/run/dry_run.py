@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,9 +20,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from bench.chunking.context import contextual
+from bench.chunking.situate import MAX_TOKENS, load_prompt
 from bench.chunking.table import ChunkTable
 from bench.chunking.tokens import count_tokens, count_tokens_each
 from bench.config import Candidate, Config
+from bench.core.chat_use import ChatUse
 from bench.embedders import paths
 from bench.errors import BenchError, EnvironmentFault
 from bench.evaluation import costs, scale
@@ -34,9 +38,12 @@ from bench.inputs.questions import questions_only
 from bench.judging import relevance_judge
 from bench.llm import http_api
 from bench.llm.client import estimate_tokens
+from bench.llm.replies import ReplyLog
 from bench.retrieval.rerankers import reranker_costs
 from bench.retrieval.stores.hosts import store_problem
 from bench.run import rewriting
+from bench.run.contexts import REPLIES as CONTEXT_REPLIES
+from bench.run.contexts import planned_requests, situated_chunkers
 from bench.run.models import language_findings
 from bench.run.options import RunOptions
 from bench.run.progress import print_warnings, read_corpus, warn
@@ -54,6 +61,8 @@ def tables_without_models(config: Config, corpus: Corpus) -> tuple[dict[str, Chu
     for spec in config.chunkers:  # the plain ones first, whose tables the contextual ones add headers to
         if spec.model:
             skipped.append(spec.name)
+        elif spec.situated:  # its contexts are written by a chat model only when the run asks it
+            tables[spec.name] = tables[spec.plain]
         elif spec.context:
             tables[spec.name] = contextual(tables[spec.plain], corpus)
         else:
@@ -69,17 +78,19 @@ class PlannedCandidate:
     question_tokens: int
     price_per_mtok: float | None
     monthly_embedding_usd: float | None = None  # at [scale]: re-indexing and queries, reranking included
+    context_cost_usd: float = 0.0  # at most, a chat model writing the chunker's contexts ([context.NAME])
 
     @property
     def index_cost_usd(self) -> float | None:
-        return costs.index_cost_usd(self.corpus_tokens, self.price_per_mtok)
+        return _plus(costs.index_cost_usd(self.corpus_tokens, self.price_per_mtok), self.context_cost_usd)
 
     @property
     def run_cost_usd(self) -> float | None:
-        """What a cold run would bill: the corpus and every question once."""
+        """What a cold run would bill: the corpus and every question once, and the contexts."""
         if self.corpus_tokens is None:
             return None
-        return costs.run_cost_usd(self.corpus_tokens + self.question_tokens, self.price_per_mtok)
+        embedding = costs.run_cost_usd(self.corpus_tokens + self.question_tokens, self.price_per_mtok)
+        return _plus(embedding, self.context_cost_usd)
 
 
 def plan(
@@ -89,10 +100,12 @@ def plan(
     goldset: Goldset,
     documents: int | None = None,
     rewrite_per_1k: dict[str, float] | None = None,
+    context_usd: Mapping[str, float] | None = None,
 ) -> list[PlannedCandidate]:
     """Token counts are cl100k tokens: the billing unit of OpenAI models, an estimate for others.
     ``documents``: the corpus's, for the monthly projection to ``[scale]``; ``rewrite_per_1k``: each
-    [query.NAME]'s estimated price per 1,000 queries."""
+    [query.NAME]'s estimated price per 1,000 queries; ``context_usd``: per situated chunker, what
+    writing its contexts costs at most (``context_estimates``)."""
     question_tokens = sum(count_tokens(q.text) for q in goldset.questions)
     corpus_tokens = {name: int(count_tokens_each(table.iter_texts()).sum()) for name, table in tables.items()}
     mean_question = question_tokens / len(goldset.questions) if goldset.questions else None
@@ -104,7 +117,8 @@ def plan(
         per_1k = _plus(costs.cost_per_1k_queries_usd(mean_question, price), _rerank_per_1k(config, cand))
         if cand.query:
             per_1k = _plus(per_1k, (rewrite_per_1k or {}).get(cand.query))
-        index_cost = costs.index_cost_usd(corpus_tokens.get(cand.chunker), price)
+        context = (context_usd or {}).get(cand.chunker, 0.0)
+        index_cost = _plus(costs.index_cost_usd(corpus_tokens.get(cand.chunker), price), context)
         planned.append(
             PlannedCandidate(
                 candidate=cand,
@@ -113,6 +127,7 @@ def plan(
                 question_tokens=question_tokens,
                 price_per_mtok=price,
                 monthly_embedding_usd=scale.monthly_embedding_usd(index_cost, per_1k, factor, config.scale),
+                context_cost_usd=context,
             )
         )
     return planned
@@ -169,7 +184,8 @@ def dry_run(run: RunOptions | Config, console: Console | None = None, **changes:
         problems += chat_problems(options.judge, "relevance judge", "--llm-base-url")
     rewrites = sorted({c.query for c in candidates if c.query})
     for name in rewrites:
-        problems += _rewrite_problems(config, name)
+        problems += _step_problems(config, config.rewrite(name), f"[query.{name}]")
+    problems += context_problems(config, {c.chunker for c in candidates})
     if problems:
         raise BenchError("\n".join(problems))
     used = dict.fromkeys(part.index for c in candidates for part in config.parts(c) if part.index in config.index_specs)
@@ -177,14 +193,19 @@ def dry_run(run: RunOptions | Config, console: Console | None = None, **changes:
     if stores:
         raise EnvironmentFault("\n".join(stores))
     tables, _ = tables_without_models(config, corpus)
+    lines, context_usd = context_estimates(config, corpus, tables, {c.chunker for c in candidates}, root)
+    for line in lines:
+        console.print(line, markup=False, soft_wrap=True)
     if options.judge is not None:
         console.print(judge_estimate(options.judge, goldset, candidates, tables, config.k))
     questions = [q.text for q in goldset.questions]
     estimates = {name: rewriting.estimate(config, name, questions, root) for name in rewrites}
     for estimated in estimates.values():
-        console.print(escape(estimated.line(config.llm.max_cost)))
+        console.print(estimated.line(config.llm.max_cost), markup=False, soft_wrap=True)
     per_1k = {name: e.per_1k_queries for name, e in estimates.items()}
-    return plan(config, candidates, tables, goldset, documents=len(corpus), rewrite_per_1k=per_1k)
+    return plan(
+        config, candidates, tables, goldset, documents=len(corpus), rewrite_per_1k=per_1k, context_usd=context_usd
+    )
 
 
 def chat_problems(chat: ChatSettings, what: str, fix: str) -> list[str]:
@@ -200,12 +221,65 @@ def chat_problems(chat: ChatSettings, what: str, fix: str) -> list[str]:
     return []
 
 
-def _rewrite_problems(config: Config, name: str) -> list[str]:
+def _step_problems(config: Config, use: ChatUse, what: str) -> list[str]:
+    """What would stop a pipeline step that asks a chat model (``what``: its table) at its first request."""
     try:
-        chat = config.chat(config.rewrite(name), f"[query.{name}]")
+        chat = config.chat(use, what)
     except BenchError as e:
         return [str(e)]
-    return chat_problems(chat, f"[query.{name}]", "base_url in [llm]")
+    return chat_problems(chat, what, "base_url in [llm]")
+
+
+def context_problems(config: Config, chunkers: set[str]) -> list[str]:
+    """What would stop the contexts of the situated chunkers a run uses at their first request: no
+    endpoint, a key not set (a loopback URL needs none), a host that accepts no connection."""
+    used = [spec for spec in config.contexts if situated_chunkers(config, spec, chunkers)]
+    return [p for spec in used for p in _step_problems(config, spec, f"[context.{spec.name}]")]
+
+
+def context_estimates(
+    config: Config, corpus: Corpus, tables: dict[str, ChunkTable], chunkers: set[str], cache_root: Path
+) -> tuple[list[str], dict[str, float]]:
+    """For each [context.NAME] the run uses, a line: its chunks, the replies the cache holds, and the
+    prompt and reply tokens and dollars of the rest, as if no prompt were read from a server's cache
+    (an upper bound: a document's requests share their prefix). And per situated chunker, what its
+    contexts cost at most, all of them, as the index cost counts them. Nothing is sent."""
+    lines, whole = [], {}
+    log = ReplyLog(cache_root / CONTEXT_REPLIES)
+    for spec in config.contexts:
+        used = situated_chunkers(config, spec, chunkers)
+        if not used:
+            continue
+        chat = config.chat(spec, f"[context.{spec.name}]")
+        client = chat.client(MAX_TOKENS, json_mode=False)
+        keys: dict[str, list[str]] = {c.name: [] for c in used}
+        tokens: dict[str, int] = {}  # every request's prompt tokens, by key
+        plain = [(c.name, tables[c.plain]) for c in used]
+        for request in planned_requests(client, load_prompt(spec.prompt_path), spec, plain, corpus, keys):
+            tokens[request.key] = sum(estimate_tokens(m["content"]) for m in request.messages)
+        for c in used:
+            distinct = set(keys[c.name])
+            whole[c.name] = _at_most(chat, sum(tokens[k] for k in distinct), len(distinct))
+        ask = [k for k in tokens if k not in log.entries]
+        prompt, reply = sum(tokens[k] for k in ask), len(ask) * MAX_TOKENS
+        cost = _at_most(chat, prompt, len(ask))
+        budget = ""
+        if chat.max_cost is not None:
+            over = cost > chat.max_cost
+            budget = f"; {'over' if over else 'within'} the budget ({usd(chat.max_cost)})"
+            budget += ": the run would stop before indexing" if over else ""
+        lines.append(
+            f"[context.{spec.name}] {spec.model}: {sum(len(k) for k in keys.values()):,} chunks of "
+            f"{', '.join(c.plain for c in used)}, {len(tokens) - len(ask):,} replies in the cache, {len(ask):,} to "
+            f"ask: about {prompt:,} prompt and at most {reply:,} reply tokens, at most {usd(cost)} "
+            f"(no prompt caching assumed: an upper bound){budget}"
+        )
+    return lines, whole
+
+
+def _at_most(chat: ChatSettings, prompt_tokens: int, asks: int) -> float:
+    """Dollars of ``asks`` requests of ``prompt_tokens`` in all, each replying its most tokens."""
+    return (prompt_tokens * chat.price_in + asks * MAX_TOKENS * chat.price_out) / 1e6
 
 
 def judge_estimate(

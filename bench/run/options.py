@@ -37,6 +37,7 @@ class RunOptions:
     questions: Path | None = None  # questions only, no goldset: a relevance judge grades what is retrieved
     judge: ChatSettings | None = None  # the relevance judge a run with questions only asks
     perturb: tuple[str, ...] | None = None  # how questions are asked again as typed (None: the config's)
+    max_cost: float | None = None  # USD: the run's budget for chat calls, over [llm] max_cost (None: the config's)
 
     def __post_init__(self) -> None:
         # the Python API is given strings and lists where the command line gives paths and tuples
@@ -68,6 +69,10 @@ class RunOptions:
 
         config = load_config(self.config) if isinstance(self.config, Path) else self.config
         changed = config.with_overrides(k=self.k, results=self.results, cache_override=self.cache_dir)
+        if self.max_cost is not None:
+            if self.max_cost < 0:
+                raise BenchError(f"--max-cost {self.max_cost:g} must not be negative")
+            changed = dataclasses.replace(changed, llm=dataclasses.replace(changed.llm, max_cost=self.max_cost))
         if self.perturb is None:
             return changed
         return dataclasses.replace(changed, perturb=perturbations(self.perturb, "--perturb"))

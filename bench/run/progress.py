@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from bench import measure
+from bench.errors import BenchError
 from bench.inputs.corpus import Corpus, load_corpus
 from bench.inputs.formats import LIMITS, Limits
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from bench.config import Candidate, Config
     from bench.measure import Phases
     from bench.retrieval.retrievers import BuildStats, Retriever
+    from bench.run.contexts import Situating
     from bench.run.models import ModelPool
 
 
@@ -75,10 +77,17 @@ def progress_bar(console: Console) -> Progress:
 
 
 def chunk_all(
-    config: Config, corpus: Corpus, progress: Progress, models: ModelPool, needed: set[str], phases: Phases
+    config: Config,
+    corpus: Corpus,
+    progress: Progress,
+    models: ModelPool,
+    needed: set[str],
+    phases: Phases,
+    situating: Situating | None = None,
 ) -> dict[str, ChunkTable]:
     """The corpus chunked by each chunker of ``needed``, a bar each. A contextual chunker (``md256+ctx``)
-    adds its headers to its plain chunker's table, chunked once for both."""
+    adds its headers to its plain chunker's table, chunked once for both; a situated one
+    (``md256+situated``) the contexts ``situating`` has a chat model write for its chunks."""
     from bench.chunking.context import contextual
     from bench.chunking.table import ChunkTable
 
@@ -91,12 +100,22 @@ def chunk_all(
         chunker = spec.build(embed=models.passage_embedding(spec.model) if spec.model else None)
         with phases(f"chunk {spec.name}"):
             plain[spec.name] = ChunkTable.chunk_corpus(corpus, chunker, functools.partial(progress.advance, task))
+    situated: dict[str, ChunkTable] = {}
+    if any(spec.situated and spec.name in needed for spec in config.chunkers):
+        if situating is None:
+            raise BenchError("chunkers whose contexts a chat model writes ([context.NAME]) are for `bench run`")
+        with phases("situate chunks"):
+            situated.update(situating.tables(plain, corpus, needed))
     tables: dict[str, ChunkTable] = {}
     for spec in config.chunkers:
-        if spec.name in needed and spec.context:
+        if spec.name not in needed:
+            continue
+        if spec.situated:
+            tables[spec.name] = situated[spec.name]
+        elif spec.context:
             with phases(f"chunk {spec.name}"):
                 tables[spec.name] = contextual(plain[spec.plain], corpus)
-        elif spec.name in needed:
+        else:
             tables[spec.name] = plain[spec.name]
     return tables
 

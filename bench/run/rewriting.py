@@ -98,15 +98,15 @@ class Rewritten:
 
 
 def rewrite_questions(
-    config: Config, names: Sequence[str], questions: Sequence[str], cache_root: Path, console: Console
+    config: Config, names: Sequence[str], questions: Sequence[str], cache_root: Path, console: Console, spent: float
 ) -> dict[str, Rewritten]:
-    """Every question rewritten by each of ``names`` ([query.NAME] tables), within the run's budget."""
+    """Every question rewritten by each of ``names`` ([query.NAME] tables), within what ``spent`` (the
+    run's other chat calls, those found in the reply log included) leaves of the run's budget."""
     out: dict[str, Rewritten] = {}
-    spent = 0.0
     for name in names:
         spec = config.rewrite(name)
         out[name] = _rewrite(config, spec, list(dict.fromkeys(questions)), cache_root, console, spent)
-        spent += out[name].tally.cost_sent
+        spent += out[name].tally.cost
     return out
 
 

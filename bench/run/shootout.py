@@ -48,6 +48,7 @@ from bench.results.schema import StoredRun, UnitText
 from bench.retrieval.stores.base import StoreFault
 from bench.retrieval.stores.hosts import StoreHosts
 from bench.run import indexing_time, perturbed, retrieve
+from bench.run.contexts import Situating
 from bench.run.dry_run import run_lock
 from bench.run.models import ModelPool, language_findings, unknown_token_findings
 from bench.run.options import RunOptions
@@ -118,6 +119,7 @@ class _Shared:
     asked: dict[str, list[str]]  # each perturbation kind: every question as people type it
     rewrites: dict[str, Rewritten]  # each [query.NAME] the candidates use: every question as its model rewrote it
     built: BuiltStages
+    situating: Situating  # the contexts a chat model wrote for situated chunkers, and what they cost
     warned: set[tuple[str, str]] = field(default_factory=set)  # (model, chunker) truncation was warned about
     corpus_seconds: dict[tuple[str, str, str], float | None] = field(default_factory=dict)  # embedding the corpus
 
@@ -227,7 +229,8 @@ def _chunk_and_judge(inputs: _Inputs, progress: Progress) -> _Shared:
     over the first chunking, and every chunk judged against the goldset's evidence."""
     config, phases = inputs.config, inputs.phases
     needed = {c.chunker for c in inputs.candidates}
-    tables = chunk_all(config, inputs.corpus, progress, inputs.models, needed, phases)
+    situating = Situating(config, paths.cache_root(config.cache_dir, config.cache_override), progress, inputs.console)
+    tables = chunk_all(config, inputs.corpus, progress, inputs.models, needed, phases, situating)
     with phases("count unknown tokens"):
         _unknown_tokens(inputs.languages, inputs.models, next(iter(tables.values())), inputs.console)
     with phases("judge relevance"):
@@ -236,10 +239,12 @@ def _chunk_and_judge(inputs: _Inputs, progress: Progress) -> _Shared:
     kinds = () if inputs.options.questions is not None else config.perturb  # perturbed forms need a goldset
     asked = perturbed.as_typed(inputs.goldset, kinds, config.perturb_seed)
     names = sorted({c.query for c in inputs.candidates if c.query})
-    root = paths.cache_root(config.cache_dir, config.cache_override)
-    with phases("rewrite questions"):
-        rewrites = rewrite_questions(config, names, [q.text for q in inputs.goldset.questions], root, inputs.console)
-    return _Shared(progress, tables, judgments, timed, asked, rewrites, BuiltStages(config, inputs.candidates))
+    questions = [q.text for q in inputs.goldset.questions]
+    with phases("rewrite questions"):  # within what the contexts left of the budget
+        rewrites = rewrite_questions(config, names, questions, situating.root, inputs.console, situating.paid)
+    return _Shared(
+        progress, tables, judgments, timed, asked, rewrites, BuiltStages(config, inputs.candidates), situating
+    )
 
 
 def _one_candidate(
@@ -272,6 +277,7 @@ def _one_candidate(
     context = retrieve.RunContext(inputs.goldset, depth, phases, models.timing)
     retrieved, measured = retrieve.run_candidate(asked, context)
     retrieved = rewritten.searched(retrieved) if rewritten else retrieved
+    measured = shared.situating.priced(cand.chunker, measured)  # a situated chunker's contexts join its index cost
     # a rewritten question's perturbed forms would need rewrites of their own: those candidates are not perturbed
     typed = retrieve.run_perturbed(asked, context, shared.asked) if shared.asked and not cand.query else {}
     ops = Operating.from_dict({**measured, **models.corpus_speed_kept(cand)})
@@ -362,7 +368,7 @@ def _finish(
     )  # fmt: skip
     summary = dataclasses.replace(summary, recommendation=chosen, holes=holes(records, config.k))
     with phases("write results"):
-        manifest = _manifest(inputs, failed, shared.rewrites)
+        manifest = _manifest(inputs, failed, shared)
         run = _finished(StoredRun(staging, summary, manifest, records, texts, labels), phases)
         schema.save_run(staging, run)
         if shared.asked:
@@ -386,10 +392,14 @@ def _judged_only(
     return dataclasses.replace(summary, candidates=ranked, judge=section), regraded, labels
 
 
-def _manifest(inputs: _Inputs, failed: list[tuple[Candidate, StoreFault]], rewrites: dict[str, Rewritten]) -> Manifest:
+def _manifest(inputs: _Inputs, failed: list[tuple[Candidate, StoreFault]], shared: _Shared) -> Manifest:
     """What the run was given and where it ran: config, corpus, goldset, lock, versions, machine,
-    the vector stores, the chat models asked and the candidates a store's failure left out."""
+    the vector stores, the candidates a store's failure left out and what chat models were asked."""
     config, corpus, goldset = inputs.config, inputs.corpus, inputs.goldset
+    extra = {"not_run": [{"candidate": c.id, "error": str(e)} for c, e in failed]} if failed else {}
+    rewrites = {name: r.describe() for name, r in shared.rewrites.items()}
+    steps = {"contexts": shared.situating.spent, "rewrites": rewrites}
+    llm = {step: spent for step, spent in steps.items() if spent}  # what each step that asks a chat model spent
     return Manifest(
         run_id=inputs.run_id,
         bench_version=__version__,
@@ -420,10 +430,7 @@ def _manifest(inputs: _Inputs, failed: list[tuple[Candidate, StoreFault]], rewri
         languages=inputs.languages,
         timing=inputs.models.timing.manifest(),
         stores=dict(inputs.models.hosts.servers) or None,
-        extra={
-            **({"not_run": [{"candidate": c.id, "error": str(e)} for c, e in failed]} if failed else {}),
-            **({"llm": {"rewrites": {n: r.describe() for n, r in rewrites.items()}}} if rewrites else {}),
-        },
+        extra={**extra, **({"llm": llm} if llm else {})},
     )
 
 

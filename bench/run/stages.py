@@ -76,6 +76,9 @@ def pipeline_description(config: Config, cand: Candidate) -> JsonObject:
             **({"model": spec.model} if spec.model else {}),
         }
         out["first_stage"] = cand.first_stage.id
+    chunker = config.chunker(cand.chunker)
+    if chunker.context:
+        out["plain_chunker"] = chunker.plain
     if cand.query:
         rewrite = config.rewrite(cand.query)
         template = rewrite.template()

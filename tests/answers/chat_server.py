@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 
 from bench.llm.client import ChatClient
@@ -12,12 +13,20 @@ from tests.helpers import JsonHandler, LocalServer
 
 
 class ChatServer(LocalServer):
-    """``plan`` scripts the first answers ("429", "500", "503", "401" echoing the key, "ok"); then every
-    request is answered with ``reply(body)``: a string as the message's content, None as a refusal."""
+    """``plan`` scripts the first answers ("429", "500", "503", "401" echoing the key, "slow": the reply
+    after half a second, "ok"); then every request is answered with ``reply(body)``: a string as the
+    message's content, None as a refusal."""
 
-    def __init__(self, reply: Callable[[dict], str | None], plan: tuple[str, ...] = (), utf8: bool = False) -> None:
-        """``utf8``: replies are sent as UTF-8 JSON (Chinese characters as they are) rather than with \\u escapes."""
-        self.reply, self.plan = reply, list(plan)
+    def __init__(
+        self,
+        reply: Callable[[dict], str | None],
+        plan: tuple[str, ...] = (),
+        utf8: bool = False,
+        usage: Callable[[dict], dict] | None = None,
+    ) -> None:
+        """``utf8``: replies are sent as UTF-8 JSON (Chinese characters as they are) rather than with \\u escapes;
+        ``usage(body)``: the usage reported (else 100 prompt and 10 completion tokens)."""
+        self.reply, self.plan, self.usage = reply, list(plan), usage
         self.received: list[dict] = []
         self.lock = threading.Lock()
         server = self
@@ -35,11 +44,17 @@ class ChatServer(LocalServer):
                 elif action == "401":
                     self._send(401, {"error": {"message": f"bad key {self.headers.get('Authorization')}"}})
                 else:
+                    if action == "slow":
+                        time.sleep(0.5)
                     content = server.reply(body)
                     message = {"role": "assistant", "content": content}
                     if content is None:
                         message["refusal"] = "I can't help with that."
-                    usage = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+                    usage = (
+                        server.usage(body)
+                        if server.usage
+                        else {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+                    )
                     obj = {"choices": [{"index": 0, "message": message}], "usage": usage}
                     self._send(200, json.dumps(obj, ensure_ascii=False).encode() if utf8 else obj)
 

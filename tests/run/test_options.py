@@ -49,5 +49,6 @@ def test_bench_run_without_options_is_the_default_run():
     assert given.pop("llm_model") is None
     for name in chat[2:] + chat[:1]:
         given.pop(name)
-    assert set(given) | {"use_cache", "reports", "judge"} == set(RunOptions.__dataclass_fields__)
+    # --max-cost is also the run's budget for every chat call (RunOptions.max_cost, over [llm] max_cost)
+    assert set(given) | {"use_cache", "reports", "judge", "max_cost"} == set(RunOptions.__dataclass_fields__)
     assert RunOptions(**given) == DEFAULTS == RunOptions()
