@@ -178,12 +178,15 @@ def test_the_key_goes_in_the_header_and_in_no_file(served):
     assert described["model"] == "chat-test" and described["prompt"]["version"] == "hyde-v1"
 
 
-def test_the_budget_stops_before_overspending_and_a_rerun_resumes(tmp_path):
+@pytest.mark.parametrize("where", ["--max-cost", "[llm] max_cost"])
+def test_the_budget_stops_before_overspending_and_a_rerun_resumes(tmp_path, where):
     """A call is sent while what was spent plus its estimate (~85 prompt tokens and 300 of reply at $2 a
     million: ~$0.00069) fits $0.0009: the first two ($0.00012 each), not a third."""
     with ChatServer(oracle) as server:
-        write_project(tmp_path, config(server, max_cost=0.0009))
-        done = run_cli("run", "bench.toml", "--only", "hash/*", cwd=tmp_path)
+        cli = where == "--max-cost"
+        write_project(tmp_path, config(server, max_cost=None if cli else 0.0009))
+        budget = ("--max-cost", "0.0009") if cli else ()
+        done = run_cli("run", "bench.toml", "--only", "hash/*", *budget, cwd=tmp_path)
         assert done.returncode == 2, done.stderr
         assert re.search(r"\[query\.hyde\]: the budget \(\S+\) allowed \d of 6 rewrites", done.stderr)
         assert "Traceback" not in done.stderr and not finished_runs(tmp_path / "results")
@@ -288,3 +291,30 @@ def test_the_inspector_shows_what_each_question_was_searched_as(served, tmp_path
         ["hash/tok24/flat~hyde", [f"{QUESTIONS[0][1]}\n\n{QUESTIONS[0][3]}"]],
         ["hash/tok24/flat", []],  # asked as written: nothing to show
     ]
+
+
+def test_contexts_and_rewrites_share_the_run_budget_and_the_manifest(tmp_path):
+    """Contexts are written first (11 chunks at $0.00012 each, each sent while it and its estimate of
+    ~$0.00045 fit): $0.0018 lets them all through, and leaves HyDE's first call (~$0.00069) no room."""
+
+    def reply(body: dict) -> str | None:
+        if "<chunk>" in body["messages"][-1]["content"]:
+            return "A context that situates the chunk."
+        return oracle(body)
+
+    situated = '[context.situated]\nchunkers = ["tok24"]\nmodel = "ctx-test"\nprice_in = 1.0\nprice_out = 2.0\n'
+    with ChatServer(reply) as server:
+        write_project(tmp_path, config(server, extra=situated))
+        done = run_cli("run", "bench.toml", "--only", "hash/*", "--max-cost", "0.0018", cwd=tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert "[query.hyde]: the budget ($0.0018) allowed 0 of 6 rewrites" in done.stderr, done.stderr
+        contexts = [r for r in server.received if "<chunk>" in r["body"]["messages"][-1]["content"]]
+        assert len(contexts) == len(server.received) == 11
+        again = run_cli("run", "bench.toml", "--only", "hash/*", cwd=tmp_path)
+        assert again.returncode == 0, again.stderr
+    run = schema.load_run(finished_runs(tmp_path / "results")[0])
+    spent = run.manifest.extra["llm"]
+    assert spent["contexts"]["situated"]["calls"]["from_cache"] == 11
+    assert spent["rewrites"]["hyde"]["calls"]["sent"] == 6
+    ids = {c.id for c in run.summary.candidates}
+    assert {"hash/tok24+situated/flat", "hash/tok24+situated/flat~hyde"} <= ids
