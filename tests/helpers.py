@@ -88,7 +88,8 @@ QUESTIONS = [
     ),
 ]
 
-CONFIG = """\
+# The top of the tiny project's bench.toml: where its files are, the cutoffs and the two models.
+CONFIG_HEAD = """\
 corpus = "corpus"
 goldset = "gold.jsonl"
 results = "results"
@@ -96,7 +97,10 @@ cache_dir = "cache"
 k = 3
 depth = 6
 models = ["hash", "bm25"]
-
+"""
+CONFIG = (
+    CONFIG_HEAD
+    + """
 [chunkers.tok24]
 kind = "tokens"
 size = 24
@@ -106,6 +110,7 @@ overlap = 4
 kind = "recursive"
 size = 24
 """
+)
 
 
 def write_project(root: Path, config: str = CONFIG, questions=QUESTIONS, whole_documents: bool = False) -> Path:

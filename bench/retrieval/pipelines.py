@@ -111,6 +111,34 @@ class FusedRetriever:
             yield
 
 
+class OverFirstStage:
+    """A pipeline over a first stage built elsewhere, which may serve other candidates too: what the
+    pipeline does not change (its build, its queries' cache and bills, its query settings, its token
+    counts) is the first stage's, and releasing the first stage is whoever built it's."""
+
+    first: Retriever
+
+    def build(self, table: ChunkTable, progress: Callable[[int], None] | None = None) -> BuildStats:
+        raise TypeError(f"{type(self).__name__}'s first stage is built on its own; nothing is left to build")
+
+    @property
+    def query_stats(self) -> EmbedStats | None:
+        return self.first.query_stats
+
+    @property
+    def query_billed(self) -> int | None:
+        return self.first.query_billed
+
+    def set_search(self, params: dict) -> None:
+        self.first.set_search(params)
+
+    def count_tokens(self, texts: Sequence[str], role: str = PASSAGE) -> np.ndarray | None:
+        return self.first.count_tokens(texts, role)
+
+    def close(self) -> None:
+        """The first stage is released by whoever built it."""
+
+
 @dataclass
 class RerankQueries:
     """The first stage's encoded questions and the questions' text, which a reranker reads."""
@@ -125,7 +153,7 @@ class RerankQueries:
         return RerankQueries(self.first[rows], self.texts[rows])
 
 
-class RerankedRetriever:
+class RerankedRetriever(OverFirstStage):
     """A first stage's top ``top`` re-scored by a reranker and put in its order; results past
     ``top`` (when more are asked) follow in the first stage's order, with no score.
 
@@ -150,17 +178,6 @@ class RerankedRetriever:
     @property
     def billed_tokens(self) -> int:
         return self.reranker.billed_tokens - self._calls_before[1]
-
-    def build(self, table: ChunkTable, progress: Callable[[int], None] | None = None) -> BuildStats:
-        raise TypeError("a reranked retriever's first stage is built on its own; nothing is left to build")
-
-    @property
-    def query_stats(self) -> EmbedStats | None:
-        return self.first.query_stats
-
-    @property
-    def query_billed(self) -> int | None:
-        return self.first.query_billed
 
     def encode(self, questions: list[str]) -> RerankQueries:
         return RerankQueries(self.first.encode(questions), list(questions))
@@ -195,17 +212,8 @@ class RerankedRetriever:
             self.reranker.score(queries.texts[q], [self.table.text(int(c)) for c in chunks]), dtype=np.float64
         )
 
-    def set_search(self, params: dict) -> None:
-        self.first.set_search(params)
-
     def recall_against_exact(self, queries: RerankQueries, n: int) -> float | None:
         return self.first.recall_against_exact(queries.first, n)
-
-    def count_tokens(self, texts: Sequence[str], role: str = PASSAGE) -> np.ndarray | None:
-        return self.first.count_tokens(texts, role)
-
-    def close(self) -> None:
-        """The first stage is released by whoever built it."""
 
     @contextlib.contextmanager
     def one_query_at_a_time(self) -> Iterator[None]:

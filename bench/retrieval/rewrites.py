@@ -15,7 +15,7 @@ question searched as asked, and is counted: a rewrite is never guessed.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -25,15 +25,15 @@ import numpy as np
 from bench.chunking.table import ChunkTable
 from bench.core.chat_use import ChatUse
 from bench.core.tables import read_table, setting
-from bench.embedders import PASSAGE, ModelSpec
-from bench.embedders.cache import EmbedStats
+from bench.embedders import ModelSpec
 from bench.errors import BenchError
 from bench.llm.client import Usage, json_in_reply
 from bench.llm.prompts import Template, load_template
 from bench.llm.replies import Row, reply_text
 from bench.registry import suggest
 from bench.retrieval.fusion import Ranked, rrf
-from bench.retrieval.retrievers import BuildStats, Retriever
+from bench.retrieval.pipelines import OverFirstStage
+from bench.retrieval.retrievers import Retriever
 
 KINDS = ("hyde", "multi", "rewrite")
 QUERY_MARK = "~"  # joins a first stage's id and the rewrite it is asked through: minilm/md256/flat~hyde
@@ -153,7 +153,7 @@ class RewrittenQueries:
         return RewrittenQueries(self.encoded[lo:hi], [(a - lo, b - lo) for a, b in spans])
 
 
-class RewrittenRetriever:
+class RewrittenRetriever(OverFirstStage):
     """A first stage asked each question as its rewrite says: one text searched, or several fused by
     reciprocal rank. Questions it has no rewrite for are searched as asked."""
 
@@ -164,17 +164,6 @@ class RewrittenRetriever:
         self.tie_order = table.tie_order
         self.spec: ModelSpec = first.spec
         self.lexical = first.lexical
-
-    def build(self, table: ChunkTable, progress: Callable[[int], None] | None = None) -> BuildStats:
-        raise TypeError("a rewritten retriever's first stage is built on its own; nothing is left to build")
-
-    @property
-    def query_stats(self) -> EmbedStats | None:
-        return self.first.query_stats
-
-    @property
-    def query_billed(self) -> int | None:
-        return self.first.query_billed
 
     def texts(self, question: str) -> tuple[str, ...]:
         rewrite = self.rewrites.get(question)
@@ -223,17 +212,8 @@ class RewrittenRetriever:
         where = dict(zip(units.tolist(), scores.tolist()))
         return np.array([where.get(int(c), 0.0) for c in chunks], dtype=np.float64)
 
-    def set_search(self, params: dict) -> None:
-        self.first.set_search(params)
-
     def recall_against_exact(self, queries: RewrittenQueries, n: int) -> float | None:
         return None  # the first stage's own candidate reports how well its index finds its exact neighbours
-
-    def count_tokens(self, texts: Sequence[str], role: str = PASSAGE) -> np.ndarray | None:
-        return self.first.count_tokens(texts, role)
-
-    def close(self) -> None:
-        """The first stage is released by whoever built it."""
 
     @contextlib.contextmanager
     def one_query_at_a_time(self) -> Iterator[None]:

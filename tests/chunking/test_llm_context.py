@@ -18,7 +18,7 @@ from bench.config import load_config
 from bench.retrieval.retrievers import BM25Retriever, DenseRetriever
 from bench.run.dry_run import dry_run
 from tests.answers.chat_server import ChatServer, quick_retries
-from tests.helpers import finished_runs, next_second, run_cli
+from tests.helpers import CONFIG_HEAD, finished_runs, next_second, run_cli
 
 KEY_ENV, KEY = "BENCH_TEST_CONTEXT_KEY", "sk-context-test-5b1f"
 RARE = "brightwater"  # in the contexts of pumps.md's chunks, in question q1, nowhere in the corpus
@@ -43,15 +43,9 @@ QUESTIONS = [
     ("q2", "Where are alarms logged at night?", "notes.md", "logs every alarm in the red binder"),
     ("q3", "When is grease applied?", "valves.md", "Grease is applied whenever the handle sticks"),
 ]
-CONFIG = """\
-corpus = "corpus"
-goldset = "gold.jsonl"
-results = "results"
-cache_dir = "cache"
-k = 3
-depth = 6
-models = ["hash", "bm25"]
-
+CONFIG = (
+    CONFIG_HEAD
+    + """
 [chunkers.rec16]
 kind = "recursive"
 size = 16
@@ -73,6 +67,7 @@ price_in = 1000
 price_out = 2000
 price_cached_in = 500
 """
+)
 CACHED = 32  # prompt tokens the server says it read from its prompt cache, every request
 
 
