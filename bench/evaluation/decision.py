@@ -30,7 +30,7 @@ from bench.core.measures import metric_key
 from bench.core.records import QuestionRecord
 from bench.core.sections import JsonObject, as_number
 from bench.core.summary import CandidateResult
-from bench.evaluation import costs, significance
+from bench.evaluation import costs, pipeline_gains, significance
 from bench.evaluation.equivalence import questions_for_equivalence, tost_p
 from bench.evaluation.scale import Scale
 from bench.evaluation.selection import Selection, selection
@@ -50,8 +50,11 @@ COST_TOLERANCE = 0.05
 LATENCY_TOLERANCE = 0.10
 
 # Why the pick: the only candidate; tied with the best and better by the preference; the best, every
-# other significantly worse; the best, none of the tied enough cheaper / faster; the best, kept by quality.
-Why = Literal["only", "tied_pick", "all_worse", "none_cheaper", "none_faster", "kept", "undecided"]
+# other significantly worse; the best, none of the tied enough cheaper / faster; the best, kept by quality;
+# the pipeline the best (or the tied pick) adds a technique to, which the technique is not shown to beat.
+Why = Literal[
+    "only", "tied_pick", "all_worse", "none_cheaper", "none_faster", "kept", "undecided", "technique_unproven"
+]
 # What the goldset can say of the best against the pick (else the runner-up), where it is worth saying:
 # nothing would separate them (no mean difference), they are tied, or they are separated narrowly.
 Separation = Literal["no_difference", "tied", "narrow", "undecided"]
@@ -240,6 +243,7 @@ def recommend(
     tied = tuple(row.candidate for row in rows if row.tied)
     undecided = tuple(row.candidate for row in rows if row.status == "undecided")
     pick = _pick([best, *(by_id[t] for t in tied)], prefer, metric)
+    chosen, pick = pick, _without_unproven_technique(pick, rows, by_id)
     n = len(_present(values.get(best.id, {})))
     against = pick if pick is not best else (others[0] if others else None)
     row = next((r for r in rows if against is not None and r.candidate == against.id), None)
@@ -261,7 +265,7 @@ def recommend(
         monthly_cost_includes=tuple(includes) if isinstance(includes, list) else None,
         comparisons=tuple(rows),
         against=against.id if against is not None else None,
-        why=_why(best, pick, row, tied, prefer, undecided),
+        why="technique_unproven" if pick is not chosen else _why(best, pick, row, tied, prefer, undecided),
         separation=separation,
         advantage=_advantage(pick, best, prefer) if pick is not best else None,
         selection=_selection(values, records, ranked, k, metric, as_number(best.quality.get(metric))),
@@ -404,6 +408,25 @@ def _pick(group: list[CandidateResult], prefer: str, metric: str) -> CandidateRe
             lowest = min(v for v, _ in known)
             left = [c for v, c in known if v <= lowest * (1 + tolerance) + 1e-12]
     return min(left, key=lambda c: (-(as_number(c.quality.get(metric)) or 0.0), _rank(c)))
+
+
+def _without_unproven_technique(
+    pick: CandidateResult, rows: list[Comparison], by_id: Mapping[str, CandidateResult]
+) -> CandidateResult:
+    """The pipeline ``pick`` adds a technique to (a rewrite of the questions, a context on the chunks),
+    in turn, while the run holds it and it is not significantly worse than the best: a technique costs
+    more, so it is picked only where the goldset shows that it helps. Runs written before the rule (whose
+    pipelines name neither a rewrite nor a plain chunker) are decided as they were."""
+    while (
+        (pick.pipeline.query is not None or pick.pipeline.plain_chunker is not None)
+        and (found := pipeline_gains.technique(pick)) is not None
+        and found[0] in by_id
+    ):
+        row = next((r for r in rows if r.candidate == found[0]), None)
+        if row is None or row.status == "worse" or (not row.status and not row.tied):
+            break
+        pick = by_id[found[0]]
+    return pick
 
 
 def _why(

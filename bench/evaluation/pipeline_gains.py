@@ -186,8 +186,9 @@ def advice(c: CandidateResult, candidates: Sequence[CandidateResult], k: int, *,
 
 
 def rerank_advice(c: CandidateResult, candidates: Sequence[CandidateResult], k: int) -> str:
-    """What reranking ``c`` measured, or how to measure it; empty for a candidate already reranked."""
-    if is_reranked(c):
+    """What reranking ``c`` measured, or how to measure it; empty for a candidate already reranked, or
+    one whose questions a chat model rewrites (the grid reranks first stages as asked)."""
+    if is_reranked(c) or as_written(c) is not None:
         return ""
     built = reranked_over(c, candidates)
     done = _measured(c, built, k)

@@ -134,6 +134,16 @@ def reason(rec: Recommendation, candidates: Candidates) -> str:
         return f"{best.id} is the only candidate ({metric} {_score(best, metric):.3f}, n = {n}); {pref}."
     test = f"{_p(row.p_holm)} after Holm, n = {n}"
     margin = within(rec)
+    if rec.why == "technique_unproven":
+        found = pipeline_gains.technique(best)
+        what = f" (it {found[1]})" if found is not None and found[0] == pick.id else ""
+        status = "not significantly worse" if row.status != "equivalent" else f"equivalent {margin}"
+        return (
+            f"{best.id} has the best {metric} ({_score(best, metric):.3f}), but the technique it adds to "
+            f"{pick.id}{what} is not shown to help: "
+            f"{pick.id} scores {_score(pick, metric):.3f}, {status} ({test}); a technique costs more, so the "
+            f"pipeline without it is picked, which {_advantage(rec.advantage, rec.prefer)}; {pref}."
+        )
     if rec.why == "tied_pick":
         versus = f"{metric} {_score(pick, metric):.3f} vs {_score(best, metric):.3f}, {test}"
         advantage = _advantage(rec.advantage, rec.prefer)

@@ -176,7 +176,11 @@ class RewriteEstimate:
     per_1k_queries: float  # every question asked once, cache or not
 
     def line(self, max_cost: float | None) -> str:
-        budget = f"; max_cost {usd(max_cost)} stops before that" if max_cost is not None else ""
+        budget = ""
+        if max_cost is not None:
+            over = self.cost > max_cost
+            budget = f"; {'over' if over else 'within'} the budget ({usd(max_cost)})"
+            budget += ": the run would stop before asking" if over else ""
         return (
             f"[query.{self.name}] {self.model}: {self.questions} questions, {self.calls} calls "
             f"({self.questions - self.calls} in the cache), about {self.prompt_tokens:,} prompt and at most "
