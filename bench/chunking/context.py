@@ -27,6 +27,15 @@ SEPARATOR = " › "  # between the title and each heading of the path
 MAX_HEADING_WIDTH = 80
 # A markdown heading line (the text every extractor writes): its level and its words.
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
+# A file name that names nothing: a content hash or a UUID, as saved web pages and exports are often named.
+_NAMELESS = re.compile(r"[0-9a-f]{16,}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}", re.I)
+
+
+def name(doc_id: str) -> str:
+    """What a document without a title is headed by: its id (``hr/vacation.md``), but nothing for a file
+    named by a hash or a UUID, which would be tokens without meaning (its headings say what it is)."""
+    stem = doc_id.rsplit("/", 1)[-1].split(".", 1)[0]
+    return "" if _NAMELESS.fullmatch(stem) else doc_id
 
 
 def header(title: str, path: list[str], pages: str) -> str:
@@ -85,7 +94,7 @@ def contextual(plain: ChunkTable, corpus: Corpus) -> ContextualTable:
         if not len(rows):
             continue
         doc = corpus.get(doc_id)
-        title = doc.title or doc_id
+        title = doc.title or name(doc_id)
         starts = plain.start[rows.start : rows.stop]
         paths = heading_paths(doc.text, starts)
         for i, path in zip(rows, islice(paths, len(rows))):

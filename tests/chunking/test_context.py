@@ -45,6 +45,9 @@ def test_a_contextual_table_indexes_the_header_and_keeps_the_units(tmp_path: Pat
         Document("travel.md", POLICY, title="Travel policy"),
         Document("notes.txt", "Plain notes without headings. " * 20),  # no title: its id stands in
         Document("manual.pdf", "Page one text. " * 10 + "Page two text. " * 10, pages=(0, 150), page_label="p."),
+        # a saved web page named by its hash: the name says nothing, its heading says what it is
+        Document(f"web/{'3f9a' * 16}.html", "# Rail strikes\n\nTrains stop on Monday. " + "More. " * 20),
+        Document("exports/0b6e2a1c-95d4-4f0e-9a43-7d1c2b8e6f10.txt", "An export without headings. " * 10),
     ]
     corpus = Corpus.from_documents(tmp_path, docs)
     plain = ChunkTable.chunk_corpus(corpus, RecursiveChunker(size=12))
@@ -61,6 +64,11 @@ def test_a_contextual_table_indexes_the_header_and_keeps_the_units(tmp_path: Pat
     refunds = next(table.text(i) for i in range(len(table)) if "Claims" in plain.text(i))
     assert refunds.startswith("Travel policy › Refunds\n\n")
     assert by_doc["notes.txt"] == "notes.txt"
+    rows = [i for i, d in enumerate(plain.doc) if plain.doc_ids[int(d)].startswith("web/")]
+    web = [table.text(i) for i in rows]
+    assert web[0] == plain.text(rows[0])  # above the first heading: nothing to say
+    assert all(text.startswith("Rail strikes\n\n") for text in web[1:]) and len(web) > 1
+    assert "3f9a" not in " ".join(table.headers) and "0b6e2a1c" not in " ".join(table.headers)
     pdf_heads = {
         table.text(i).split("\n\n")[0] for i, d in enumerate(plain.doc) if plain.doc_ids[int(d)] == "manual.pdf"
     }
