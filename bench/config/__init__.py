@@ -165,9 +165,10 @@ class Config:
     def index(self, name: str) -> IndexSpec:
         return self.index_specs[name]
 
-    def chat(self, use: ChatUse, what: str) -> ChatSettings:
+    def chat(self, use: ChatUse, what: str, spent: float = 0.0) -> ChatSettings:
         """How a step (``what``: its table, "[query.hyde]") asks its model: [llm]'s endpoint (else
-        $BENCH_LLM_BASE_URL), the step's model and prices, the run's budget."""
+        $BENCH_LLM_BASE_URL), the step's model and prices, and what ``spent`` (the run's steps asked
+        before it) leaves of the run's budget."""
         from bench.llm.settings import ChatSettings
 
         llm = self.llm
@@ -179,7 +180,8 @@ class Config:
             )
         return ChatSettings(
             base_url, use.model, api_key_env=llm.api_key_env, concurrency=llm.concurrency,
-            max_cost=None if llm.max_cost is None else float(llm.max_cost), price_in=float(use.price_in),
+            max_cost=None if llm.max_cost is None else max(0.0, float(llm.max_cost) - spent),
+            price_in=float(use.price_in),
             price_out=float(use.price_out),
             price_cached_in=None if use.price_cached_in is None else float(use.price_cached_in),
             max_attempts=llm.max_attempts, timeout_s=float(llm.timeout_s),

@@ -103,8 +103,12 @@ class Asker:
 
     def estimate(self, request: Request) -> float:
         """What a request would cost at most: its prompt's estimated tokens and max_tokens of reply."""
-        prompt = sum(estimate_tokens(m["content"]) for m in request.messages)
-        return (prompt * self.prices.input + (self.client.max_tokens or 0) * self.prices.output) / 1e6
+        return (prompt_tokens(request) * self.prices.input + (self.client.max_tokens or 0) * self.prices.output) / 1e6
+
+
+def prompt_tokens(request: Request) -> int:
+    """A request's prompt tokens by ``estimate_tokens``: what a budget and a dry run count before sending."""
+    return sum(estimate_tokens(m["content"]) for m in request.messages)
 
 
 class _Calls:

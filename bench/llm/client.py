@@ -21,13 +21,13 @@ from dataclasses import dataclass
 
 from bench.errors import BenchError
 from bench.llm.http_api import (
-    LOOPBACK,
     EndpointCounters,
     Exhausted,
     JsonEndpoint,
     Rejected,
     Secret,
     backoff,
+    is_loopback,
     redact_url,
 )
 
@@ -142,8 +142,7 @@ class ChatClient(EndpointCounters):
         self.max_attempts = max_attempts
         self.json_mode = json_mode
         self._key = Secret(os.environ.get(api_key_env, "").strip())
-        loopback = (parts.hostname or "") in LOOPBACK
-        if not self._key and not loopback:
+        if not self._key and not is_loopback(base):
             raise BenchError(f"${api_key_env} is not set: export the API key for {redact_url(self.base_url)} in it")
         self._endpoint = JsonEndpoint(self.url, self._key, "bench-draft/0.1", self.timeout_s)
         self._lock = threading.Lock()

@@ -23,6 +23,13 @@ from typing import IO
 from bench.errors import BenchError
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
+def is_loopback(url: str) -> bool:
+    """Whether ``url``'s host is this machine: a server there needs no key and no proxy."""
+    return (urllib.parse.urlsplit(url).hostname or "") in LOOPBACK
+
+
 MAX_ERROR_BODY = 4096
 
 
@@ -207,7 +214,7 @@ class JsonEndpoint:
         self._key = key
         self._user_agent = user_agent
         # A local server is reached directly, whatever proxy the environment names.
-        proxies: dict[str, str] | None = {} if (urllib.parse.urlsplit(url).hostname or "") in LOOPBACK else None
+        proxies: dict[str, str] | None = {} if is_loopback(url) else None
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies), NoRedirects())
         self._lock = threading.Lock()
         self.requests = 0

@@ -328,7 +328,7 @@ class HttpReranker(http_api.EndpointCounters):
             raise BenchError(f'{self.where}: kind = "http" needs url = the endpoint and shape = "documents" or "texts"')
         self.shown_url = http_api.redact_url(spec.url)
         key = os.environ.get(spec.api_key_env, "").strip() if spec.api_key_env else ""
-        if spec.api_key_env and not key and (urllib.parse.urlsplit(spec.url).hostname or "") not in http_api.LOOPBACK:
+        if spec.api_key_env and not key and not http_api.is_loopback(spec.url):
             where = f"(api_key_env in [reranker.{spec.name}])"
             raise BenchError(f"{self.where}: set ${spec.api_key_env} to the API key for {self.shown_url} {where}")
         self._key = http_api.Secret(key)

@@ -133,6 +133,12 @@ def _texts(spec: RewriteSpec, question: str, reply: str) -> tuple[tuple[str, ...
     return ((f"{question}\n\n{value.strip()}",) if spec.kind == "hyde" else (value.strip(),)), None
 
 
+def searched_texts(rewrites: Mapping[str, Rewrite], question: str) -> tuple[str, ...]:
+    """What is searched for ``question``: its rewrite's texts, or the question as asked when it has none."""
+    rewrite = rewrites.get(question)
+    return rewrite.texts if rewrite is not None else (question,)
+
+
 @dataclass
 class RewrittenQueries:
     """The first stage's encoding of every text searched, the questions' texts one after another
@@ -166,8 +172,7 @@ class RewrittenRetriever(OverFirstStage):
         self.lexical = first.lexical
 
     def texts(self, question: str) -> tuple[str, ...]:
-        rewrite = self.rewrites.get(question)
-        return rewrite.texts if rewrite is not None else (question,)
+        return searched_texts(self.rewrites, question)
 
     def _queries(self, questions: list[str], encode: Callable[[list[str]], Any]) -> RewrittenQueries:
         flat: list[str] = []
@@ -191,11 +196,19 @@ class RewrittenRetriever(OverFirstStage):
             return ranked
         depth = max(self.fusion_depth, n)
         if (q, depth) not in queries.fused:
-            lists = self.first.search(queries.encoded[lo:hi], depth)
-            queries.fused[(q, depth)] = rrf(lists, k=RRF_K, tie_order=self.tie_order)
+            self._fuse(queries, depth)
         return queries.fused[(q, depth)]
 
+    def _fuse(self, queries: RewrittenQueries, depth: int) -> None:
+        """Every text of every question searched in one call, and each question's lists fused."""
+        lists = self.first.search(queries.encoded, depth)
+        for q, (lo, hi) in enumerate(queries.spans):
+            if hi - lo > 1:
+                queries.fused[(q, depth)] = rrf(lists[lo:hi], k=RRF_K, tie_order=self.tie_order)
+
     def search(self, queries: RewrittenQueries, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        if all(hi - lo == 1 for lo, hi in queries.spans):  # one text a question: one search for all
+            return self.first.search(queries.encoded, n)
         out = []
         for q in range(len(queries)):
             units, scores = self._ranked(queries, q, n)

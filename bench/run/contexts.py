@@ -10,7 +10,6 @@ reply that is empty or a refusal leaves its chunk without a context, counted and
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -81,8 +80,7 @@ class Situating:
         self, spec: ContextSpec, chunkers: list[ChunkerSpec], plain: dict[str, ChunkTable], corpus: Corpus
     ) -> dict[str, ContextualTable]:
         budget = self.config.llm.max_cost
-        chat = self.config.chat(spec, f"[context.{spec.name}]")
-        chat = dataclasses.replace(chat, max_cost=None if budget is None else max(0.0, float(budget) - self.paid))
+        chat = self.config.chat(spec, f"[context.{spec.name}]", self.paid)
         client = chat.client(MAX_TOKENS, json_mode=False)
         asker = chat.asker(client, self.log)
         prompt = load_prompt(spec.prompt_path)

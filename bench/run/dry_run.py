@@ -9,7 +9,6 @@ questions only, it estimates what the relevance judge will be asked and cost.
 from __future__ import annotations
 
 import os
-import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from bench.inputs.lock import LockStatus, check_lock
 from bench.inputs.questions import questions_only
 from bench.judging import relevance_judge
 from bench.llm import http_api
+from bench.llm.asking import Asker, prompt_tokens
 from bench.llm.client import estimate_tokens
 from bench.llm.replies import ReplyLog
 from bench.retrieval.rerankers import reranker_costs
@@ -251,18 +251,18 @@ def context_estimates(
         if not used:
             continue
         chat = config.chat(spec, f"[context.{spec.name}]")
-        client = chat.client(MAX_TOKENS, json_mode=False)
+        asker = Asker(chat.client(MAX_TOKENS, json_mode=False), log, prices=chat.prices)
         keys: dict[str, list[str]] = {c.name: [] for c in used}
         tokens: dict[str, int] = {}  # every request's prompt tokens, by key
+        dollars: dict[str, float] = {}  # and what it costs at most
         plain = [(c.name, tables[c.plain]) for c in used]
-        for request in planned_requests(client, load_prompt(spec.prompt_path), spec, plain, corpus, keys):
-            tokens[request.key] = sum(estimate_tokens(m["content"]) for m in request.messages)
+        for request in planned_requests(asker.client, load_prompt(spec.prompt_path), spec, plain, corpus, keys):
+            tokens[request.key], dollars[request.key] = prompt_tokens(request), asker.estimate(request)
         for c in used:
-            distinct = set(keys[c.name])
-            whole[c.name] = _at_most(chat, sum(tokens[k] for k in distinct), len(distinct))
+            whole[c.name] = sum(dollars[k] for k in set(keys[c.name]))
         ask = [k for k in tokens if k not in log.entries]
         prompt, reply = sum(tokens[k] for k in ask), len(ask) * MAX_TOKENS
-        cost = _at_most(chat, prompt, len(ask))
+        cost = sum(dollars[k] for k in ask)
         budget = ""
         if chat.max_cost is not None:
             over = cost > chat.max_cost
@@ -275,11 +275,6 @@ def context_estimates(
             f"(no prompt caching assumed: an upper bound){budget}"
         )
     return lines, whole
-
-
-def _at_most(chat: ChatSettings, prompt_tokens: int, asks: int) -> float:
-    """Dollars of ``asks`` requests of ``prompt_tokens`` in all, each replying its most tokens."""
-    return (prompt_tokens * chat.price_in + asks * MAX_TOKENS * chat.price_out) / 1e6
 
 
 def judge_estimate(
@@ -352,7 +347,7 @@ def service_problems(config: Config, candidates: list[Candidate], timeout_s: flo
             problems.append(str(e))
             continue
         table = f"[model.{name}]"
-        if not _loopback(embedder.url) and not os.environ.get(embedder.api_key_env, "").strip():
+        if not http_api.is_loopback(embedder.url) and not os.environ.get(embedder.api_key_env, "").strip():
             problems.append(
                 f"model {name!r}: ${embedder.api_key_env} is not set, and {embedder.shown_url} needs an API key; "
                 f"export the key in ${embedder.api_key_env} (api_key_env in {table} names the variable)"
@@ -388,7 +383,3 @@ def _models_used(config: Config, candidates: list[Candidate]) -> list[str]:
     chunkers = {c.chunker for c in candidates}
     names += [spec.model for spec in config.chunkers if spec.model and spec.name in chunkers]
     return list(dict.fromkeys(names))
-
-
-def _loopback(url: str) -> bool:
-    return (urllib.parse.urlsplit(url).hostname or "") in http_api.LOOPBACK

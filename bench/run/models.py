@@ -79,17 +79,7 @@ class ModelPool:
             first = retriever.first if isinstance(retriever, RerankedRetriever) else retriever
             parts = first.parts if isinstance(first, FusedRetriever) else [first]
             timed = [self._query_seconds(p.model, r, questions) for p, r in zip(self.config.parts(cand), parts)]
-            wall = [sum(per_part) for per_part in zip(*(t.wall for t in timed))]
-            cpu = [sum(per_part) for per_part in zip(*(t.cpu for t in timed))]
-            shares = [t.contention for t in timed if t.contention is not None]
-            self._latency[name] = {
-                **measure.latency_summary("query_embed", wall),
-                "query_embed_cpu_ms_mean": float(np.mean(cpu)) * 1000 if cpu else None,
-                "query_embed_measured": min(t.measured for t in timed),
-                "query_embed_from_cache": all(t.from_cache for t in timed),
-                "timing_contention": max(shares) if shares else None,
-                "timing_busy": any(t.busy for t in timed),
-            }
+            self._latency[name] = _encoding_figures(timed)
         return self._latency[name]
 
     def _rewritten_latency(self, cand: Candidate, retriever: Retriever, questions: list[str]) -> Figures:
@@ -97,14 +87,8 @@ class ModelPool:
         the texts are the chat model's."""
         timings = _query_embed_seconds(retriever, questions)
         self.timing.add(f"query encoding {cand.id}", timings)
-        return {
-            **measure.latency_summary("query_embed", timings.wall),
-            "query_embed_cpu_ms_mean": float(np.mean(timings.cpu)) * 1000 if timings.cpu else None,
-            "query_embed_measured": self.measured_at,
-            "query_embed_from_cache": False,
-            "timing_contention": timings.contention,
-            "timing_busy": timings.busy,
-        }
+        timed = QueryTiming(timings.wall, timings.cpu, self.measured_at, False, timings.contention, timings.busy)
+        return _encoding_figures([timed])
 
     def corpus_speed_kept(self, cand: Candidate) -> Figures:
         """Whether the corpus embedding speed of ``cand``'s models was read from an earlier run's timing
@@ -242,6 +226,21 @@ class QueryTiming:
     from_cache: bool
     contention: float | None = None
     busy: bool = False
+
+
+def _encoding_figures(timed: list[QueryTiming]) -> Figures:
+    """The query-encoding figures of a pipeline whose parts each encode every question in turn."""
+    wall = [sum(per_part) for per_part in zip(*(t.wall for t in timed))]
+    cpu = [sum(per_part) for per_part in zip(*(t.cpu for t in timed))]
+    shares = [t.contention for t in timed if t.contention is not None]
+    return {
+        **measure.latency_summary("query_embed", wall),
+        "query_embed_cpu_ms_mean": float(np.mean(cpu)) * 1000 if cpu else None,
+        "query_embed_measured": min(t.measured for t in timed),
+        "query_embed_from_cache": all(t.from_cache for t in timed),
+        "timing_contention": max(shares) if shares else None,
+        "timing_busy": any(t.busy for t in timed),
+    }
 
 
 def _query_embed_seconds(retriever: Retriever, questions: list[str]) -> measure.Timings:

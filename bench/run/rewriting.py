@@ -26,11 +26,12 @@ from bench.core.sections import JsonObject
 from bench.embedders import paths
 from bench.errors import BenchError
 from bench.formatting import usd
-from bench.llm.asking import Request
-from bench.llm.client import Usage, estimate_tokens
-from bench.llm.http_api import LOOPBACK, redact_url
-from bench.llm.replies import Prices, ReplyLog, Tally
-from bench.retrieval.rewrites import MAX_TOKENS, Rewrite, RewriteSpec, read_reply
+from bench.llm.asking import Request, prompt_tokens
+from bench.llm.client import ChatClient, Usage
+from bench.llm.http_api import is_loopback, redact_url
+from bench.llm.prompts import Template
+from bench.llm.replies import Prices, Tally
+from bench.retrieval.rewrites import MAX_TOKENS, Rewrite, RewriteSpec, read_reply, searched_texts
 
 LOCAL_ENDPOINT = "a server on this machine"  # latency measured against it is not a provider's
 
@@ -48,9 +49,7 @@ class Rewritten:
 
     @property
     def local(self) -> bool:
-        from urllib.parse import urlsplit
-
-        return (urlsplit(self.base_url).hostname or "") in LOOPBACK
+        return is_loopback(self.base_url)
 
     def figures(self) -> Figures:
         """What rewriting adds to a query: the chat call's latency as measured when each was sent, and
@@ -71,16 +70,20 @@ class Rewritten:
             "rewrite_tokens_per_query": (
                 float(np.mean([r.prompt_tokens + r.completion_tokens for r in rewrites])) if rewrites else None
             ),
-            "rewrites_failed": sum(r.problem is not None for r in rewrites),
+            "rewrites_failed": self.failed,
         }
+
+    @property
+    def failed(self) -> int:
+        """Replies that gave no rewrite: those questions are searched as asked."""
+        return sum(r.problem is not None for r in self.by_question.values())
 
     def searched(self, records: list[Retrieved]) -> list[Retrieved]:
         """Each question's record with what was searched for it (``extra.searched``), for the inspector."""
-        return [dataclasses.replace(r, extra={**r.extra, "searched": list(self.texts(r.question))}) for r in records]
-
-    def texts(self, question: str) -> tuple[str, ...]:
-        rewrite = self.by_question.get(question)
-        return rewrite.texts if rewrite is not None else (question,)
+        return [
+            dataclasses.replace(r, extra={**r.extra, "searched": list(searched_texts(self.by_question, r.question))})
+            for r in records
+        ]
 
     def describe(self) -> JsonObject:
         """What the manifest records of it (never the key)."""
@@ -93,7 +96,7 @@ class Rewritten:
             **({"n": self.spec.n} if self.spec.kind == "multi" else {}),
             **self.tally.to_meta(self.prices, None),
             "cost_sent_usd": round(self.tally.cost_sent, 6),
-            "failed": sum(r.problem is not None for r in self.by_question.values()),
+            "failed": self.failed,
         }
 
 
@@ -113,17 +116,11 @@ def rewrite_questions(
 def _rewrite(
     config: Config, spec: RewriteSpec, questions: list[str], cache_root: Path, console: Console, spent: float
 ) -> Rewritten:
-    chat = config.chat(spec, f"[query.{spec.name}]")
-    budget = None if chat.max_cost is None else max(chat.max_cost - spent, 0.0)
+    chat = config.chat(spec, f"[query.{spec.name}]", spent)
     client = chat.client(MAX_TOKENS[spec.kind])
-    asker = chat.asker(client, paths.rewrites_dir(cache_root) / "replies.jsonl")
-    asker.max_cost = budget
+    asker = chat.asker(client, _replies(cache_root))
     template = spec.template()
-    requests = []
-    for question in questions:
-        messages = spec.messages(template, question)
-        about = {"query": spec.name, "kind": spec.kind, "prompt": template.version}
-        requests.append(Request(client.request_key(messages), messages, about))
+    requests = _requests(spec, template, client, questions)
     with console.status(
         escape(f"rewriting {len(questions)} questions with {spec.model} ([query.{spec.name}])")
     ) as status:
@@ -132,24 +129,24 @@ def _rewrite(
     missing = sum(r.key not in rows for r in requests)
     if missing:
         raise BenchError(
-            f"[query.{spec.name}]: the budget ({usd(chat.max_cost or 0.0)}) allowed {len(questions) - missing} of "
-            f"{len(questions)} rewrites ({usd(asker.tally.cost)} spent); raise --max-cost or [llm] max_cost (what "
-            "was paid for is kept, and a rerun resumes), or leave these candidates out with --skip "
-            f"'*~{spec.name}'"
+            f"[query.{spec.name}]: the budget ({usd(config.llm.max_cost or 0.0)}) allowed "
+            f"{len(questions) - missing} of {len(questions)} rewrites ({usd(asker.tally.cost)} spent); raise "
+            "--max-cost or [llm] max_cost (what was paid for is kept, and a rerun resumes), or leave these "
+            f"candidates out with --skip '*~{spec.name}'"
         )
     by_question = {q: read_reply(spec, q, rows[r.key]) for q, r in zip(questions, requests)}
-    failed = sum(r.problem is not None for r in by_question.values())
-    if failed:
+    done = Rewritten(spec, by_question, asker.tally, chat.prices, chat.base_url, template.describe())
+    if done.failed:
         first = next(r.problem for r in by_question.values() if r.problem)
         console.print(
             "[yellow]warning:[/] "
             + escape(
-                f"[query.{spec.name}]: {failed} of {len(questions)} replies gave no rewrite ({first}); "
+                f"[query.{spec.name}]: {done.failed} of {len(questions)} replies gave no rewrite ({first}); "
                 "those questions are searched as asked"
             )
         )
     console.print(escape(f"[query.{spec.name}] {spec.model}: {asker.tally.summary()}"))
-    return Rewritten(spec, by_question, asker.tally, chat.prices, chat.base_url, template.describe())
+    return done
 
 
 def with_rewrite(figures: Figures, rewritten: Rewritten) -> Figures:
@@ -191,22 +188,29 @@ class RewriteEstimate:
 
 def estimate(config: Config, name: str, questions: Sequence[str], cache_root: Path) -> RewriteEstimate:
     """The calls rewriting ``questions`` by [query.NAME] would send (those the reply log lacks), their
-    tokens by ``estimate_tokens`` and their price at the table's prices."""
+    tokens by ``estimate_tokens`` and their price at the table's prices (``Asker.estimate``)."""
     spec = config.rewrite(name)
     chat = config.chat(spec, f"[query.{name}]")
-    client = chat.client(MAX_TOKENS[spec.kind])
-    log = ReplyLog(paths.rewrites_dir(cache_root) / "replies.jsonl")
-    template = spec.template()
-    asked = [spec.messages(template, q) for q in dict.fromkeys(questions)]
-    prompts = [sum(estimate_tokens(m["content"]) for m in messages) for messages in asked]
-    todo = [p for p, m in zip(prompts, asked) if client.request_key(m) not in log.entries]
-    reply = MAX_TOKENS[spec.kind]
-
-    def price(prompt: float, n: int) -> float:
-        return (prompt * chat.price_in + n * reply * chat.price_out) / 1e6
-
-    mean = float(np.mean(prompts)) if prompts else 0.0
+    asker = chat.asker(chat.client(MAX_TOKENS[spec.kind]), _replies(cache_root))
+    asked = _requests(spec, spec.template(), asker.client, list(dict.fromkeys(questions)))
+    todo = [r for r in asked if r.key not in asker.log.entries]
+    every = [asker.estimate(r) for r in asked]
     return RewriteEstimate(
-        name, spec.model, len(asked), len(todo), sum(todo), len(todo) * reply, price(sum(todo), len(todo)),
-        price(mean, 1) * 1000,
+        name, spec.model, len(asked), len(todo), sum(map(prompt_tokens, todo)), len(todo) * MAX_TOKENS[spec.kind],
+        sum(map(asker.estimate, todo)), float(np.mean(every)) * 1000 if every else 0.0,
     )  # fmt: skip
+
+
+def _requests(spec: RewriteSpec, template: Template, client: ChatClient, questions: list[str]) -> list[Request]:
+    """One request per question, keyed by what is sent and to which model (the reply log's key)."""
+    out = []
+    for question in questions:
+        messages = spec.messages(template, question)
+        about = {"query": spec.name, "kind": spec.kind, "prompt": template.version}
+        out.append(Request(client.request_key(messages), messages, about))
+    return out
+
+
+def _replies(cache_root: Path) -> Path:
+    """The reply log every [query.NAME] with this cache folder shares."""
+    return paths.rewrites_dir(cache_root) / "replies.jsonl"

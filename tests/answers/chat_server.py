@@ -69,7 +69,10 @@ class ChatServer(LocalServer):
         return [m["content"] for r in self.received for m in r["body"]["messages"]]
 
 
-def quick_retries(monkeypatch) -> None:
-    """The chat client retries without the waits a real server needs (a 429 or 5xx is retried at once)."""
+def quick_retries(monkeypatch, key_env: str | None = None, key: str = "") -> None:
+    """The chat client retries without the waits a real server needs (a 429 or 5xx is retried at once);
+    with ``key_env``, the key a test's client sends is ``key``."""
     monkeypatch.setattr(ChatClient, "backoff_base", 0.001)
     monkeypatch.setattr(ChatClient, "backoff_cap", 0.005)
+    if key_env is not None:
+        monkeypatch.setenv(key_env, key)

@@ -76,8 +76,7 @@ def scripted(body: dict) -> str | None:
 
 @pytest.fixture(autouse=True)
 def quick_and_keyed(monkeypatch):
-    quick_retries(monkeypatch)
-    monkeypatch.setenv(KEY_ENV, KEY)
+    quick_retries(monkeypatch, KEY_ENV, KEY)
 
 
 @pytest.fixture(scope="module")

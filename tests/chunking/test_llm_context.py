@@ -128,8 +128,7 @@ class Billed:
 
 @pytest.fixture(autouse=True)
 def quick_and_keyed(monkeypatch):
-    quick_retries(monkeypatch)
-    monkeypatch.setenv(KEY_ENV, KEY)
+    quick_retries(monkeypatch, KEY_ENV, KEY)
 
 
 @pytest.fixture

@@ -81,8 +81,7 @@ over = ["bm25/*"]
 
 @pytest.fixture(autouse=True)
 def quick_and_keyed(monkeypatch):
-    quick_retries(monkeypatch)
-    monkeypatch.setenv(KEY_ENV, KEY)
+    quick_retries(monkeypatch, KEY_ENV, KEY)
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +89,7 @@ def served(tmp_path_factory):
     """The tiny project run once with three rewrites, the first two answers a 429 and a 500."""
     root = tmp_path_factory.mktemp("rewrites")
     with pytest.MonkeyPatch.context() as patch, ChatServer(oracle, plan=("429", "500")) as server:
-        quick_retries(patch)
-        patch.setenv(KEY_ENV, KEY)
+        quick_retries(patch, KEY_ENV, KEY)
         write_project(root, config(server))
         done = run_cli("run", "bench.toml", cwd=root)
         assert done.returncode == 0, done.stderr
